@@ -1,0 +1,93 @@
+// Environment -> typed, validated configuration. Every problem is reported at once, by variable name.
+import path from 'node:path';
+import { type AllowList, parseAllowList } from './http/guard.ts';
+
+export interface Config {
+  port: number;
+  host: string;
+  /** Folder of the embedded store, the generated master key and operator token. */
+  dataDir: string;
+  /** Keep the embedded store in memory (tests). */
+  inMemory: boolean;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  mongodbUrl?: string;
+  /** 32-byte key (hex or base64) for account secrets; generated into dataDir when absent. */
+  masterKey?: string;
+  operatorToken?: string;
+  toolSpecsDir: string;
+  allowPrivateNetworks: AllowList;
+  allowPrivateNetworksText: string;
+  /** Origins allowed to call /mcp from a browser ('*' for any). */
+  allowedOrigins: string[];
+  maxBodyBytes: number;
+  upstreamTimeoutMs: number;
+  maxResponseBytes: number;
+  rateLimit: { burstPoints: number; burstSeconds: number; minutePoints: number };
+  /** tools/list page size. */
+  toolsPageSize: number;
+  /** How long a key lookup is cached (revocation reaches other instances within this time). */
+  keyCacheMs: number;
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const problems: string[] = [];
+  const int = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
+      return fallback;
+    }
+    return n;
+  };
+  const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+  const logLevel = (env.LOG_LEVEL ?? 'info') as Config['logLevel'];
+  if (!logLevels.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${logLevels.join(', ')} (got "${env.LOG_LEVEL}")`);
+  let allow: AllowList = parseAllowList(undefined);
+  try {
+    allow = parseAllowList(env.ALLOW_PRIVATE_NETWORKS);
+  } catch (err) {
+    problems.push(`ALLOW_PRIVATE_NETWORKS: ${(err as Error).message}`);
+  }
+  if (env.MONGODB_URL && !/^mongodb(\+srv)?:\/\//.test(env.MONGODB_URL)) problems.push('MONGODB_URL must start with mongodb:// or mongodb+srv://');
+  if (env.MASTER_KEY && !isKey32(env.MASTER_KEY)) problems.push('MASTER_KEY must be 32 bytes as 64 hex characters or base64');
+  if (env.OPERATOR_TOKEN !== undefined && env.OPERATOR_TOKEN.length < 24) problems.push('OPERATOR_TOKEN must be at least 24 characters');
+  const config: Config = {
+    port: int('PORT', 3000, 0, 65535),
+    host: env.HOST || '127.0.0.1',
+    dataDir: path.resolve(env.DATA_DIR || '.data'),
+    inMemory: false,
+    logLevel,
+    mongodbUrl: env.MONGODB_URL || undefined,
+    masterKey: env.MASTER_KEY || undefined,
+    operatorToken: env.OPERATOR_TOKEN || undefined,
+    toolSpecsDir: path.resolve(env.TOOL_SPECS_DIR || 'tool-specs'),
+    allowPrivateNetworks: allow,
+    allowPrivateNetworksText: env.ALLOW_PRIVATE_NETWORKS ?? '',
+    allowedOrigins: (env.ALLOWED_ORIGINS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    maxBodyBytes: int('MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    upstreamTimeoutMs: int('UPSTREAM_TIMEOUT_MS', 30_000, 100, 300_000),
+    maxResponseBytes: int('MAX_RESPONSE_BYTES', 10 * 1024 * 1024, 1024, 256 * 1024 * 1024),
+    rateLimit: {
+      burstPoints: int('RATE_LIMIT_BURST', 100, 1, 1_000_000),
+      burstSeconds: int('RATE_LIMIT_BURST_SECONDS', 10, 1, 3600),
+      minutePoints: int('RATE_LIMIT_PER_MINUTE', 1000, 1, 10_000_000),
+    },
+    toolsPageSize: int('TOOLS_PAGE_SIZE', 100, 1, 1000),
+    keyCacheMs: int('KEY_CACHE_MS', 5000, 0, 30_000),
+  };
+  if (problems.length) throw new ConfigError(`Invalid configuration:\n- ${problems.join('\n- ')}`);
+  return config;
+}
+
+function isKey32(text: string): boolean {
+  if (/^[0-9a-f]{64}$/i.test(text)) return true;
+  try {
+    return Buffer.from(text, 'base64').length === 32;
+  } catch {
+    return false;
+  }
+}

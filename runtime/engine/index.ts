@@ -1,0 +1,233 @@
+// Runs a tool from (loaded spec, account credentials, arguments): render each step's request, apply
+// plugins, call the provider through the one HTTP client, map the answer, map failures to ToolError.
+import type { ErrorObject } from 'ajv';
+import type { HttpClient, UpstreamResponse } from '../http/client.ts';
+import { type OutboundRequest, type PluginContext, type ProviderHttp, UpstreamStatusError } from '../plugin-api.ts';
+import type { BoundPlugin, CompiledRequest, LoadedProvider, LoadedTool } from '../spec/catalog.ts';
+import { type CompiledTemplate, RenderError, truthy } from '../template/index.ts';
+import { renderTree } from '../template/tree.ts';
+import { ToolError } from '../tool-error.ts';
+import { mapUpstreamError, redactor } from './errors.ts';
+
+/** A stored account, decrypted for the duration of one call. */
+export interface AccountCredentials {
+  fields: Readonly<Record<string, string>>;
+}
+
+export interface RunOptions {
+  signal?: AbortSignal;
+  progress?: (message: string) => void;
+}
+
+export interface EngineOptions {
+  /** Timeout of one upstream request unless the tool sets its own. */
+  defaultTimeoutMs: number;
+}
+
+type View = { args: Record<string, unknown>; account: Record<string, string>; steps: Record<string, UpstreamResponse>; response?: UpstreamResponse };
+
+export class Engine {
+  constructor(
+    private readonly http: HttpClient,
+    private readonly options: EngineOptions,
+  ) {}
+
+  /**
+   * Validates the arguments against the tool's compiled input schema and fills in defaults.
+   * Throws ToolError('invalid_arguments') naming every bad field.
+   */
+  validateArguments(tool: LoadedTool, args: unknown): Record<string, unknown> {
+    const copy = args === undefined || args === null ? {} : structuredClone(args);
+    if (!tool.validate(copy)) {
+      throw new ToolError('invalid_arguments', `Invalid arguments: ${describeArgumentErrors(tool.validate.errors ?? [])}`);
+    }
+    return copy as Record<string, unknown>;
+  }
+
+  /** Runs a tool with validated arguments. Resolves to the result object; throws ToolError. */
+  async run(tool: LoadedTool, args: Record<string, unknown>, account: AccountCredentials | null, opts: RunOptions = {}): Promise<Record<string, unknown>> {
+    const provider = tool.provider;
+    if (!account && (tool.spec.account ?? 'required') === 'required') {
+      throw new ToolError('account_required', `The tool ${tool.spec.id} needs a stored ${provider.spec.account.kind} account bound to it`);
+    }
+    const redact = redactor(provider, account);
+    const view: View = { args, account: publicFields(provider, account), steps: {} };
+    const http = this.bind(provider, account, opts.signal);
+    const ctxBase = { args, account: view.account, http, toolId: tool.spec.id, signal: opts.signal ?? new AbortController().signal, progress: opts.progress ?? (() => {}) };
+    const applied: string[] = [];
+    let last: UpstreamResponse | undefined;
+    for (const [index, step] of tool.steps.entries()) {
+      if (step.when && !truthy(step.when.render(view))) continue;
+      try {
+        if (tool.steps.length > 1) ctxBase.progress(`${step.title}`);
+        let request = this.render(step.request, view);
+        for (const p of step.request.plugins) request = await (p.plugin as { apply: (r: OutboundRequest, c: PluginContext<unknown>) => Promise<OutboundRequest> }).apply(request, { ...ctxBase, options: p.options });
+        last = step.request.call
+          ? await (step.request.call.plugin as { apply: (r: OutboundRequest, c: PluginContext<unknown>) => Promise<UpstreamResponse> }).apply(request, { ...ctxBase, options: step.request.call.options })
+          : await http.send(request);
+      } catch (err) {
+        const failure = toToolError(err, (res) => mapUpstreamError(tool, step.name, res, view), redact);
+        if (applied.length === 0) throw failure;
+        const rest = tool.steps.slice(index).filter((s) => !s.when || truthy(s.when.render(view))).map((s) => s.title);
+        throw new ToolError(failure.code, `${failure.message}. Applied before the failure: ${applied.join(', ')}. Not applied: ${rest.join(', ')}.`, {
+          retryable: false,
+          providerStatus: failure.providerStatus,
+          // Part of the work was done: the charge is kept.
+          refund: false,
+        });
+      }
+      view.steps[step.name] = last;
+      applied.push(step.title);
+    }
+    view.response = last;
+    let result: unknown = tool.responseMap ? renderTree(tool.responseMap, view) : (last?.body ?? {});
+    try {
+      for (const p of tool.responsePlugins) result = await applyResponsePlugin(p, result, ctxBase);
+    } catch (err) {
+      throw toToolError(err, (res) => mapUpstreamError(tool, undefined, res, view), redact);
+    }
+    if (result === null || typeof result !== 'object' || Array.isArray(result)) {
+      throw new ToolError('internal_error', `The tool ${tool.spec.id} produced no result object`);
+    }
+    return result as Record<string, unknown>;
+  }
+
+  /** Runs the provider's verification request with an account; resolves when the credentials work. */
+  async verify(provider: LoadedProvider, account: AccountCredentials, signal?: AbortSignal): Promise<void> {
+    if (!provider.verify) throw new ToolError('not_supported', `${provider.spec.title} declares no verification request`);
+    const view: View = { args: {}, account: publicFields(provider, account), steps: {} };
+    try {
+      await this.bind(provider, account, signal).send(this.render(provider.verify, view));
+    } catch (err) {
+      throw toToolError(err, (res) => mapUpstreamError(undefined, undefined, res, view, provider), redactor(provider, account));
+    }
+  }
+
+  /** The provider client bound to one account: base URL, auth headers, default headers. */
+  private bind(provider: LoadedProvider, account: AccountCredentials | null, signal?: AbortSignal): ProviderHttp {
+    const headers: Record<string, string> = { accept: 'application/json', ...provider.spec.headers };
+    if (account) Object.assign(headers, authHeaders(provider, account));
+    const base = account ? baseUrl(provider, account) : undefined;
+    return {
+      send: async (req, { expectOk = true } = {}) => {
+        let url: URL;
+        if (req.url) url = new URL(req.url);
+        else if (base) url = new URL(base + req.path);
+        else throw new ToolError('account_required', `No ${provider.spec.account.kind} account is bound, so there is no base URL for this request`);
+        for (const [k, v] of req.query) url.searchParams.append(k, v);
+        const res = await this.http.send({
+          method: req.method,
+          url,
+          headers: { ...headers, ...req.headers },
+          body: req.body,
+          timeoutMs: req.timeoutMs ?? this.options.defaultTimeoutMs,
+          signal,
+        });
+        if (expectOk && (res.status < 200 || res.status > 299)) throw new UpstreamStatusError(res);
+        return res;
+      },
+    };
+  }
+
+  private render(req: CompiledRequest, view: View): OutboundRequest {
+    try {
+      const path = req.path.length === 0 ? '' : '/' + req.path.map((seg) => (typeof seg === 'string' ? seg : renderSegment(seg, view))).join('/');
+      const query: Array<[string, string]> = [];
+      for (const [name, tree] of req.query) {
+        const value = renderTree(tree, view);
+        for (const item of Array.isArray(value) ? value : [value]) {
+          if (item === undefined || item === null) continue;
+          query.push([name, typeof item === 'object' ? JSON.stringify(item) : String(item)]);
+        }
+      }
+      const headers: Record<string, string> = {};
+      for (const [name, tree] of req.headers) {
+        const value = renderTree(tree, view);
+        if (value !== undefined && value !== null) headers[name] = String(value);
+      }
+      const body = req.body ? renderTree(req.body, view) : undefined;
+      const timeout = req.timeoutSeconds ? Number(renderTree(req.timeoutSeconds, view)) : undefined;
+      return { method: req.method, path, query, headers, body, timeoutMs: timeout && timeout > 0 ? timeout * 1000 : undefined };
+    } catch (err) {
+      if (err instanceof RenderError) throw new ToolError('invalid_arguments', err.message);
+      throw err;
+    }
+  }
+}
+
+/** A path segment: expression outputs are URL-encoded; "." and ".." and empty values are refused. */
+function renderSegment(seg: CompiledTemplate, view: View): string {
+  const raw = seg.single ? seg.render(view) : seg.render(view, encodeURIComponent);
+  if (raw === undefined || raw === null || raw === '') {
+    throw new ToolError('invalid_arguments', `A value needed in the request path is missing (${seg.source})`);
+  }
+  const text = seg.single ? encodeURIComponent(String(raw)) : String(raw);
+  if (text === '.' || text === '..' || text === '%2E' || text === '%2E%2E') {
+    throw new ToolError('invalid_arguments', `"${text}" is not allowed as a path value`);
+  }
+  return text;
+}
+
+function applyResponsePlugin(p: BoundPlugin, result: unknown, ctx: Omit<PluginContext<unknown>, 'options'>): unknown {
+  return (p.plugin as { apply: (r: unknown, c: PluginContext<unknown>) => unknown }).apply(result, { ...ctx, options: p.options });
+}
+
+function toToolError(err: unknown, map: (res: UpstreamResponse) => ToolError, redact: (s: string) => string): ToolError {
+  let failure: ToolError;
+  if (err instanceof UpstreamStatusError) failure = map(err.response);
+  else if (err instanceof ToolError) failure = err;
+  else throw err;
+  const message = redact(failure.message);
+  return message === failure.message ? failure : new ToolError(failure.code, message, { retryable: failure.retryable, providerStatus: failure.providerStatus, refund: failure.refund });
+}
+
+function publicFields(provider: LoadedProvider, account: AccountCredentials | null): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!account) return out;
+  for (const [k, v] of Object.entries(account.fields)) if (!provider.secretFields.has(k)) out[k] = v;
+  return out;
+}
+
+function baseUrl(provider: LoadedProvider, account: AccountCredentials): string {
+  const raw = account.fields[provider.spec.base_url.field];
+  if (!raw) throw new ToolError('account_invalid', `The bound account has no ${provider.spec.base_url.field}`);
+  const url = new URL(raw);
+  return url.origin + url.pathname.replace(/\/+$/, '') + (provider.spec.base_url.path ?? '');
+}
+
+function authHeaders(provider: LoadedProvider, account: AccountCredentials): Record<string, string> {
+  const out: Record<string, string> = {};
+  const basic = provider.spec.auth?.basic;
+  if (basic && account.fields[basic.username] && account.fields[basic.password]) {
+    out.authorization = 'Basic ' + Buffer.from(`${account.fields[basic.username]}:${account.fields[basic.password]}`).toString('base64');
+  }
+  for (const h of provider.authHeaders) {
+    // A header whose fields are empty is left out (e.g. an n8n account without an API key).
+    if (h.fields.every((f) => account.fields[f])) out[h.name.toLowerCase()] = String(h.template.render({ account: account.fields }));
+  }
+  return out;
+}
+
+/** `"max_results" must be <= 1000; "jql" is required` — names each bad field, never echoes values. */
+export function describeArgumentErrors(errors: ErrorObject[]): string {
+  const seen = new Set<string>();
+  for (const e of errors) {
+    const at = e.instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+    let text: string;
+    switch (e.keyword) {
+      case 'required':
+        text = `"${[...at, (e.params as { missingProperty: string }).missingProperty].join('.')}" is required`;
+        break;
+      case 'additionalProperties':
+        text = `"${[...at, (e.params as { additionalProperty: string }).additionalProperty].join('.')}" is not a parameter of this tool`;
+        break;
+      case 'enum':
+        text = `"${at.join('.')}" must be one of: ${(e.params as { allowedValues: unknown[] }).allowedValues.map(String).join(', ')}`;
+        break;
+      default:
+        text = at.length ? `"${at.join('.')}" ${e.message}` : `the arguments ${e.message}`;
+    }
+    seen.add(text);
+  }
+  return [...seen].join('; ');
+}

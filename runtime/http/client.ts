@@ -1,0 +1,149 @@
+// The ONE upstream HTTP client. Every provider request goes through here: keep-alive agents,
+// timeouts, retries of idempotent methods only, the outbound guard (after DNS and on every redirect),
+// a response size cap, and errors that never carry secrets.
+import http from 'node:http';
+import https from 'node:https';
+import got, { type Got, type Method, type Response, RequestError } from 'got';
+import { ToolError } from '../tool-error.ts';
+import { type AllowList, BadHeaderError, OutboundRefusedError, checkOutboundHeaders, checkUrl, guardedLookup } from './guard.ts';
+
+export interface UpstreamRequest {
+  method: string;
+  url: URL;
+  headers: Record<string, string>;
+  /** JSON value to send; a string is sent as is (its content type must be in headers). */
+  body?: unknown;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface UpstreamResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** Parsed JSON when the answer is JSON, else text; null when empty. */
+  body: unknown;
+}
+
+export interface HttpClientOptions {
+  /** Default timeout of one upstream request. */
+  timeoutMs: number;
+  maxResponseBytes: number;
+  allow: AllowList;
+  /** Retries of idempotent requests after a network error, 408, 429, 502, 503 or 504. */
+  retries: number;
+  /** Longest Retry-After we wait for ourselves; longer ones are reported to the caller. */
+  maxRetryAfterMs: number;
+}
+
+export interface HttpClient {
+  send(request: UpstreamRequest): Promise<UpstreamResponse>;
+  close(): void;
+}
+
+const IDEMPOTENT: Method[] = ['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS'];
+
+export function createHttpClient(options: HttpClientOptions): HttpClient {
+  const agents = {
+    http: new http.Agent({ keepAlive: true, maxSockets: 256, scheduling: 'lifo' }),
+    https: new https.Agent({ keepAlive: true, maxSockets: 256, scheduling: 'lifo' }),
+  };
+  const client: Got = got.extend({
+    agent: agents,
+    dnsLookup: guardedLookup(options.allow) as never,
+    throwHttpErrors: false,
+    responseType: 'buffer',
+    followRedirect: true,
+    maxRedirects: 5,
+    retry: {
+      limit: options.retries,
+      methods: IDEMPOTENT,
+      statusCodes: [408, 429, 502, 503, 504],
+      maxRetryAfter: options.maxRetryAfterMs,
+      backoffLimit: 2000,
+    },
+    hooks: {
+      // Literal-IP hosts never reach the DNS lookup: check each hop's URL too.
+      beforeRedirect: [(next) => checkUrl(next.url as URL, options.allow)],
+    },
+  });
+
+  return {
+    async send(req) {
+      try {
+        checkUrl(req.url, options.allow);
+        checkOutboundHeaders(req.headers);
+      } catch (err) {
+        if (err instanceof BadHeaderError) throw new ToolError('invalid_header', err.message, { refund: true });
+        throw networkFailure(err, req);
+      }
+      const hasBody = req.body !== undefined && req.method !== 'GET' && req.method !== 'DELETE';
+      const promise = client(req.url, {
+        method: req.method as Method,
+        headers: req.headers,
+        ...(hasBody ? (typeof req.body === 'string' ? { body: req.body } : { json: req.body }) : {}),
+        timeout: { request: req.timeoutMs ?? options.timeoutMs },
+        signal: req.signal,
+      });
+      let tooLarge = false;
+      promise.on('downloadProgress', (p) => {
+        if (p.transferred > options.maxResponseBytes && !tooLarge) {
+          tooLarge = true;
+          promise.cancel();
+        }
+      });
+      let res: Response<Buffer>;
+      try {
+        res = (await promise) as unknown as Response<Buffer>;
+      } catch (err) {
+        if (tooLarge) {
+          throw new ToolError('response_too_large', `The provider's answer is larger than ${options.maxResponseBytes} bytes and was cut off`, { refund: true });
+        }
+        throw networkFailure(err, req);
+      }
+      if (res.body.length > options.maxResponseBytes) {
+        throw new ToolError('response_too_large', `The provider's answer is larger than ${options.maxResponseBytes} bytes and was cut off`, { refund: true });
+      }
+      return { status: res.statusCode, headers: res.headers, body: parseBody(res.body, res.headers['content-type']) };
+    },
+    close() {
+      agents.http.destroy();
+      agents.https.destroy();
+    },
+  };
+}
+
+/** JSON when it says or looks like JSON (some APIs mislabel), else text; null when empty. */
+export function parseBody(raw: Buffer, contentType: string | undefined): unknown {
+  if (raw.length === 0) return null;
+  const text = raw.toString('utf8');
+  const looksJson = /json/i.test(contentType ?? '') || /^\s*[[{]/.test(text);
+  if (looksJson) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  }
+  return text;
+}
+
+/** Maps transport failures to tool errors; the text names the host, never the full URL (it may hold secrets). */
+function networkFailure(err: unknown, req: UpstreamRequest): ToolError {
+  const host = req.url.host;
+  const cause = err instanceof RequestError ? (err.cause ?? err) : err;
+  if (cause instanceof OutboundRefusedError || err instanceof OutboundRefusedError) {
+    const refused = (cause instanceof OutboundRefusedError ? cause : err) as OutboundRefusedError;
+    return new ToolError('outbound_refused', refused.message, { refund: true });
+  }
+  if (err instanceof RequestError) {
+    if (err.name === 'TimeoutError' || err.code === 'ETIMEDOUT') {
+      const seconds = Math.round((req.timeoutMs ?? 0) / 1000);
+      return new ToolError('timeout', `The provider at ${host} did not answer in time${seconds ? ` (${seconds} s)` : ''}`, { retryable: true });
+    }
+    if (err.name === 'CancelError' || err.code === 'ERR_CANCELED' || err.name === 'AbortError' || err.code === 'ABORT_ERR') {
+      return new ToolError('cancelled', 'The call was cancelled before the provider answered', { refund: true });
+    }
+    return new ToolError('network_error', `Could not reach the provider at ${host} (${err.code ?? 'network error'})`, { retryable: true });
+  }
+  return new ToolError('network_error', `Could not reach the provider at ${host}`, { retryable: true });
+}

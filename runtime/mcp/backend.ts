@@ -1,0 +1,48 @@
+// The seam between the MCP endpoint and the rest of the service. The endpoint only speaks protocol;
+// everything with a cost or a rule goes through these calls, in this order for tools/call:
+// authenticate -> authorize -> rate limit -> (find tool -> merge defaults -> validate -> charge ->
+// execute -> refund or keep -> record usage).
+import type { ToolError } from '../tool-error.ts';
+import type { ToolAnnotations } from '../spec/types.ts';
+
+export interface Principal {
+  keyId: string;
+  ownerId: string;
+  serverId: string;
+}
+
+export type AuthOutcome = { ok: true; principal: Principal } | { ok: false; status: 401 | 403 };
+
+export interface RateOutcome {
+  allowed: boolean;
+  /** RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset (and Retry-After when refused). */
+  headers: Record<string, string>;
+}
+
+/** A tool as a server exposes it (a base tool, or a custom tool built on one). */
+export interface ExposedTool {
+  name: string;
+  title: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  outputSchema: Record<string, unknown>;
+  annotations: ToolAnnotations;
+  credits: number;
+}
+
+export type CallOutcome = { ok: true; result: Record<string, unknown> } | { ok: false; error: ToolError };
+
+export interface CallOptions {
+  signal: AbortSignal;
+  progress: (message: string) => void;
+}
+
+export interface McpBackend {
+  /** Authenticates the bearer key and authorizes it for the server (design.md section 5). */
+  authenticate(serverId: string, authorization: string | undefined): Promise<AuthOutcome>;
+  rateLimit(principal: Principal): Promise<RateOutcome>;
+  /** The server's tools, in a stable order. */
+  listTools(principal: Principal): Promise<ExposedTool[]>;
+  /** Runs a tool call end to end; undefined when the server has no tool of that name. */
+  callTool(principal: Principal, name: string, args: unknown, options: CallOptions): Promise<CallOutcome | undefined>;
+}

@@ -1,0 +1,297 @@
+// POST /mcp/:serverId — stateless Streamable HTTP, written by hand (see docs/mcp.md for why and for
+// the behaviour per protocol revision). Order of checks: origin, content type, accept, authentication and
+// authorization, rate limit, body size, JSON parse, protocol version, dispatch.
+import type { ServerResponse } from 'node:http';
+import type { Context } from 'koa';
+import { readBody, BodyTooLargeError } from '../http/body.ts';
+import type { Logger } from '../log.ts';
+import { ToolError } from '../tool-error.ts';
+import type { McpBackend, Principal } from './backend.ts';
+import {
+  type Classified,
+  DEFAULT_VERSION,
+  ErrorCode,
+  type JsonRpcId,
+  type JsonRpcRequest,
+  type JsonRpcResponse,
+  LATEST_LEGACY_VERSION,
+  LEGACY_VERSIONS,
+  RpcError,
+  SUPPORTED_VERSIONS,
+  classify,
+  isModern,
+  rpcError,
+} from './protocol.ts';
+import { callResult, describeTool, errorResult } from './tools.ts';
+import { type ModernContext, checkModernRequest, discoverResult, modernResultFields } from './modern.ts';
+
+export interface McpEndpointOptions {
+  backend: McpBackend;
+  logger: Logger;
+  maxBodyBytes: number;
+  /** Browser origins allowed to call (exact origins, or '*'). */
+  allowedOrigins: string[];
+  pageSize: number;
+  serverInfo: { name: string; title: string; version: string };
+  instructions?: string;
+}
+
+export const AUTH_BODIES = {
+  401: { error: 'Unauthorized', message: 'Invalid or expired API key' },
+  403: { error: 'Forbidden', message: 'Access denied to this resource' },
+  429: { error: 'Rate Limit Exceeded', message: 'Too many requests. Please try again later.' },
+} as const;
+
+/** What one HTTP request is about, once its headers have been read. */
+interface Exchange {
+  principal: Principal;
+  version: string;
+  /** The client accepts an SSE answer (needed for progress notifications). */
+  acceptsSse: boolean;
+  modern?: ModernContext;
+  ctx: Context;
+}
+
+export function createMcpEndpoint(opts: McpEndpointOptions) {
+  const { backend } = opts;
+
+  return async function mcpEndpoint(ctx: Context): Promise<void> {
+    const origin = ctx.get('origin');
+    if (origin && !originAllowed(origin, ctx, opts.allowedOrigins)) {
+      return sendHttpError(ctx, 403, { error: 'Forbidden', message: `Origin ${origin} is not allowed` });
+    }
+    if (!ctx.is('application/json')) {
+      return sendHttpError(ctx, 415, { error: 'Unsupported Media Type', message: 'Content-Type must be application/json' });
+    }
+    const accept = ctx.get('accept');
+    if (accept && !/(application\/json|text\/event-stream|\*\/\*|application\/\*)/i.test(accept)) {
+      return sendHttpError(ctx, 406, { error: 'Not Acceptable', message: 'Accept must allow application/json or text/event-stream' });
+    }
+
+    const auth = await backend.authenticate(ctx.params.serverId, ctx.get('authorization') || undefined);
+    if (!auth.ok) {
+      if (auth.status === 401) ctx.set('WWW-Authenticate', 'Bearer');
+      return sendHttpError(ctx, auth.status, AUTH_BODIES[auth.status]);
+    }
+    const principal = auth.principal;
+    ctx.state.keyId = principal.keyId;
+    const rate = await backend.rateLimit(principal);
+    ctx.set(rate.headers);
+    if (!rate.allowed) return sendHttpError(ctx, 429, AUTH_BODIES[429]);
+
+    let payload: unknown;
+    try {
+      payload = JSON.parse(await readBody(ctx.req, opts.maxBodyBytes));
+    } catch (err) {
+      if (err instanceof BodyTooLargeError) {
+        return sendHttpError(ctx, 413, { error: 'Payload Too Large', message: `The request body is larger than ${opts.maxBodyBytes} bytes` });
+      }
+      return sendJson(ctx, 400, rpcError(null, ErrorCode.ParseError, `Parse error: ${(err as Error).message}`));
+    }
+
+    const header = ctx.get('mcp-protocol-version');
+    const version = header || DEFAULT_VERSION;
+    const exchange: Exchange = { principal, version, acceptsSse: /text\/event-stream/i.test(accept), ctx };
+
+    if (Array.isArray(payload)) return handleBatch(exchange, payload, header);
+    const msg = classify(payload);
+    if (!SUPPORTED_VERSIONS.includes(version)) {
+      const id = msg.kind === 'request' ? msg.message.id : null;
+      const code = looksModern(payload) ? ErrorCode.UnsupportedProtocolVersion : ErrorCode.InvalidRequest;
+      return sendJson(ctx, 400, rpcError(id, code, `Unsupported protocol version: ${header}`, { supported: SUPPORTED_VERSIONS, requested: header }));
+    }
+    if (isModern(version) || looksModern(payload)) {
+      try {
+        exchange.modern = checkModernRequest(ctx, msg, payload, version);
+        exchange.version = exchange.modern.version;
+      } catch (err) {
+        if (err instanceof RpcError) return sendJson(ctx, err.httpStatus, rpcError(msg.kind === 'request' ? msg.message.id : null, err.code, err.message, err.data));
+        throw err;
+      }
+    }
+    if (msg.kind === 'invalid') return sendJson(ctx, 400, rpcError(msg.id, ErrorCode.InvalidRequest, `Invalid request: ${msg.reason}`));
+    if (msg.kind !== 'request') {
+      ctx.status = 202;
+      return;
+    }
+    if (exchange.acceptsSse && msg.message.method === 'tools/call' && progressToken(msg.message) !== undefined) {
+      return streamCall(exchange, msg.message);
+    }
+    const response = await answer(exchange, msg.message);
+    const status = 'error' in response && exchange.modern && response.error.code === ErrorCode.MethodNotFound ? 404 : 200;
+    return sendJson(ctx, status, response);
+  };
+
+  async function handleBatch(exchange: Exchange, items: unknown[], header: string): Promise<void> {
+    const { ctx } = exchange;
+    if (exchange.version !== DEFAULT_VERSION) {
+      return sendJson(ctx, 400, rpcError(null, ErrorCode.InvalidRequest, `JSON-RPC batches are not supported in protocol version ${header}`));
+    }
+    if (items.length === 0) return sendJson(ctx, 400, rpcError(null, ErrorCode.InvalidRequest, 'Invalid request: empty batch'));
+    const answers = await Promise.all(
+      items.map(async (item): Promise<JsonRpcResponse | undefined> => {
+        const msg: Classified = classify(item);
+        if (msg.kind === 'invalid') return rpcError(msg.id, ErrorCode.InvalidRequest, `Invalid request: ${msg.reason}`);
+        if (msg.kind !== 'request') return undefined;
+        return answer(exchange, msg.message);
+      }),
+    );
+    const responses = answers.filter((a): a is JsonRpcResponse => a !== undefined);
+    if (responses.length === 0) {
+      ctx.status = 202;
+      return;
+    }
+    sendJson(ctx, 200, responses);
+  }
+
+  /** Answers one request with a JSON-RPC result or error. */
+  async function answer(exchange: Exchange, req: JsonRpcRequest, stream?: { progress: (m: string) => void; signal: AbortSignal }): Promise<JsonRpcResponse> {
+    try {
+      const result = await dispatch(exchange, req, stream);
+      return { jsonrpc: '2.0', id: req.id, result: exchange.modern ? { ...result, ...modernResultFields(req.method) } : result };
+    } catch (err) {
+      if (err instanceof RpcError) return rpcError(req.id, err.code, err.message, err.data);
+      opts.logger.error({ err, method: req.method }, 'MCP request failed');
+      return rpcError(req.id, ErrorCode.InternalError, 'Internal error');
+    }
+  }
+
+  async function dispatch(exchange: Exchange, req: JsonRpcRequest, stream?: { progress: (m: string) => void; signal: AbortSignal }): Promise<Record<string, unknown>> {
+    const params = req.params ?? {};
+    switch (req.method) {
+      case 'initialize': {
+        if (exchange.modern) throw new RpcError(ErrorCode.MethodNotFound, `Method not found: initialize is not part of protocol version ${exchange.version}; use server/discover`);
+        const asked = typeof params.protocolVersion === 'string' ? params.protocolVersion : '';
+        const version = (LEGACY_VERSIONS as readonly string[]).includes(asked) ? asked : LATEST_LEGACY_VERSION;
+        return {
+          protocolVersion: version,
+          capabilities: { tools: { listChanged: false } },
+          serverInfo: opts.serverInfo,
+          ...(opts.instructions ? { instructions: opts.instructions } : {}),
+        };
+      }
+      case 'ping':
+        return {};
+      case 'server/discover':
+        if (!exchange.modern) throw new RpcError(ErrorCode.MethodNotFound, `Method not found: server/discover needs protocol version 2026-07-28 or later`);
+        return discoverResult(opts.serverInfo, opts.instructions);
+      case 'tools/list':
+        return listTools(exchange, params);
+      case 'tools/call':
+        return callTool(exchange, params, stream);
+      default:
+        throw new RpcError(ErrorCode.MethodNotFound, `Method not found: ${req.method}`);
+    }
+  }
+
+  async function listTools(exchange: Exchange, params: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const tools = await backend.listTools(exchange.principal);
+    const offset = params.cursor === undefined ? 0 : decodeCursor(params.cursor, tools.length);
+    const page = tools.slice(offset, offset + opts.pageSize);
+    const next = offset + page.length;
+    return {
+      tools: page.map((t) => describeTool(t, exchange.version)),
+      ...(next < tools.length ? { nextCursor: encodeCursor(next) } : {}),
+    };
+  }
+
+  async function callTool(exchange: Exchange, params: Record<string, unknown>, stream?: { progress: (m: string) => void; signal: AbortSignal }): Promise<Record<string, unknown>> {
+    const name = params.name;
+    if (typeof name !== 'string' || name === '') throw new RpcError(ErrorCode.InvalidParams, 'Invalid params: "name" must be the name of a tool');
+    const args = params.arguments;
+    if (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args))) {
+      // 2025-11-25 and later: input validation errors are tool results, so the model can correct itself.
+      return errorResult(new ToolError('invalid_arguments', 'Invalid arguments: "arguments" must be an object'), exchange.version);
+    }
+    const controller = new AbortController();
+    const res = exchange.ctx.res;
+    const abort = () => {
+      if (!res.writableFinished) controller.abort();
+    };
+    res.once('close', abort);
+    try {
+      const outcome = await backend.callTool(exchange.principal, name, args ?? {}, {
+        signal: stream?.signal ?? controller.signal,
+        progress: stream?.progress ?? (() => {}),
+      });
+      if (!outcome) throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+      exchange.ctx.state.tool = name;
+      return callResult(outcome, exchange.version);
+    } finally {
+      res.off('close', abort);
+    }
+  }
+
+  /** tools/call with a progress token and an SSE-accepting client: progress events, then the answer. */
+  async function streamCall(exchange: Exchange, req: JsonRpcRequest): Promise<void> {
+    const { ctx } = exchange;
+    const token = progressToken(req);
+    ctx.respond = false;
+    const res: ServerResponse = ctx.res;
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    let progress = 0;
+    const send = (message: unknown) => {
+      if (!res.writableEnded) res.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+    };
+    const notify = (message: string) => send({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: ++progress, message } });
+    // Long waits (webhooks, multi-step tools) keep reporting so clients can show life and reset timeouts.
+    const heartbeat = setInterval(() => notify('waiting for the provider'), 5000);
+    const controller = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) controller.abort();
+    });
+    try {
+      notify('started');
+      send(await answer(exchange, req, { progress: notify, signal: controller.signal }));
+    } finally {
+      clearInterval(heartbeat);
+      res.end();
+    }
+  }
+}
+
+function progressToken(req: JsonRpcRequest): string | number | undefined {
+  const meta = req.params?._meta as Record<string, unknown> | undefined;
+  const token = meta?.progressToken;
+  return typeof token === 'string' || typeof token === 'number' ? token : undefined;
+}
+
+/** A body that speaks the 2026-07-28 envelope (per-request _meta with a protocol version). */
+function looksModern(payload: unknown): boolean {
+  const meta = (payload as { params?: { _meta?: Record<string, unknown> } } | null)?.params?._meta;
+  return !!meta && typeof meta === 'object' && 'io.modelcontextprotocol/protocolVersion' in meta;
+}
+
+function encodeCursor(offset: number): string {
+  return Buffer.from(JSON.stringify({ o: offset })).toString('base64url');
+}
+
+function decodeCursor(cursor: unknown, total: number): number {
+  if (typeof cursor === 'string') {
+    try {
+      const { o } = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { o: unknown };
+      if (typeof o === 'number' && Number.isInteger(o) && o >= 0 && o <= total) return o;
+    } catch {
+      // fall through
+    }
+  }
+  throw new RpcError(ErrorCode.InvalidParams, 'Invalid params: unknown or expired cursor');
+}
+
+function originAllowed(origin: string, ctx: Context, allowed: string[]): boolean {
+  if (allowed.includes('*') || allowed.includes(origin)) return true;
+  // Same origin as the request itself (a dashboard served by this service).
+  return origin === `${ctx.protocol}://${ctx.host}`;
+}
+
+export function sendJson(ctx: Context, status: number, body: unknown): void {
+  ctx.status = status;
+  ctx.type = 'application/json';
+  ctx.body = JSON.stringify(body);
+}
+
+export function sendHttpError(ctx: Context, status: number, body: { error: string; message: string }): void {
+  sendJson(ctx, status, body);
+}
+
+export type { JsonRpcId };

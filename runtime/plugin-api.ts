@@ -1,0 +1,74 @@
+// The plugin interface (design.md section 8). Plugins are TypeScript modules registered by name in
+// plugins/index.ts and selected from typed slots of a tool spec; a spec never names a module path.
+import type { UpstreamResponse } from './http/client.ts';
+import type { HttpMethod } from './spec/types.ts';
+
+export type { UpstreamResponse };
+
+/** A provider request as plugins see it, before the base URL and authentication are added. */
+export interface OutboundRequest {
+  method: HttpMethod;
+  /** Path below the provider's base URL, already encoded. */
+  path: string;
+  /** An absolute URL instead of `path` (webhooks); it still passes the outbound guard. */
+  url?: URL;
+  /** Query parameters in order; repeated names are allowed. */
+  query: Array<[string, string]>;
+  headers: Record<string, string>;
+  body?: unknown;
+  timeoutMs?: number;
+}
+
+/** Thrown by ProviderHttp.send for a non-2xx answer; the engine maps it with the tool's error rules. */
+export class UpstreamStatusError extends Error {
+  constructor(readonly response: UpstreamResponse) {
+    super(`provider answered ${response.status}`);
+  }
+}
+
+/** The provider client bound to the call's account: base URL, authentication, default headers, guard. */
+export interface ProviderHttp {
+  send(request: OutboundRequest, options?: { expectOk?: boolean }): Promise<UpstreamResponse>;
+}
+
+export interface PluginContext<Options = Record<string, never>> {
+  options: Options;
+  /** The validated arguments (defaults applied). */
+  args: Readonly<Record<string, unknown>>;
+  /** The account's non-secret fields (site URL, e-mail...). Secrets never reach plugins. */
+  account: Readonly<Record<string, string>>;
+  http: ProviderHttp;
+  toolId: string;
+  signal: AbortSignal;
+  /** Reports progress of a long call (sent to the client when it asked for progress). */
+  progress(message: string): void;
+}
+
+interface PluginBase {
+  name: string;
+  description: string;
+  /** JSON Schema of `with:` in the spec; checked at load. */
+  optionsSchema?: Record<string, unknown>;
+}
+
+/** Changes the rendered request (convert a field, add query parameters, resolve a value through ctx.http). */
+export interface RequestPlugin<O = any> extends PluginBase {
+  hook: 'request';
+  apply(request: OutboundRequest, ctx: PluginContext<O>): OutboundRequest | Promise<OutboundRequest>;
+}
+
+/** Carries out the request itself through ctx.http (pagination, several calls). */
+export interface CallPlugin<O = any> extends PluginBase {
+  hook: 'call';
+  apply(request: OutboundRequest, ctx: PluginContext<O>): Promise<UpstreamResponse>;
+}
+
+/** Changes the mapped result. */
+export interface ResponsePlugin<O = any> extends PluginBase {
+  hook: 'response';
+  apply(result: unknown, ctx: PluginContext<O>): unknown | Promise<unknown>;
+}
+
+export type Plugin = RequestPlugin | CallPlugin | ResponsePlugin;
+export type PluginHook = Plugin['hook'];
+export type PluginRegistry = ReadonlyMap<string, Plugin>;

@@ -1,0 +1,70 @@
+// What the loader produces: providers and tools compiled for the engine.
+import type { ValidateFunction } from 'ajv';
+import type { Plugin } from '../plugin-api.ts';
+import type { CompiledTemplate } from '../template/index.ts';
+import type { CompiledTree } from '../template/tree.ts';
+import type { HttpMethod, JsonSchema, ProviderSpec, ToolSpec } from './types.ts';
+
+export interface BoundPlugin {
+  plugin: Plugin;
+  options: Record<string, unknown>;
+}
+
+export interface CompiledRequest {
+  method: HttpMethod;
+  /** Path segments: plain text, or a template whose expression outputs are URL-encoded. */
+  path: Array<string | CompiledTemplate>;
+  query: Array<[string, CompiledTree]>;
+  headers: Array<[string, CompiledTree]>;
+  body?: CompiledTree;
+  timeoutSeconds?: CompiledTree;
+  plugins: BoundPlugin[];
+  call?: BoundPlugin;
+}
+
+export interface CompiledStep {
+  name: string;
+  title: string;
+  when?: CompiledTemplate;
+  request: CompiledRequest;
+}
+
+export interface CompiledErrorRule {
+  status?: ReadonlySet<number>;
+  providerCodes?: ReadonlySet<string>;
+  contains?: string;
+  step?: string;
+  code: string;
+  message: CompiledTemplate | string;
+  retryable?: boolean;
+}
+
+export interface LoadedProvider {
+  spec: ProviderSpec;
+  file: string;
+  /** Names of secret account fields: usable in auth only, encrypted at rest, redacted from errors. */
+  secretFields: ReadonlySet<string>;
+  authHeaders: Array<{ name: string; template: CompiledTemplate; fields: string[] }>;
+  errors: CompiledErrorRule[];
+  verify?: CompiledRequest;
+}
+
+export interface LoadedTool {
+  spec: ToolSpec;
+  file: string;
+  provider: LoadedProvider;
+  /** Validates and completes (defaults) the arguments in place; compiled once at load. */
+  validate: ValidateFunction;
+  steps: CompiledStep[];
+  responseMap?: CompiledTree;
+  responsePlugins: BoundPlugin[];
+  errors: CompiledErrorRule[];
+}
+
+export interface Catalog {
+  providers: ReadonlyMap<string, LoadedProvider>;
+  /** Tools by id, in a deterministic order (by id). */
+  tools: ReadonlyMap<string, LoadedTool>;
+}
+
+export type { JsonSchema };

@@ -1,0 +1,226 @@
+// Templates of the tool-spec language.
+//
+// We use a private Handlebars instance for the grammar (its parser and AST, with source positions) and
+// compile that AST into small closures at load time instead of using Handlebars' string runtime, because:
+// - a leaf that is exactly one expression must keep its JSON type (Handlebars only produces strings);
+// - expressions inside a path segment must be URL-encoded, not HTML-escaped;
+// - lookups must be strict and own-property only (no prototype access), with one code path.
+// Only plain expressions, sub-expressions, literals and the pure helpers below are allowed: block helpers,
+// partials, `this`, `../` and `@data` are refused at load. Logic beyond that belongs in a plugin.
+import Handlebars from 'handlebars';
+
+type Node = hbs.AST.Node;
+type Expr = hbs.AST.Expression;
+
+const hb = Handlebars.create();
+
+/** The allow-list: pure functions of their arguments. */
+export const helpers: Record<string, (...args: unknown[]) => unknown> = {
+  default: (value, fallback) => (value === undefined || value === null || value === '' ? fallback : value),
+  join: (list, sep) => (Array.isArray(list) ? list.map(String).join(typeof sep === 'string' ? sep : ',') : list),
+  split: (text, sep) =>
+    typeof text === 'string'
+      ? text.split(typeof sep === 'string' ? sep : ',').map((s) => s.trim()).filter((s) => s !== '')
+      : text,
+  lower: (text) => (typeof text === 'string' ? text.toLowerCase() : text),
+  upper: (text) => (typeof text === 'string' ? text.toUpperCase() : text),
+  trim: (text) => (typeof text === 'string' ? text.trim() : text),
+  json: (value) => JSON.stringify(value),
+  eq: (a, b) => a === b,
+  ne: (a, b) => a !== b,
+  not: (a) => !truthy(a),
+  and: (...args) => args.every(truthy),
+  or: (...args) => args.some(truthy),
+  exists: (value) => value !== undefined && value !== null,
+  concat: (...args) => args.filter((a) => a !== undefined && a !== null).map(String).join(''),
+  length: (value) => (Array.isArray(value) || typeof value === 'string' ? value.length : 0),
+  /** a ? b : c, for simple conditional values (e.g. a flag rendered as a query value). */
+  pick: (cond, a, b) => (truthy(cond) ? a : b),
+};
+for (const [name, fn] of Object.entries(helpers)) {
+  // Handlebars passes an options object last; our helpers never see it.
+  hb.registerHelper(name, (...args: unknown[]) => fn(...args.slice(0, -1)));
+}
+
+/** Truthiness of template conditions: empty strings, empty arrays, null, undefined, false and 0 are false. */
+export function truthy(value: unknown): boolean {
+  if (Array.isArray(value)) return value.length > 0;
+  return Boolean(value);
+}
+
+const FORBIDDEN_SEGMENTS = new Set(['__proto__', 'constructor', 'prototype', '__defineGetter__', '__lookupGetter__']);
+
+/** A variable a template reads, as its dotted parts (e.g. ["args", "issue_key"]). */
+export type VariablePath = string[];
+
+/** Decides whether a template may read a variable; returns a reason when it may not. */
+export type VariableCheck = (path: VariablePath) => string | null;
+
+/** A problem found while compiling, with its position inside the template text (1-based). */
+export class TemplateError extends Error {
+  constructor(
+    message: string,
+    readonly line = 1,
+    readonly column = 1,
+  ) {
+    super(message);
+  }
+}
+
+export type View = Record<string, unknown>;
+type Eval = (view: View) => unknown;
+
+/** A compiled leaf: render(view) gives its value; variables lists what it reads. */
+export interface CompiledTemplate {
+  readonly source: string;
+  readonly variables: VariablePath[];
+  /** True when the template is exactly one expression (keeps its JSON type). */
+  readonly single: boolean;
+  /** Renders; `encode` is applied to every expression's output inside multi-part templates. */
+  render(view: View, encode?: (s: string) => string): unknown;
+}
+
+/** True when the string contains a template expression at all (plain strings skip compilation). */
+export function isTemplate(text: string): boolean {
+  return text.includes('{{');
+}
+
+/** Compiles one template string, checking every variable it reads with `check`. */
+export function compileTemplate(source: string, check: VariableCheck): CompiledTemplate {
+  let program: hbs.AST.Program;
+  try {
+    program = hb.parse(source);
+  } catch (err) {
+    const msg = (err as Error).message.split('\n')[0];
+    const m = /line (\d+)/.exec((err as Error).message);
+    throw new TemplateError(`template syntax error: ${msg}`, m ? Number(m[1]) : 1, 1);
+  }
+  const variables: VariablePath[] = [];
+  const parts: Array<string | Eval> = [];
+  for (const stmt of program.body) {
+    if (stmt.type === 'ContentStatement') parts.push((stmt as hbs.AST.ContentStatement).value);
+    else if (stmt.type === 'CommentStatement') continue;
+    else if (stmt.type === 'MustacheStatement') {
+      const m = stmt as hbs.AST.MustacheStatement;
+      parts.push(compileCall(m.path, m.params, m.hash, stmt, check, variables));
+    } else throw refuse(stmt, `${describe(stmt)} is not allowed in templates (write a plugin for logic)`);
+  }
+  const single = parts.length === 1 && typeof parts[0] !== 'string';
+  return {
+    source,
+    variables,
+    single,
+    render(view, encode) {
+      if (single) return (parts[0] as Eval)(view);
+      let out = '';
+      for (const part of parts) {
+        if (typeof part === 'string') {
+          out += part;
+          continue;
+        }
+        const value = part(view);
+        if (value === undefined || value === null) {
+          throw new RenderError(`template "${source}" needs a value that was not given`);
+        }
+        const text = typeof value === 'object' ? JSON.stringify(value) : String(value);
+        out += encode ? encode(text) : text;
+      }
+      return out;
+    },
+  };
+}
+
+/** A run-time rendering failure (a required value is missing); never carries values. */
+export class RenderError extends Error {}
+
+function compileCall(
+  path: Expr,
+  params: Expr[],
+  hash: hbs.AST.Hash | undefined,
+  at: Node,
+  check: VariableCheck,
+  variables: VariablePath[],
+): Eval {
+  if (hash && hash.pairs.length > 0) throw refuse(at, 'hash arguments (key=value) are not allowed in templates');
+  if (params.length === 0) return compileExpr(path, check, variables);
+  if (path.type !== 'PathExpression') throw refuse(at, 'only a helper name can be called');
+  const name = (path as hbs.AST.PathExpression).original;
+  const fn = Object.hasOwn(helpers, name) ? helpers[name] : undefined;
+  if (!fn) throw refuse(at, `unknown helper "${name}" (allowed: ${Object.keys(helpers).join(', ')})`);
+  const args = params.map((p) => compileExpr(p, check, variables));
+  return (view) => fn(...args.map((a) => a(view)));
+}
+
+function compileExpr(expr: Expr, check: VariableCheck, variables: VariablePath[]): Eval {
+  switch (expr.type) {
+    case 'StringLiteral':
+    case 'NumberLiteral':
+    case 'BooleanLiteral': {
+      const value = (expr as hbs.AST.StringLiteral).value;
+      return () => value;
+    }
+    case 'NullLiteral':
+      return () => null;
+    case 'UndefinedLiteral':
+      return () => undefined;
+    case 'SubExpression': {
+      const sub = expr as hbs.AST.SubExpression;
+      return compileCall(sub.path, sub.params, sub.hash, expr, check, variables);
+    }
+    case 'PathExpression': {
+      const p = expr as hbs.AST.PathExpression;
+      if (p.data) throw refuse(expr, `@data variables are not allowed ("${p.original}")`);
+      if (p.depth > 0 || p.original.startsWith('this') || p.parts.length === 0) {
+        throw refuse(expr, `"${p.original}" is not allowed: name a variable from its root (e.g. args.name)`);
+      }
+      if (Object.hasOwn(helpers, p.original) && p.parts.length === 1) {
+        const fn = helpers[p.original];
+        return () => fn();
+      }
+      const parts = p.parts;
+      const bad = parts.find((s: string) => FORBIDDEN_SEGMENTS.has(s));
+      if (bad) throw refuse(expr, `access to "${bad}" is not allowed`);
+      const reason = check(parts);
+      if (reason) throw refuse(expr, reason);
+      variables.push(parts);
+      return (view) => lookup(view, parts);
+    }
+    default:
+      throw refuse(expr, `${describe(expr)} is not allowed in templates`);
+  }
+}
+
+/** Own-property lookup along a path; undefined when any step is missing. */
+export function lookup(root: unknown, parts: readonly string[]): unknown {
+  let value: unknown = root;
+  for (const part of parts) {
+    if (value === null || value === undefined) return undefined;
+    if (Array.isArray(value)) {
+      if (part === 'length') value = value.length;
+      else value = /^\d+$/.test(part) ? value[Number(part)] : undefined;
+    } else if (typeof value === 'object') {
+      value = Object.hasOwn(value, part) ? (value as Record<string, unknown>)[part] : undefined;
+    } else return undefined;
+  }
+  return value;
+}
+
+function refuse(node: Node, message: string): TemplateError {
+  const loc = (node as { loc?: hbs.AST.SourceLocation }).loc;
+  return new TemplateError(message, loc?.start.line ?? 1, (loc?.start.column ?? 0) + 1);
+}
+
+function describe(node: Node): string {
+  switch (node.type) {
+    case 'BlockStatement':
+      return 'a block helper ({{#...}})';
+    case 'PartialStatement':
+    case 'PartialBlockStatement':
+      return 'a partial ({{> ...}})';
+    case 'DecoratorBlock':
+    case 'Decorator':
+      return 'a decorator';
+    default:
+      return node.type;
+  }
+}

@@ -1,0 +1,32 @@
+// The typed failure of a tool call. It becomes an MCP result with isError: true and
+// structuredContent.error = {code, message, retryable, provider_status}.
+
+export interface ToolErrorBody {
+  code: string;
+  message: string;
+  retryable: boolean;
+  provider_status: number | null;
+}
+
+export class ToolError extends Error {
+  readonly code: string;
+  readonly retryable: boolean;
+  readonly providerStatus: number | null;
+  /**
+   * True when the credits of the call are given back: the failure is ours or transient (no answer,
+   * timeout, provider 5xx or 429, a request we refused to send). A provider's 2xx/4xx answer keeps them.
+   */
+  readonly refund: boolean;
+
+  constructor(code: string, message: string, opts: { retryable?: boolean; providerStatus?: number | null; refund?: boolean } = {}) {
+    super(message);
+    this.code = code;
+    this.retryable = opts.retryable ?? false;
+    this.providerStatus = opts.providerStatus ?? null;
+    this.refund = opts.refund ?? this.retryable;
+  }
+
+  toJSON(): ToolErrorBody {
+    return { code: this.code, message: this.message, retryable: this.retryable, provider_status: this.providerStatus };
+  }
+}
