@@ -9,21 +9,19 @@ import { ToolError } from '../tool-error.ts';
 import type { McpBackend, Principal } from './backend.ts';
 import {
   type Classified,
-  DEFAULT_VERSION,
   ErrorCode,
   type JsonRpcId,
   type JsonRpcRequest,
   type JsonRpcResponse,
   LATEST_LEGACY_VERSION,
   LEGACY_VERSIONS,
+  MODERN_VERSIONS,
   RpcError,
-  SUPPORTED_VERSIONS,
   classify,
-  isModern,
   rpcError,
 } from './protocol.ts';
 import { callResult, describeTool, errorResult } from './tools.ts';
-import { type ModernContext, checkModernRequest, discoverResult, modernResultFields } from './modern.ts';
+import { type Negotiated, modernResultFields, negotiate } from './negotiation.ts';
 
 export interface McpEndpointOptions {
   backend: McpBackend;
@@ -32,6 +30,8 @@ export interface McpEndpointOptions {
   /** Browser origins allowed to call (exact origins, or '*'). */
   allowedOrigins: string[];
   pageSize: number;
+  /** How long modern clients may cache tools/list. */
+  toolsTtlMs: number;
   serverInfo: { name: string; title: string; version: string };
   instructions?: string;
 }
@@ -43,14 +43,16 @@ export const AUTH_BODIES = {
 } as const;
 
 /** What one HTTP request is about, once its headers have been read. */
-interface Exchange {
+interface Exchange extends Negotiated {
   principal: Principal;
-  version: string;
   /** The client accepts an SSE answer (needed for progress notifications). */
   acceptsSse: boolean;
-  modern?: ModernContext;
   ctx: Context;
 }
+
+/** Methods of each era; anything else is -32601 (HTTP 404 in the modern era). */
+const LEGACY_METHODS = new Set(['initialize', 'ping', 'tools/list', 'tools/call']);
+const MODERN_METHODS = new Set(['server/discover', 'tools/list', 'tools/call']);
 
 export function createMcpEndpoint(opts: McpEndpointOptions) {
   const { backend } = opts;
@@ -89,26 +91,18 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       return sendJson(ctx, 400, rpcError(null, ErrorCode.ParseError, `Parse error: ${(err as Error).message}`));
     }
 
-    const header = ctx.get('mcp-protocol-version');
-    const version = header || DEFAULT_VERSION;
-    const exchange: Exchange = { principal, version, acceptsSse: /text\/event-stream/i.test(accept), ctx };
+    let negotiated: Negotiated;
+    try {
+      negotiated = negotiate({ version: ctx.get('mcp-protocol-version') || undefined, method: ctx.get('mcp-method') || undefined, name: ctx.get('mcp-name') || undefined }, payload);
+    } catch (err) {
+      if (!(err instanceof RpcError)) throw err;
+      const id = (payload as { id?: unknown } | null)?.id;
+      return sendJson(ctx, err.httpStatus, rpcError(typeof id === 'string' || typeof id === 'number' ? id : null, err.code, err.message, err.data));
+    }
+    const exchange: Exchange = { ...negotiated, principal, acceptsSse: /text\/event-stream/i.test(accept), ctx };
 
-    if (Array.isArray(payload)) return handleBatch(exchange, payload, header);
+    if (Array.isArray(payload)) return handleBatch(exchange, payload);
     const msg = classify(payload);
-    if (!SUPPORTED_VERSIONS.includes(version)) {
-      const id = msg.kind === 'request' ? msg.message.id : null;
-      const code = looksModern(payload) ? ErrorCode.UnsupportedProtocolVersion : ErrorCode.InvalidRequest;
-      return sendJson(ctx, 400, rpcError(id, code, `Unsupported protocol version: ${header}`, { supported: SUPPORTED_VERSIONS, requested: header }));
-    }
-    if (isModern(version) || looksModern(payload)) {
-      try {
-        exchange.modern = checkModernRequest(ctx, msg, payload, version);
-        exchange.version = exchange.modern.version;
-      } catch (err) {
-        if (err instanceof RpcError) return sendJson(ctx, err.httpStatus, rpcError(msg.kind === 'request' ? msg.message.id : null, err.code, err.message, err.data));
-        throw err;
-      }
-    }
     if (msg.kind === 'invalid') return sendJson(ctx, 400, rpcError(msg.id, ErrorCode.InvalidRequest, `Invalid request: ${msg.reason}`));
     if (msg.kind !== 'request') {
       ctx.status = 202;
@@ -118,15 +112,12 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       return streamCall(exchange, msg.message);
     }
     const response = await answer(exchange, msg.message);
-    const status = 'error' in response && exchange.modern && response.error.code === ErrorCode.MethodNotFound ? 404 : 200;
+    const status = 'error' in response && exchange.modern && response.error.code === ErrorCode.MethodNotFound && !MODERN_METHODS.has(msg.message.method) ? 404 : 200;
     return sendJson(ctx, status, response);
   };
 
-  async function handleBatch(exchange: Exchange, items: unknown[], header: string): Promise<void> {
+  async function handleBatch(exchange: Exchange, items: unknown[]): Promise<void> {
     const { ctx } = exchange;
-    if (exchange.version !== DEFAULT_VERSION) {
-      return sendJson(ctx, 400, rpcError(null, ErrorCode.InvalidRequest, `JSON-RPC batches are not supported in protocol version ${header}`));
-    }
     if (items.length === 0) return sendJson(ctx, 400, rpcError(null, ErrorCode.InvalidRequest, 'Invalid request: empty batch'));
     const answers = await Promise.all(
       items.map(async (item): Promise<JsonRpcResponse | undefined> => {
@@ -148,7 +139,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
   async function answer(exchange: Exchange, req: JsonRpcRequest, stream?: { progress: (m: string) => void; signal: AbortSignal }): Promise<JsonRpcResponse> {
     try {
       const result = await dispatch(exchange, req, stream);
-      return { jsonrpc: '2.0', id: req.id, result: exchange.modern ? { ...result, ...modernResultFields(req.method) } : result };
+      return { jsonrpc: '2.0', id: req.id, result: exchange.modern ? { ...result, ...modernResultFields(req.method, opts.serverInfo, opts.toolsTtlMs) } : result };
     } catch (err) {
       if (err instanceof RpcError) return rpcError(req.id, err.code, err.message, err.data);
       opts.logger.error({ err, method: req.method }, 'MCP request failed');
@@ -158,29 +149,24 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
 
   async function dispatch(exchange: Exchange, req: JsonRpcRequest, stream?: { progress: (m: string) => void; signal: AbortSignal }): Promise<Record<string, unknown>> {
     const params = req.params ?? {};
+    if (!(exchange.modern ? MODERN_METHODS : LEGACY_METHODS).has(req.method)) {
+      throw new RpcError(ErrorCode.MethodNotFound, `Method not found: ${req.method}${exchange.modern ? ` (protocol version ${exchange.version})` : ''}`);
+    }
     switch (req.method) {
       case 'initialize': {
-        if (exchange.modern) throw new RpcError(ErrorCode.MethodNotFound, `Method not found: initialize is not part of protocol version ${exchange.version}; use server/discover`);
+        // Never answer a modern version here: initialize-era clients cannot speak it.
         const asked = typeof params.protocolVersion === 'string' ? params.protocolVersion : '';
         const version = (LEGACY_VERSIONS as readonly string[]).includes(asked) ? asked : LATEST_LEGACY_VERSION;
-        return {
-          protocolVersion: version,
-          capabilities: { tools: { listChanged: false } },
-          serverInfo: opts.serverInfo,
-          ...(opts.instructions ? { instructions: opts.instructions } : {}),
-        };
+        return { protocolVersion: version, capabilities: CAPABILITIES, serverInfo: opts.serverInfo, ...(opts.instructions ? { instructions: opts.instructions } : {}) };
       }
-      case 'ping':
-        return {};
       case 'server/discover':
-        if (!exchange.modern) throw new RpcError(ErrorCode.MethodNotFound, `Method not found: server/discover needs protocol version 2026-07-28 or later`);
-        return discoverResult(opts.serverInfo, opts.instructions);
+        return { supportedVersions: [...MODERN_VERSIONS], capabilities: CAPABILITIES, ...(opts.instructions ? { instructions: opts.instructions } : {}) };
       case 'tools/list':
         return listTools(exchange, params);
       case 'tools/call':
         return callTool(exchange, params, stream);
-      default:
-        throw new RpcError(ErrorCode.MethodNotFound, `Method not found: ${req.method}`);
+      default: // ping
+        return {};
     }
   }
 
@@ -250,16 +236,13 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
   }
 }
 
+/** Tools only; the list does not change during a connection, so no listChanged notifications. */
+const CAPABILITIES = { tools: { listChanged: false } };
+
 function progressToken(req: JsonRpcRequest): string | number | undefined {
   const meta = req.params?._meta as Record<string, unknown> | undefined;
   const token = meta?.progressToken;
   return typeof token === 'string' || typeof token === 'number' ? token : undefined;
-}
-
-/** A body that speaks the 2026-07-28 envelope (per-request _meta with a protocol version). */
-function looksModern(payload: unknown): boolean {
-  const meta = (payload as { params?: { _meta?: Record<string, unknown> } } | null)?.params?._meta;
-  return !!meta && typeof meta === 'object' && 'io.modelcontextprotocol/protocolVersion' in meta;
 }
 
 function encodeCursor(offset: number): string {

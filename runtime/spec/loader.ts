@@ -36,7 +36,6 @@ export class SpecLoadError extends Error {
 }
 
 const metaAjv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
-metaAjv.addKeyword({ keyword: 'examples' });
 metaAjv.addSchema(toolSchema);
 const validateToolShape = metaAjv.getSchema(toolSchema.$id)!;
 const validateProviderShape = metaAjv.compile(providerSchema);

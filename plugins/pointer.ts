@@ -1,0 +1,28 @@
+// JSON pointers for plugin options ("/fields/description"), with "*" matching every array item or
+// object member, so one option can reach e.g. every issue of a search result.
+
+/** Calls `fn` for each value the pointer reaches and replaces it with the result (undefined leaves it). */
+export function updateAt(root: unknown, pointer: string, fn: (value: unknown) => unknown): void {
+  const parts = pointer.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  walk(root, parts, fn);
+}
+
+function walk(node: unknown, parts: string[], fn: (value: unknown) => unknown): void {
+  if (node === null || typeof node !== 'object' || parts.length === 0) return;
+  const [head, ...rest] = parts;
+  const container = node as Record<string, unknown>;
+  const keys = head === '*' ? Object.keys(container) : Object.hasOwn(container, head) ? [head] : [];
+  for (const key of keys) {
+    if (rest.length === 0) {
+      const next = fn(container[key]);
+      if (next !== undefined) container[key] = next;
+    } else walk(container[key], rest, fn);
+  }
+}
+
+export const POINTERS_OPTIONS = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['pointers'],
+  properties: { pointers: { type: 'array', minItems: 1, items: { type: 'string', pattern: '^(/[^/]+)+$' } } },
+};

@@ -1,0 +1,141 @@
+// API keys: `mcpk_` + 32 random bytes in base62, stored only as SHA-256 with a short display prefix.
+// Lookups are cached briefly; changes made on this instance drop the cache entry at once.
+import type { Collection, Doc, Store } from '../store/index.ts';
+import { randomId, randomToken, sha256 } from '../secrets.ts';
+import { TtlCache } from '../ttl-cache.ts';
+
+export interface ApiKeyDoc extends Doc {
+  owner_id: string;
+  name: string;
+  kind: 'server' | 'global';
+  server_id: string | null;
+  linked_server_ids: string[];
+  hash: string;
+  prefix: string;
+  created_at: Date;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}
+
+export const KEY_PREFIX = 'mcpk_';
+
+/** The list/read view of a key: never the key or its hash. */
+export function publicKey(doc: ApiKeyDoc): Record<string, unknown> {
+  return {
+    id: doc._id,
+    name: doc.name,
+    kind: doc.kind,
+    prefix: doc.prefix,
+    ...(doc.kind === 'server' ? { server_id: doc.server_id } : { linked_server_ids: doc.linked_server_ids }),
+    created_at: doc.created_at,
+    last_used_at: doc.last_used_at,
+    revoked_at: doc.revoked_at,
+  };
+}
+
+export class ApiKeys {
+  private readonly keys: Collection<ApiKeyDoc>;
+  /** hash -> key document (null: no such key), for the hot path. */
+  private readonly cache: TtlCache<string, ApiKeyDoc | null>;
+  /** Last-used times waiting to be written (one write per key per flush, never on the hot path). */
+  private readonly touched = new Map<string, Date>();
+
+  constructor(store: Store, cacheMs: number) {
+    this.keys = store.collection<ApiKeyDoc>('api_keys');
+    this.cache = new TtlCache(cacheMs);
+  }
+
+  async create(ownerId: string, name: string, scope: { kind: 'server'; serverId: string } | { kind: 'global' }): Promise<{ doc: ApiKeyDoc; key: string }> {
+    const key = randomToken(KEY_PREFIX);
+    const doc: ApiKeyDoc = {
+      _id: randomId('key_'),
+      owner_id: ownerId,
+      name,
+      kind: scope.kind,
+      server_id: scope.kind === 'server' ? scope.serverId : null,
+      linked_server_ids: [],
+      hash: sha256(key),
+      prefix: key.slice(0, KEY_PREFIX.length + 6),
+      created_at: new Date(),
+      last_used_at: null,
+      revoked_at: null,
+    };
+    await this.keys.insertOne(doc);
+    this.cache.delete(doc.hash);
+    return { doc, key };
+  }
+
+  /** The key document for a presented key value (cached). */
+  async lookup(key: string): Promise<ApiKeyDoc | null> {
+    const hash = sha256(key);
+    const cached = this.cache.get(hash);
+    if (cached !== undefined) return cached;
+    const doc = await this.keys.findOne({ hash });
+    this.cache.set(hash, doc);
+    return doc;
+  }
+
+  get(ownerId: string, id: string): Promise<ApiKeyDoc | null> {
+    return this.keys.findOne({ _id: id, owner_id: ownerId });
+  }
+
+  /** The server's own keys and the global keys linked to it. */
+  listForServer(ownerId: string, serverId: string): Promise<ApiKeyDoc[]> {
+    return this.keys.find({ owner_id: ownerId, $or: [{ server_id: serverId }, { linked_server_ids: serverId }] }, { sort: { created_at: 1 } });
+  }
+
+  listGlobal(ownerId: string): Promise<ApiKeyDoc[]> {
+    return this.keys.find({ owner_id: ownerId, kind: 'global' }, { sort: { created_at: 1 } });
+  }
+
+  async link(ownerId: string, id: string, serverId: string): Promise<ApiKeyDoc | null> {
+    return this.change({ _id: id, owner_id: ownerId, kind: 'global' }, { $addToSet: { linked_server_ids: serverId } });
+  }
+
+  async unlink(ownerId: string, id: string, serverId: string): Promise<ApiKeyDoc | null> {
+    return this.change({ _id: id, owner_id: ownerId, kind: 'global', linked_server_ids: serverId }, { $pull: { linked_server_ids: serverId } });
+  }
+
+  /** Revokes one key of the server: its own key, or a global key linked to it. */
+  async revoke(ownerId: string, serverId: string, id: string): Promise<ApiKeyDoc | null> {
+    const doc = await this.keys.findOne({ _id: id, owner_id: ownerId, $or: [{ server_id: serverId }, { linked_server_ids: serverId }] });
+    if (!doc) return null;
+    if (doc.revoked_at) return doc;
+    return this.change({ _id: id }, { $set: { revoked_at: new Date() } });
+  }
+
+  /**
+   * Revokes every key of the server: its own keys are revoked; global keys are unlinked from it (they
+   * stay valid on their other servers). Returns how many of each.
+   */
+  async revokeAll(ownerId: string, serverId: string): Promise<{ revoked: number; unlinked: number }> {
+    const affected = await this.listForServer(ownerId, serverId);
+    const now = new Date();
+    const revoked = await this.keys.updateMany({ owner_id: ownerId, server_id: serverId, revoked_at: null }, { $set: { revoked_at: now } });
+    const unlinked = await this.keys.updateMany({ owner_id: ownerId, kind: 'global', linked_server_ids: serverId }, { $pull: { linked_server_ids: serverId } });
+    for (const doc of affected) this.cache.delete(doc.hash);
+    return { revoked: revoked.modified, unlinked: unlinked.modified };
+  }
+
+  /** Called when a server is deleted: its keys die with it and global keys forget it. */
+  async forgetServer(ownerId: string, serverId: string): Promise<void> {
+    await this.revokeAll(ownerId, serverId);
+  }
+
+  touch(id: string): void {
+    this.touched.set(id, new Date());
+  }
+
+  /** Writes the pending last-used times. */
+  async flush(): Promise<void> {
+    const pending = [...this.touched.entries()];
+    this.touched.clear();
+    await Promise.all(pending.map(([id, at]) => this.keys.updateOne({ _id: id }, { $max: { last_used_at: at } })));
+  }
+
+  private async change(filter: Record<string, unknown>, update: Parameters<Collection<ApiKeyDoc>['findOneAndUpdate']>[1]): Promise<ApiKeyDoc | null> {
+    const doc = await this.keys.findOneAndUpdate(filter, update);
+    if (doc) this.cache.delete(doc.hash);
+    return doc;
+  }
+}

@@ -1,0 +1,195 @@
+// Stored third-party accounts. Fields come from each provider.yaml; secret fields are encrypted at rest
+// with AES-256-GCM under the master key, never returned (a mask shows their last 4 characters) and never
+// logged. Decrypted credentials exist only for the duration of a call.
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import type { AccountCredentials } from '../engine/index.ts';
+import type { Catalog, LoadedProvider } from '../spec/catalog.ts';
+import type { AccountFieldSpec } from '../spec/types.ts';
+import type { Collection, Doc, Store } from '../store/index.ts';
+import { randomId } from '../secrets.ts';
+import { TtlCache } from '../ttl-cache.ts';
+
+interface Sealed {
+  v: 1;
+  iv: string;
+  tag: string;
+  data: string;
+}
+
+export interface AccountDoc extends Doc {
+  owner_id: string;
+  kind: string;
+  name: string;
+  /** Non-secret fields in clear (site URL, e-mail, base URL...). */
+  fields: Record<string, string>;
+  /** Secret fields, encrypted together as one JSON object. */
+  sealed: Sealed | null;
+  /** Last 4 characters of each secret, for the mask. */
+  hints: Record<string, string>;
+  created_at: Date;
+  verified_at: Date | null;
+}
+
+/** AES-256-GCM with a random 96-bit IV per value; the account id is bound as associated data. */
+export class Vault {
+  constructor(private readonly key: Buffer) {
+    if (key.length !== 32) throw new Error('the master key must be 32 bytes');
+  }
+
+  seal(plain: Record<string, string>, accountId: string): Sealed {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    cipher.setAAD(Buffer.from(accountId));
+    const data = Buffer.concat([cipher.update(JSON.stringify(plain), 'utf8'), cipher.final()]);
+    return { v: 1, iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64') };
+  }
+
+  open(sealed: Sealed, accountId: string): Record<string, string> {
+    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(sealed.iv, 'base64'));
+    decipher.setAAD(Buffer.from(accountId));
+    decipher.setAuthTag(Buffer.from(sealed.tag, 'base64'));
+    const text = Buffer.concat([decipher.update(Buffer.from(sealed.data, 'base64')), decipher.final()]).toString('utf8');
+    return JSON.parse(text) as Record<string, string>;
+  }
+}
+
+/** A problem with the fields an owner sent, naming the field. */
+export class AccountFieldError extends Error {}
+
+export function parseMasterKey(text: string): Buffer {
+  return /^[0-9a-f]{64}$/i.test(text) ? Buffer.from(text, 'hex') : Buffer.from(text, 'base64');
+}
+
+export function publicAccount(doc: AccountDoc, provider: LoadedProvider | undefined): Record<string, unknown> {
+  const secrets = provider?.spec.account.fields.filter((f) => f.secret).map((f) => f.name) ?? Object.keys(doc.hints);
+  const hint = secrets.map((f) => (doc.hints[f] ? `${f}: ••••${doc.hints[f]}` : `${f}: (not set)`)).join(', ');
+  return { id: doc._id, kind: doc.kind, name: doc.name, ...doc.fields, secret_hint: hint, created_at: doc.created_at, verified_at: doc.verified_at };
+}
+
+export class Accounts {
+  private readonly accounts: Collection<AccountDoc>;
+  readonly providersByKind: ReadonlyMap<string, LoadedProvider>;
+  private readonly cache: TtlCache<string, AccountDoc | null>;
+
+  constructor(
+    store: Store,
+    catalog: Catalog,
+    private readonly vault: Vault,
+    cacheMs: number,
+  ) {
+    this.accounts = store.collection<AccountDoc>('accounts');
+    this.providersByKind = new Map([...catalog.providers.values()].map((p) => [p.spec.account.kind, p]));
+    this.cache = new TtlCache(cacheMs);
+  }
+
+  /** Validates the body of a create (all required fields) or an update (only the fields given). */
+  private checkFields(provider: LoadedProvider, body: Record<string, unknown>, partial: boolean): { plain: Record<string, string>; secret: Record<string, string> } {
+    const known = new Set(provider.spec.account.fields.map((f) => f.name));
+    for (const k of Object.keys(body)) {
+      if (!known.has(k)) throw new AccountFieldError(`"${k}" is not a field of a ${provider.spec.account.kind} account (fields: ${[...known].join(', ')})`);
+    }
+    const plain: Record<string, string> = {};
+    const secret: Record<string, string> = {};
+    for (const f of provider.spec.account.fields) {
+      const value = body[f.name];
+      if (value === undefined || value === null || value === '') {
+        if (!partial && (f.required ?? true)) throw new AccountFieldError(`"${f.name}" (${f.title}) is required`);
+        continue;
+      }
+      if (typeof value !== 'string') throw new AccountFieldError(`"${f.name}" must be a string`);
+      checkField(f, value);
+      (f.secret ? secret : plain)[f.name] = f.format === 'url' ? value.replace(/\/+$/, '') : value;
+    }
+    return { plain, secret };
+  }
+
+  providerFor(kind: unknown): LoadedProvider {
+    const provider = typeof kind === 'string' ? this.providersByKind.get(kind) : undefined;
+    if (!provider) throw new AccountFieldError(`"kind" must be one of: ${[...this.providersByKind.keys()].join(', ')}`);
+    return provider;
+  }
+
+  async create(ownerId: string, kind: string, name: string, body: Record<string, unknown>): Promise<AccountDoc> {
+    const provider = this.providerFor(kind);
+    const { plain, secret } = this.checkFields(provider, body, false);
+    const id = randomId('acct_');
+    const doc: AccountDoc = {
+      _id: id,
+      owner_id: ownerId,
+      kind,
+      name,
+      fields: plain,
+      sealed: Object.keys(secret).length ? this.vault.seal(secret, id) : null,
+      hints: Object.fromEntries(Object.entries(secret).map(([k, v]) => [k, v.slice(-4)])),
+      created_at: new Date(),
+      verified_at: null,
+    };
+    await this.accounts.insertOne(doc);
+    return doc;
+  }
+
+  list(ownerId: string): Promise<AccountDoc[]> {
+    return this.accounts.find({ owner_id: ownerId }, { sort: { created_at: 1 } });
+  }
+
+  get(ownerId: string, id: string): Promise<AccountDoc | null> {
+    return this.accounts.findOne({ _id: id, owner_id: ownerId });
+  }
+
+  async update(ownerId: string, id: string, name: string | undefined, body: Record<string, unknown>): Promise<AccountDoc | null> {
+    const doc = await this.get(ownerId, id);
+    if (!doc) return null;
+    const provider = this.providerFor(doc.kind);
+    const { plain, secret } = this.checkFields(provider, body, true);
+    const secrets = { ...(doc.sealed ? this.vault.open(doc.sealed, id) : {}), ...secret };
+    const set: Record<string, unknown> = {
+      fields: { ...doc.fields, ...plain },
+      sealed: Object.keys(secrets).length ? this.vault.seal(secrets, id) : null,
+      hints: Object.fromEntries(Object.entries(secrets).map(([k, v]) => [k, v.slice(-4)])),
+      verified_at: null,
+    };
+    if (name !== undefined) set.name = name;
+    const updated = await this.accounts.findOneAndUpdate({ _id: id, owner_id: ownerId }, { $set: set });
+    this.cache.delete(id);
+    return updated;
+  }
+
+  async delete(ownerId: string, id: string): Promise<boolean> {
+    const n = await this.accounts.deleteOne({ _id: id, owner_id: ownerId });
+    this.cache.delete(id);
+    return n > 0;
+  }
+
+  async markVerified(id: string): Promise<void> {
+    await this.accounts.updateOne({ _id: id }, { $set: { verified_at: new Date() } });
+  }
+
+  /** Decrypted credentials of an owner's account, for one call. */
+  async credentials(ownerId: string, id: string): Promise<AccountCredentials | null> {
+    let doc = this.cache.get(id);
+    if (doc === undefined) {
+      doc = await this.accounts.findOne({ _id: id });
+      this.cache.set(id, doc);
+    }
+    if (!doc || doc.owner_id !== ownerId) return null;
+    return { fields: { ...doc.fields, ...(doc.sealed ? this.vault.open(doc.sealed, id) : {}) } };
+  }
+}
+
+function checkField(f: AccountFieldSpec, value: string): void {
+  if (f.format === 'url') {
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      throw new AccountFieldError(`"${f.name}" (${f.title}) must be a URL such as https://example.com`);
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new AccountFieldError(`"${f.name}" (${f.title}) must be an http(s) URL`);
+    if (url.username || url.password) throw new AccountFieldError(`"${f.name}" (${f.title}) must not contain credentials`);
+    if (url.search || url.hash) throw new AccountFieldError(`"${f.name}" (${f.title}) must not have a query or fragment`);
+  }
+  if (f.format === 'email' && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value)) throw new AccountFieldError(`"${f.name}" (${f.title}) must be an e-mail address`);
+  if (f.pattern && !new RegExp(f.pattern, 'u').test(value)) {
+    throw new AccountFieldError(`"${f.name}" (${f.title}) ${f.pattern_message ?? `must match ${f.pattern}`}`);
+  }
+}

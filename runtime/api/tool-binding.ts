@@ -1,0 +1,55 @@
+// Checks a custom-tool binding: base tool exists, the account is the owner's and of the provider's kind,
+// defaults are valid for the base schema, locked parameters have a default.
+import type { Accounts } from '../accounts/accounts.ts';
+import { describeArgumentErrors } from '../engine/index.ts';
+import { createArgumentsAjv } from '../spec/loader.ts';
+import type { Catalog } from '../spec/catalog.ts';
+import { TOOL_NAME_PATTERN, type ToolDoc } from '../servers/tools.ts';
+import { ApiError } from './api-error.ts';
+
+type Binding = Pick<ToolDoc, 'name' | 'base_tool' | 'account_id' | 'defaults' | 'locked' | 'description'>;
+
+const ajv = createArgumentsAjv();
+/** Compiled "defaults" validators per base tool: the base schema without `required`. */
+const defaultsValidators = new Map<string, ReturnType<typeof ajv.compile>>();
+
+export async function checkToolBinding(d: { catalog: Catalog; accounts: Accounts }, ownerId: string, body: Record<string, unknown>): Promise<Binding> {
+  const baseId = body.base_tool;
+  const base = typeof baseId === 'string' ? d.catalog.tools.get(baseId) : undefined;
+  if (!base) throw new ApiError(400, `"base_tool" must be one of: ${[...d.catalog.tools.keys()].join(', ')}`);
+
+  const name = body.name === undefined || body.name === null ? base.spec.id : body.name;
+  if (typeof name !== 'string' || !TOOL_NAME_PATTERN.test(name)) throw new ApiError(400, '"name" must be 1-128 letters, digits, "_", "." or "-"');
+
+  const needs = base.spec.account ?? 'required';
+  const kind = base.provider.spec.account.kind;
+  let accountId: string | null = null;
+  if (body.account_id !== undefined && body.account_id !== null) {
+    if (typeof body.account_id !== 'string') throw new ApiError(400, '"account_id" must be a string');
+    const account = await d.accounts.get(ownerId, body.account_id);
+    if (!account) throw new ApiError(400, `"account_id": no account ${body.account_id} of yours exists`);
+    if (account.kind !== kind) throw new ApiError(400, `"account_id": ${base.spec.id} needs a ${kind} account, not a ${account.kind} account`);
+    accountId = account._id;
+  } else if (needs === 'required') {
+    throw new ApiError(400, `"account_id" is required: ${base.spec.id} needs a ${kind} account`);
+  }
+
+  const defaults = body.defaults ?? {};
+  if (defaults === null || typeof defaults !== 'object' || Array.isArray(defaults)) throw new ApiError(400, '"defaults" must be an object of parameter values');
+  let validate = defaultsValidators.get(base.spec.id);
+  if (!validate) {
+    const { required: _required, ...schema } = base.spec.input;
+    validate = ajv.compile(schema);
+    defaultsValidators.set(base.spec.id, validate);
+  }
+  if (!validate(structuredClone(defaults))) throw new ApiError(400, `"defaults" are not valid for ${base.spec.id}: ${describeArgumentErrors(validate.errors ?? [])}`);
+
+  const locked = body.locked ?? [];
+  if (!Array.isArray(locked) || !locked.every((p) => typeof p === 'string')) throw new ApiError(400, '"locked" must be an array of parameter names');
+  const withoutDefault = locked.filter((p) => !Object.hasOwn(defaults, p));
+  if (withoutDefault.length) throw new ApiError(400, `"locked" parameters need a value in "defaults": ${withoutDefault.join(', ')}`);
+
+  const description = body.description ?? null;
+  if (description !== null && (typeof description !== 'string' || description.trim() === '')) throw new ApiError(400, '"description" must be a non-empty string');
+  return { name, base_tool: base.spec.id, account_id: accountId, defaults: defaults as Record<string, unknown>, locked: [...new Set(locked as string[])], description };
+}

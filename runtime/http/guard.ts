@@ -1,0 +1,211 @@
+// Outbound guard (design.md section 9): tools call owner-supplied URLs, so every destination address
+// is judged after DNS resolution, and headers supplied by callers are checked before they are sent.
+import dns from 'node:dns';
+import type { LookupAddress } from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
+
+type Address = ipaddr.IPv4 | ipaddr.IPv6;
+type Cidr = [Address, number];
+
+/** Parsed ALLOW_PRIVATE_NETWORKS: either everything, or a list of ranges that are opened. */
+export interface AllowList {
+  all: boolean;
+  ranges: Cidr[];
+}
+
+/** Thrown (or passed to the lookup callback) when a destination must not be contacted. */
+export class OutboundRefusedError extends Error {
+  readonly code = 'ERR_OUTBOUND_REFUSED';
+  constructor(
+    readonly host: string,
+    readonly address: string | undefined,
+    readonly reason: string,
+  ) {
+    const target = address && address !== host ? `${host} (${address})` : host;
+    const hint = address ? '; set ALLOW_PRIVATE_NETWORKS to allow it' : '';
+    super(`Refused to connect to ${target}: ${reason}${hint}`);
+    this.name = 'OutboundRefusedError';
+  }
+}
+
+/** Thrown when a caller-supplied header must not be sent. The message names the header, never its value. */
+export class BadHeaderError extends Error {
+  readonly code = 'ERR_BAD_HEADER';
+  constructor(
+    readonly header: string,
+    readonly reason: string,
+  ) {
+    super(`Header ${JSON.stringify(header)} is not allowed: ${reason}`);
+    this.name = 'BadHeaderError';
+  }
+}
+
+const cidr = (text: string): Cidr => ipaddr.parseCIDR(text);
+
+const LOOPBACK = ['127.0.0.0/8', '::1/128'].map(cidr);
+const PRIVATE = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', 'fc00::/7', 'fec0::/10'].map(cidr);
+
+// First match wins: specific ranges (metadata) come before the wider ones that contain them.
+const BLOCKED: Array<{ range: Cidr; reason: string }> = [
+  ...[
+    '169.254.169.254/32', // AWS, GCP, Azure, OpenStack...
+    '100.100.100.200/32', // Alibaba Cloud
+    'fd00:ec2::254/128', // AWS over IPv6
+  ].map((r) => ({ range: cidr(r), reason: 'cloud metadata address' })),
+  { range: cidr('0.0.0.0/8'), reason: 'unspecified address' },
+  { range: cidr('::/128'), reason: 'unspecified address' },
+  ...LOOPBACK.map((range) => ({ range, reason: 'loopback address' })),
+  { range: cidr('100.64.0.0/10'), reason: 'private network address (carrier-grade NAT)' },
+  ...['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fec0::/10'].map((r) => ({ range: cidr(r), reason: 'private network address' })),
+  { range: cidr('fc00::/7'), reason: 'unique-local IPv6 address' },
+  { range: cidr('169.254.0.0/16'), reason: 'link-local address' },
+  { range: cidr('fe80::/10'), reason: 'link-local address' },
+  { range: cidr('224.0.0.0/4'), reason: 'multicast address' },
+  { range: cidr('ff00::/8'), reason: 'multicast address' },
+  { range: cidr('255.255.255.255/32'), reason: 'broadcast address' },
+  ...[
+    '240.0.0.0/4', // future use
+    '192.0.0.0/24', // IETF protocol assignments
+    '192.0.2.0/24', // TEST-NET-1
+    '198.51.100.0/24', // TEST-NET-2
+    '203.0.113.0/24', // TEST-NET-3
+    '198.18.0.0/15', // benchmarking
+    '192.88.99.0/24', // 6to4 relay anycast
+    '::/96', // IPv4-compatible IPv6 (deprecated)
+    '100::/64', // discard-only
+    '2001:db8::/32', // documentation
+  ].map((r) => ({ range: cidr(r), reason: 'reserved address' })),
+];
+
+/**
+ * IPv6 forms that carry an IPv4 address are judged as that IPv4 address:
+ * IPv4-mapped (::ffff:a.b.c.d), NAT64 (64:ff9b::a.b.c.d) and 6to4 (2002:AABB:CCDD::).
+ */
+function embeddedIPv4(address: Address): ipaddr.IPv4 | undefined {
+  if (address.kind() === 'ipv4') return undefined;
+  const v6 = address as ipaddr.IPv6;
+  if (v6.isIPv4MappedAddress()) return v6.toIPv4Address();
+  const p = v6.parts;
+  const fromWords = (hi: number, lo: number) => new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
+  if (v6.match(cidr('64:ff9b::/96'))) return fromWords(p[6], p[7]);
+  if (v6.match(cidr('2002::/16'))) return fromWords(p[1], p[2]);
+  return undefined;
+}
+
+function normalize(address: Address): Address {
+  return embeddedIPv4(address) ?? address;
+}
+
+function inRange(address: Address, range: Cidr): boolean {
+  return address.kind() === range[0].kind() && address.match(range);
+}
+
+/** Parses ALLOW_PRIVATE_NETWORKS: comma-separated CIDRs or IPs, and the keywords loopback, private, all (or *). */
+export function parseAllowList(value: string | undefined): AllowList {
+  const allow: AllowList = { all: false, ranges: [] };
+  for (const raw of (value ?? '').split(',')) {
+    const entry = raw.trim();
+    if (!entry) continue;
+    const keyword = entry.toLowerCase();
+    if (keyword === 'all' || keyword === '*') allow.all = true;
+    else if (keyword === 'loopback') allow.ranges.push(...LOOPBACK);
+    else if (keyword === 'private') allow.ranges.push(...PRIVATE);
+    else allow.ranges.push(parseRange(entry));
+  }
+  return allow;
+}
+
+function parseRange(entry: string): Cidr {
+  const text = entry.replace(/^\[(.*)\](\/\d+)?$/, '$1$2'); // accept [::1] and [::1]/128
+  const [ip, bits] = text.split('/');
+  const isIp = (s: string) => ipaddr.IPv4.isValidFourPartDecimal(s) || ipaddr.IPv6.isValid(s);
+  if (!isIp(ip) || (bits !== undefined && !ipaddr.isValidCIDR(text))) {
+    throw new Error(`ALLOW_PRIVATE_NETWORKS: invalid entry "${entry}" (expected an IP, a CIDR, loopback, private or all)`);
+  }
+  const address = ipaddr.parse(ip);
+  const prefix = bits === undefined ? (address.kind() === 'ipv4' ? 32 : 128) : Number(bits);
+  const v4 = embeddedIPv4(address);
+  // ::ffff:10.0.0.0/104 means 10.0.0.0/8: addresses are judged in their IPv4 form.
+  if (v4 && address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) return [v4, Math.max(prefix - 96, 0)];
+  return [address, prefix];
+}
+
+/** Why this address must not be contacted, or null when it may be. */
+export function refusalReason(ip: string, allow: AllowList): string | null {
+  const bare = ip.replace(/^\[(.*)\]$/, '$1');
+  if (!ipaddr.isValid(bare)) return 'not a valid IP address';
+  if (allow.all) return null;
+  const address = normalize(ipaddr.parse(bare));
+  const blocked = BLOCKED.find((b) => inRange(address, b.range));
+  if (!blocked) return null;
+  return allow.ranges.some((r) => inRange(address, r)) ? null : blocked.reason;
+}
+
+/**
+ * A dns.lookup replacement for http.request / net.connect: resolves with `resolve` (default dns.lookup)
+ * and fails with OutboundRefusedError when ANY resolved address is refused, so no socket connects to it.
+ */
+export function guardedLookup(allow: AllowList, resolve: LookupFunction = dns.lookup as LookupFunction): LookupFunction {
+  return (hostname, options, callback) => {
+    const wantsAll = typeof options === 'object' && options !== null && options.all === true;
+    resolve(hostname, { ...options, all: true }, (err, result, family) => {
+      if (err) return callback(err, '', 0);
+      const addresses: LookupAddress[] = typeof result === 'string' ? [{ address: result, family: family || isIP(result) }] : result;
+      if (addresses.length === 0) {
+        return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
+      }
+      for (const { address } of addresses) {
+        const reason = refusalReason(address, allow);
+        if (reason) return callback(new OutboundRefusedError(hostname, address, reason), '', 0);
+      }
+      if (wantsAll) callback(null, addresses);
+      else callback(null, addresses[0].address, addresses[0].family);
+    });
+  };
+}
+
+/**
+ * Checks what lookup cannot see: the scheme, embedded credentials, and literal IP hosts
+ * (Node connects to those without calling lookup). Throws OutboundRefusedError.
+ */
+export function checkUrl(url: URL, allow: AllowList): void {
+  const host = url.hostname;
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new OutboundRefusedError(host, undefined, `scheme "${url.protocol.replace(/:$/, '')}" is not allowed (only http and https)`);
+  }
+  if (url.username || url.password) {
+    throw new OutboundRefusedError(host, undefined, 'URLs with embedded credentials are not allowed');
+  }
+  const literal = host.replace(/^\[(.*)\]$/, '$1');
+  if (ipaddr.isValid(literal)) {
+    const reason = refusalReason(literal, allow);
+    if (reason) throw new OutboundRefusedError(host, literal, reason);
+  }
+}
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// Control characters except horizontal tab: CR/LF would split the header, NUL truncates it.
+const BAD_VALUE_CHAR = /[\x00-\x08\x0a-\x1f\x7f]/;
+const MANAGED: Record<string, string> = {
+  host: 'the Host header comes from the URL',
+  'content-length': 'the length is set by the HTTP client',
+  connection: 'hop-by-hop header',
+  'keep-alive': 'hop-by-hop header',
+  te: 'hop-by-hop header',
+  trailer: 'hop-by-hop header',
+  'transfer-encoding': 'hop-by-hop header',
+  upgrade: 'hop-by-hop header',
+};
+
+/** Throws BadHeaderError for a header that must not be sent as given. */
+export function checkOutboundHeaders(headers: Record<string, string>): void {
+  for (const [name, value] of Object.entries(headers)) {
+    if (!TOKEN.test(name)) throw new BadHeaderError(name, 'invalid characters in the header name');
+    const lower = name.toLowerCase();
+    const managed = MANAGED[lower] ?? (lower.startsWith('proxy-') ? 'hop-by-hop header' : undefined);
+    if (managed) throw new BadHeaderError(name, managed);
+    if (typeof value !== 'string') throw new BadHeaderError(name, 'the value must be a string');
+    if (BAD_VALUE_CHAR.test(value)) throw new BadHeaderError(name, 'the value contains CR, LF, NUL or another control character');
+  }
+}

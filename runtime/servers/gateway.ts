@@ -1,0 +1,98 @@
+// The MCP backend: authenticate -> authorize -> rate limit, then for tools/call
+// find the custom tool -> merge defaults -> validate -> charge -> execute -> refund or keep -> record usage.
+import type { Accounts } from '../accounts/accounts.ts';
+import type { ApiKeys } from '../access/keys.ts';
+import { KEY_PREFIX } from '../access/keys.ts';
+import type { KeyRateLimiter } from '../access/rate-limit.ts';
+import type { Credits } from '../billing/credits.ts';
+import type { Usage } from '../billing/usage.ts';
+import type { Engine } from '../engine/index.ts';
+import type { Logger } from '../log.ts';
+import type { AuthOutcome, CallOptions, CallOutcome, ExposedTool, McpBackend, Principal, RateOutcome } from '../mcp/backend.ts';
+import { ToolError } from '../tool-error.ts';
+import type { Servers } from './servers.ts';
+import type { BoundTool, CustomTools } from './tools.ts';
+
+export interface GatewayDeps {
+  keys: ApiKeys;
+  servers: Servers;
+  tools: CustomTools;
+  accounts: Accounts;
+  credits: Credits;
+  usage: Usage;
+  rateLimiter: KeyRateLimiter;
+  engine: Engine;
+  logger: Logger;
+}
+
+export class Gateway implements McpBackend {
+  constructor(private readonly d: GatewayDeps) {}
+
+  async authenticate(serverId: string, authorization: string | undefined): Promise<AuthOutcome> {
+    const m = /^Bearer +(\S+)$/i.exec(authorization ?? '');
+    if (!m || !m[1].startsWith(KEY_PREFIX)) return { ok: false, status: 401 };
+    const key = await this.d.keys.lookup(m[1]);
+    if (!key || key.revoked_at) return { ok: false, status: 401 };
+    if (key.kind === 'server' && key.server_id !== serverId) return { ok: false, status: 401 };
+    const server = await this.d.servers.lookup(serverId);
+    if (!server || server.owner_id !== key.owner_id || !server.active) return { ok: false, status: 403 };
+    if (key.kind === 'global' && !key.linked_server_ids.includes(serverId)) return { ok: false, status: 403 };
+    this.d.keys.touch(key._id);
+    return { ok: true, principal: { keyId: key._id, ownerId: key.owner_id, serverId } };
+  }
+
+  rateLimit(principal: Principal): Promise<RateOutcome> {
+    return this.d.rateLimiter.consume(principal.keyId);
+  }
+
+  async listTools(principal: Principal): Promise<ExposedTool[]> {
+    return (await this.d.tools.forServer(principal.serverId)).map((t) => t.exposed);
+  }
+
+  async callTool(principal: Principal, name: string, args: unknown, options: CallOptions): Promise<CallOutcome | undefined> {
+    const bound = (await this.d.tools.forServer(principal.serverId)).find((t) => t.doc.name === name);
+    if (!bound) return undefined;
+    const cost = bound.base.spec.credits;
+    const record = (credits: number, failed: boolean, refunded: boolean) =>
+      this.d.usage.record({ ownerId: principal.ownerId, serverId: principal.serverId, keyId: principal.keyId, tool: name, credits, failed, refunded });
+
+    let validated: Record<string, unknown>;
+    try {
+      validated = this.d.engine.validateArguments(bound.base, mergeArguments(bound, args as Record<string, unknown>));
+    } catch (err) {
+      if (!(err instanceof ToolError)) throw err;
+      record(0, true, false);
+      return { ok: false, error: err };
+    }
+    const account = bound.doc.account_id ? await this.d.accounts.credentials(principal.ownerId, bound.doc.account_id) : null;
+    if (bound.doc.account_id && !account) {
+      record(0, true, false);
+      return { ok: false, error: new ToolError('account_missing', `The account bound to ${name} no longer exists; bind another account to the tool`) };
+    }
+    if (!(await this.d.credits.charge(principal.ownerId, cost))) {
+      const balance = await this.d.credits.balance(principal.ownerId);
+      record(0, true, false);
+      return { ok: false, error: new ToolError('insufficient_credits', `Insufficient credits: ${name} costs ${cost} credit${cost === 1 ? '' : 's'} and the balance is ${balance}`) };
+    }
+    try {
+      const result = await this.d.engine.run(bound.base, validated, account, options);
+      record(cost, false, false);
+      return { ok: true, result };
+    } catch (err) {
+      const failure = err instanceof ToolError ? err : new ToolError('internal_error', 'The tool failed inside the service', { refund: true });
+      if (!(err instanceof ToolError)) this.d.logger.error({ err, tool: name, keyId: principal.keyId }, 'tool failed unexpectedly');
+      if (failure.refund) await this.d.credits.refund(principal.ownerId, cost);
+      record(failure.refund ? 0 : cost, true, failure.refund);
+      return { ok: false, error: failure };
+    }
+  }
+}
+
+/** Server defaults under the caller's arguments; a locked parameter cannot come from the caller. */
+export function mergeArguments(bound: BoundTool, args: Record<string, unknown>): Record<string, unknown> {
+  const locked = bound.doc.locked.filter((p) => Object.hasOwn(args, p));
+  if (locked.length) {
+    throw new ToolError('invalid_arguments', `Invalid arguments: ${locked.map((p) => `"${p}" is fixed by this server and cannot be set`).join('; ')}`);
+  }
+  return { ...structuredClone(bound.doc.defaults), ...args };
+}

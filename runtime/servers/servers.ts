@@ -1,0 +1,63 @@
+// Tool servers: the thing an MCP client talks to at /mcp/<server_id>.
+import type { Collection, Doc, Store } from '../store/index.ts';
+import { randomId } from '../secrets.ts';
+import { TtlCache } from '../ttl-cache.ts';
+
+export interface ServerDoc extends Doc {
+  owner_id: string;
+  name: string;
+  active: boolean;
+  created_at: Date;
+}
+
+export const SERVER_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+export function publicServer(doc: ServerDoc): Record<string, unknown> {
+  return { id: doc._id, name: doc.name, active: doc.active, created_at: doc.created_at };
+}
+
+export class Servers {
+  private readonly servers: Collection<ServerDoc>;
+  private readonly cache: TtlCache<string, ServerDoc | null>;
+
+  constructor(store: Store, cacheMs: number) {
+    this.servers = store.collection<ServerDoc>('servers');
+    this.cache = new TtlCache(cacheMs);
+  }
+
+  async create(ownerId: string, name: string, id?: string): Promise<ServerDoc> {
+    const doc: ServerDoc = { _id: id ?? randomId('srv_', 9), owner_id: ownerId, name, active: true, created_at: new Date() };
+    await this.servers.insertOne(doc);
+    this.cache.delete(doc._id);
+    return doc;
+  }
+
+  list(ownerId: string): Promise<ServerDoc[]> {
+    return this.servers.find({ owner_id: ownerId }, { sort: { created_at: 1 } });
+  }
+
+  get(ownerId: string, id: string): Promise<ServerDoc | null> {
+    return this.servers.findOne({ _id: id, owner_id: ownerId });
+  }
+
+  /** Any owner's server, cached: the MCP hot path. */
+  async lookup(id: string): Promise<ServerDoc | null> {
+    const cached = this.cache.get(id);
+    if (cached !== undefined) return cached;
+    const doc = await this.servers.findOne({ _id: id });
+    this.cache.set(id, doc);
+    return doc;
+  }
+
+  async update(ownerId: string, id: string, changes: { name?: string; active?: boolean }): Promise<ServerDoc | null> {
+    const doc = await this.servers.findOneAndUpdate({ _id: id, owner_id: ownerId }, { $set: changes });
+    this.cache.delete(id);
+    return doc;
+  }
+
+  async delete(ownerId: string, id: string): Promise<boolean> {
+    const n = await this.servers.deleteOne({ _id: id, owner_id: ownerId });
+    this.cache.delete(id);
+    return n > 0;
+  }
+}

@@ -1,0 +1,180 @@
+// Composition: config -> store -> spec catalog -> repositories -> Koa app -> listen.
+import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Router from '@koa/router';
+import Koa from 'koa';
+import type { DestinationStream } from 'pino';
+import { pluginRegistry } from '../plugins/index.ts';
+import { Accounts, Vault, parseMasterKey } from './accounts/accounts.ts';
+import { ApiKeys } from './access/keys.ts';
+import { Owners } from './access/owners.ts';
+import { KeyRateLimiter } from './access/rate-limit.ts';
+import { createApiRouter } from './api/routes.ts';
+import { Credits } from './billing/credits.ts';
+import { Usage } from './billing/usage.ts';
+import type { Config } from './config.ts';
+import { Engine } from './engine/index.ts';
+import { createHttpClient } from './http/client.ts';
+import { type Logger, createLogger } from './log.ts';
+import { createMcpEndpoint, sendJson } from './mcp/endpoint.ts';
+import { rpcError } from './mcp/protocol.ts';
+import type { PluginRegistry } from './plugin-api.ts';
+import { generatedSecret, randomToken } from './secrets.ts';
+import { Gateway } from './servers/gateway.ts';
+import { Servers } from './servers/servers.ts';
+import { CustomTools } from './servers/tools.ts';
+import type { Catalog } from './spec/catalog.ts';
+import { loadCatalog } from './spec/loader.ts';
+import { type Store, openStore } from './store/index.ts';
+
+export const SERVICE_INFO = { name: 'tool-server', title: 'Tool Server', version: '0.1.0' };
+
+export interface ServiceOptions {
+  config: Config;
+  /** Where logs go (tests read them); stdout by default. */
+  logDestination?: DestinationStream;
+  plugins?: PluginRegistry;
+}
+
+export interface RunningService {
+  url: string;
+  port: number;
+  operatorToken: string;
+  catalog: Catalog;
+  store: Store;
+  logger: Logger;
+  /** Writes buffered usage and last-used times now. */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const INDEXES = [
+  { collection: 'owners', fields: ['email'], unique: true },
+  { collection: 'owner_tokens', fields: ['hash'], unique: true },
+  { collection: 'servers', fields: ['owner_id'] },
+  { collection: 'api_keys', fields: ['hash'], unique: true },
+  { collection: 'api_keys', fields: ['owner_id'] },
+  { collection: 'accounts', fields: ['owner_id'] },
+  { collection: 'tools', fields: ['server_id', 'name'], unique: true },
+  { collection: 'usage', fields: ['owner_id', 'hour'] },
+];
+
+export async function startService(opts: ServiceOptions): Promise<RunningService> {
+  const { config } = opts;
+  const logger = createLogger(config.logLevel, opts.logDestination);
+  const catalog = await loadCatalog(config.toolSpecsDir, opts.plugins ?? pluginRegistry);
+  const store = await openStore({ mongodbUrl: config.mongodbUrl, dataDir: config.dataDir, inMemory: config.inMemory });
+  await store.ensureIndexes(INDEXES);
+
+  const secretFile = (file: string, make: () => string) => (config.inMemory ? Promise.resolve(make()) : generatedSecret(config.dataDir, file, make));
+  if (store.kind === 'mongodb' && !config.masterKey) {
+    await store.close();
+    throw new Error('MASTER_KEY is required with MONGODB_URL: every instance must decrypt the same accounts');
+  }
+  const masterKey = config.masterKey ?? (await secretFile('master.key', () => randomBytes(32).toString('hex')));
+  const operatorToken = config.operatorToken ?? (await secretFile('operator-token', () => randomToken('mcpop_')));
+
+  const http = createHttpClient({ timeoutMs: config.upstreamTimeoutMs, maxResponseBytes: config.maxResponseBytes, allow: config.allowPrivateNetworks, retries: 2, maxRetryAfterMs: 3000 });
+  const engine = new Engine(http, { defaultTimeoutMs: config.upstreamTimeoutMs });
+  const owners = new Owners(store);
+  const servers = new Servers(store, config.keyCacheMs);
+  const keys = new ApiKeys(store, config.keyCacheMs);
+  const tools = new CustomTools(store, catalog, config.keyCacheMs);
+  const accounts = new Accounts(store, catalog, new Vault(parseMasterKey(masterKey)), config.keyCacheMs);
+  const credits = new Credits(store);
+  const usage = new Usage(store);
+  const rateLimiter = new KeyRateLimiter(config.rateLimit, store.mongo);
+  const gateway = new Gateway({ keys, servers, tools, accounts, credits, usage, rateLimiter, engine, logger });
+
+  const app = new Koa();
+  app.silent = true;
+  app.on('error', (err) => logger.error({ err }, 'request failed'));
+  let closing = false;
+  app.use(async (ctx, next) => {
+    const started = performance.now();
+    try {
+      await next();
+    } finally {
+      const line = { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round((performance.now() - started) * 10) / 10, keyId: ctx.state.keyId, tool: ctx.state.tool };
+      if (ctx.status >= 500) logger.warn(line, 'request');
+      else logger.info(line, 'request');
+    }
+  });
+
+  const router = new Router();
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/readyz', async (ctx) => {
+    if (closing) {
+      ctx.status = 503;
+      ctx.body = { status: 'shutting down' };
+      return;
+    }
+    await store.collection('owners').countDocuments({ _id: '__readyz' });
+    ctx.body = { status: 'ready', store: store.kind, tools: catalog.tools.size };
+  });
+  router.post(
+    '/mcp/:serverId',
+    createMcpEndpoint({
+      backend: gateway,
+      logger,
+      maxBodyBytes: config.maxBodyBytes,
+      allowedOrigins: config.allowedOrigins,
+      pageSize: config.toolsPageSize,
+      toolsTtlMs: 30_000,
+      serverInfo: SERVICE_INFO,
+      instructions: 'Tools of this server act on third-party accounts (Jira, n8n, Notion, Supabase). Each call costs credits, shown in the tool description.',
+    }),
+  );
+  router.all('/mcp/:serverId', (ctx) => {
+    // Stateless server: no GET stream, no session to DELETE.
+    ctx.set('Allow', 'POST');
+    sendJson(ctx, 405, rpcError(null, -32000, 'Method not allowed.'));
+  });
+  const api = createApiRouter({ owners, servers, keys, tools, accounts, credits, usage, catalog, engine, operatorToken, maxBodyBytes: config.maxBodyBytes });
+  app.use(router.routes()).use(router.allowedMethods());
+  app.use(api.routes()).use(api.allowedMethods());
+  app.use((ctx) => {
+    ctx.status = 404;
+    ctx.body = { error: 'Not Found', message: `No route for ${ctx.method} ${ctx.path}` };
+  });
+
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = app.listen(config.port, config.host, () => resolve(s));
+    s.once('error', reject);
+  });
+  server.keepAliveTimeout = 65_000;
+  const { port } = server.address() as AddressInfo;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
+
+  const flush = async () => {
+    await Promise.all([usage.flush(), keys.flush()]);
+  };
+  const flusher = setInterval(() => flush().catch((err) => logger.error({ err }, 'flush failed')), 2000);
+  flusher.unref();
+  logger.info({ port, store: store.kind, tools: catalog.tools.size, providers: catalog.providers.size }, 'tool server listening');
+
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    operatorToken,
+    catalog,
+    store,
+    logger,
+    flush,
+    async close() {
+      if (closing) return;
+      closing = true;
+      clearInterval(flusher);
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await flush();
+      http.close();
+      await store.close();
+    },
+  };
+}

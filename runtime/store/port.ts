@@ -1,0 +1,151 @@
+/**
+ * The store port: a small document-store interface written in MongoDB's query and update dialect, so the
+ * same repository code runs on the embedded adapter (@seald-io/nedb) and on MongoDB (official driver).
+ *
+ * The dialect is deliberately a subset; both adapters reject anything outside it with a DialectError, so
+ * code that passes the tests on one adapter cannot quietly depend on a feature the other lacks.
+ *
+ * Filters
+ *   { field: value }                      equality; on an array field it matches when any element equals value;
+ *                                         an array value matches the whole array exactly
+ *   { 'a.b': value }                      dotted paths into sub-documents
+ *   { field: null }                       matches null AND missing fields (MongoDB semantics, on both adapters)
+ *   { field: { $eq | $ne: v } }           $ne on an array field: no element equals v (also matches missing fields)
+ *   { field: { $in | $nin: [..] } }       null in the list also matches missing fields
+ *   { field: { $gt | $gte | $lt | $lte: v } }  numbers with numbers, strings with strings, dates with dates
+ *   { field: { $exists: true | false } }
+ *   { $or: [filters] }, { $and: [filters] }  (non-empty lists)
+ *   Several operators on one field are ANDed: { balance: { $gte: 2, $lt: 10 } }.
+ *
+ * Updates (operator documents only; no whole-document replacement)
+ *   $set, $unset, $inc, $min, $max            dotted paths allowed; $inc on a missing field sets it
+ *   $push, $addToSet                          a value, or { $each: [values] }
+ *   $pull                                     a value, a condition ({ $in: [..] }) or a sub-document filter;
+ *                                             pulling from a missing field is a no-op
+ *   $setOnInsert                              applied only when an upsert inserts
+ *   One path may appear in only one operator (MongoDB rejects conflicts; so do we, on both adapters).
+ *
+ * Upserts build the new document like MongoDB: the equality conditions of the filter (top level, inside
+ * $and, $eq) plus the update. `_id` is always a string: taken from the filter or $setOnInsert, otherwise
+ * generated (a UUID) by the adapter, never an ObjectId.
+ *
+ * Atomicity: every single call is atomic on one document (updateOne/findOneAndUpdate test-and-set, e.g.
+ * `findOneAndUpdate({ _id, balance: { $gte: 2 } }, { $inc: { balance: -2 } })` never overdraws).
+ * updateMany/deleteMany/insertMany are not transactions: on an error some documents may already be written.
+ *
+ * Known differences kept on purpose (avoid relying on them):
+ *   - unique indexes: on MongoDB a missing field and null collide; on the embedded store only two missing
+ *     fields (or two nulls) collide. Use `sparse: true` or always set the field.
+ *   - sub-document equality is key-order sensitive on MongoDB and not on the embedded store.
+ *   - insertMany failing on a duplicate: MongoDB keeps the documents before the failing one, the embedded
+ *     store keeps none.
+ *   - find() with a projection returns partial documents although typed as T.
+ */
+
+export type Doc = { _id: string } & Record<string, unknown>;
+
+export interface FieldOperators {
+  $eq?: unknown;
+  $ne?: unknown;
+  $in?: unknown[];
+  $nin?: unknown[];
+  $gt?: unknown;
+  $gte?: unknown;
+  $lt?: unknown;
+  $lte?: unknown;
+  $exists?: boolean;
+}
+
+/** Field paths (possibly dotted) map to a value or to FieldOperators; $or/$and combine filters. */
+export interface Filter {
+  $or?: Filter[];
+  $and?: Filter[];
+  [path: string]: unknown;
+}
+
+type PathValues<V> = Record<string, V>;
+
+export interface Update {
+  $set?: PathValues<unknown>;
+  $unset?: PathValues<'' | 1 | true>;
+  $inc?: PathValues<number>;
+  $min?: PathValues<number | string | Date>;
+  $max?: PathValues<number | string | Date>;
+  $push?: PathValues<unknown>;
+  $addToSet?: PathValues<unknown>;
+  $pull?: PathValues<unknown>;
+  $setOnInsert?: PathValues<unknown>;
+}
+
+export interface FindOptions {
+  sort?: Record<string, 1 | -1>;
+  limit?: number;
+  skip?: number;
+  projection?: Record<string, 0 | 1>;
+}
+
+export interface UpdateResult {
+  matched: number;
+  modified: number;
+}
+
+export interface Collection<T extends Doc> {
+  /** Throws DuplicateKeyError on a unique-index violation (including a duplicate _id). */
+  insertOne(doc: T): Promise<void>;
+  insertMany(docs: T[]): Promise<void>;
+  findOne(filter: Filter): Promise<T | null>;
+  find(filter: Filter, options?: FindOptions): Promise<T[]>;
+  countDocuments(filter: Filter): Promise<number>;
+  updateOne(filter: Filter, update: Update, options?: { upsert?: boolean }): Promise<UpdateResult & { upserted: boolean }>;
+  updateMany(filter: Filter, update: Update): Promise<UpdateResult>;
+  /**
+   * Atomically updates the first matching document. Returns the document after the update by default
+   * (unlike MongoDB's own default), or before it with `returnDocument: 'before'` (null when it was upserted);
+   * null when nothing matched and nothing was upserted.
+   */
+  findOneAndUpdate(
+    filter: Filter,
+    update: Update,
+    options?: { upsert?: boolean; returnDocument?: 'before' | 'after' },
+  ): Promise<T | null>;
+  /** Returns the number of documents deleted. */
+  deleteOne(filter: Filter): Promise<number>;
+  deleteMany(filter: Filter): Promise<number>;
+}
+
+export interface IndexSpec {
+  collection: string;
+  /** Ascending fields (dotted paths allowed); more than one makes a compound index. */
+  fields: string[];
+  unique?: boolean;
+  /** Documents that have none of the fields are left out of the index (so they never collide). */
+  sparse?: boolean;
+}
+
+export interface Store {
+  readonly kind: 'embedded' | 'mongodb';
+  /** The driver's client, on the MongoDB adapter only (shared rate-limit counters live there too). */
+  readonly mongo?: { client: unknown; dbName: string };
+  /** Collection names: a letter, then letters, digits, '_' or '-'. */
+  collection<T extends Doc>(name: string): Collection<T>;
+  /** Idempotent; throws DuplicateKeyError when existing documents violate a new unique index. */
+  ensureIndexes(specs: IndexSpec[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class DuplicateKeyError extends Error {
+  override readonly name = 'DuplicateKeyError';
+  constructor(
+    readonly collection: string,
+    /** Fields of the violated unique index; empty when the adapter could not tell which index. */
+    readonly fields: string[],
+    options?: { cause?: unknown },
+  ) {
+    super(`duplicate key in collection "${collection}" on unique index (${fields.join(', ') || 'unknown'})`, options);
+  }
+}
+
+/** A filter or update outside the supported dialect (see the top of this file). */
+export class DialectError extends Error {
+  override readonly name = 'DialectError';
+}
