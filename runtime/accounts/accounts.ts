@@ -91,7 +91,9 @@ export class Accounts {
     const plain: Record<string, string> = {};
     const secret: Record<string, string> = {};
     for (const f of provider.spec.account.fields) {
-      const value = body[f.name];
+      const given = body[f.name];
+      // A new account that leaves a field with a default out gets the default (checked like any value).
+      const value = !partial && (given === undefined || given === null || given === '') ? (f.default ?? given) : given;
       if (value === undefined || value === null || value === '') {
         if (!partial && (f.required ?? true)) throw new AccountFieldError(`"${f.name}" (${f.title}) is required`);
         continue;

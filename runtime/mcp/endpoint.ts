@@ -105,8 +105,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     const msg = classify(payload);
     if (msg.kind === 'invalid') return sendJson(ctx, 400, rpcError(msg.id, ErrorCode.InvalidRequest, `Invalid request: ${msg.reason}`));
     if (msg.kind !== 'request') {
-      ctx.status = 202;
-      return;
+      return accepted(ctx);
     }
     if (exchange.acceptsSse && msg.message.method === 'tools/call' && progressToken(msg.message) !== undefined) {
       return streamCall(exchange, msg.message);
@@ -129,8 +128,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     );
     const responses = answers.filter((a): a is JsonRpcResponse => a !== undefined);
     if (responses.length === 0) {
-      ctx.status = 202;
-      return;
+      return accepted(ctx);
     }
     sendJson(ctx, 200, responses);
   }
@@ -265,6 +263,12 @@ function originAllowed(origin: string, ctx: Context, allowed: string[]): boolean
   if (allowed.includes('*') || allowed.includes(origin)) return true;
   // Same origin as the request itself (a dashboard served by this service).
   return origin === `${ctx.protocol}://${ctx.host}`;
+}
+
+/** 202 with an empty body (Koa would otherwise write the status text). */
+function accepted(ctx: Context): void {
+  ctx.body = null;
+  ctx.status = 202;
 }
 
 export function sendJson(ctx: Context, status: number, body: unknown): void {

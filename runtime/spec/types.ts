@@ -69,6 +69,8 @@ export interface AccountFieldSpec {
   pattern?: string;
   pattern_message?: string;
   required?: boolean;
+  /** Stored when a new account leaves the field out. */
+  default?: string;
 }
 
 export interface ProviderSpec {

@@ -1,0 +1,180 @@
+// The spec loader: every kind of problem is reported with its file, line, column, JSON path and message,
+// all at once; the real tool-specs/ folder loads cleanly.
+import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { pluginRegistry } from '../plugins/index.ts';
+import { SpecLoadError, formatIssue, loadCatalog } from '../runtime/spec/loader.ts';
+
+const PROVIDER = `id: demo
+title: Demo
+account:
+  kind: demo
+  fields:
+    - name: base
+      title: Base URL
+      format: url
+    - name: token
+      title: Token
+      secret: true
+base_url:
+  field: base
+auth:
+  headers:
+    Authorization: "Bearer {{account.token}}"
+`;
+
+const TOOL = (extra = '', request = `request:
+  method: GET
+  path: /items/{{args.id}}
+`) => `id: demo_get
+provider: demo
+title: Get
+description: Gets an item.
+credits: 1
+annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true }
+input:
+  type: object
+  additionalProperties: false
+  required: [id]
+  properties:
+    id: { type: string }
+output:
+  type: object
+${request}${extra}`;
+
+/** Writes a spec folder and returns the formatted problems (file paths relative to the folder). */
+async function problems(files: Record<string, string>): Promise<string[]> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'specs-'));
+  await mkdir(path.join(dir, 'demo'));
+  for (const [name, text] of Object.entries({ 'provider.yaml': PROVIDER, ...files })) await writeFile(path.join(dir, 'demo', name), text);
+  try {
+    await loadCatalog(dir, pluginRegistry, { relativeTo: dir });
+    return [];
+  } catch (err) {
+    if (!(err instanceof SpecLoadError)) throw err;
+    return err.issues.map(formatIssue);
+  }
+}
+
+describe('spec loader', () => {
+  it('loads the real tool-specs folder', async () => {
+    const catalog = await loadCatalog(path.resolve('tool-specs'), pluginRegistry);
+    expect(catalog.tools.size).toBeGreaterThan(0);
+    expect([...catalog.tools.keys()]).toEqual([...catalog.tools.keys()].sort());
+  });
+
+  it('accepts the fixture tool as written', async () => {
+    expect(await problems({ 'get.yaml': TOOL() })).toEqual([]);
+  });
+
+  it('reports YAML syntax errors with their position', async () => {
+    expect(await problems({ 'get.yaml': 'id: x\ntitle: [unclosed\n' })).toEqual([expect.stringMatching(/^demo\/get\.yaml:3:1 \/ YAML: /)]);
+  });
+
+  it('reports an unknown property at the key', async () => {
+    expect(await problems({ 'get.yaml': TOOL('colour: red\n') })).toEqual(['demo/get.yaml:18:1 /colour unknown property "colour"']);
+  });
+
+  it('reports a missing required property', async () => {
+    expect(await problems({ 'get.yaml': TOOL().replace('credits: 1\n', '') })).toEqual(['demo/get.yaml:1:1 / missing required property "credits"']);
+  });
+
+  it('reports a value of the wrong type and an enum miss', async () => {
+    const text = TOOL().replace('credits: 1', 'credits: two').replace('method: GET', 'method: FETCH');
+    expect(await problems({ 'get.yaml': text })).toEqual([
+      'demo/get.yaml:5:10 /credits must be integer',
+      'demo/get.yaml:16:11 /request/method must be equal to one of the allowed values: "GET", "POST", "PUT", "PATCH", "DELETE"',
+    ]);
+  });
+
+  it('reports an unknown provider', async () => {
+    expect(await problems({ 'get.yaml': TOOL().replace('provider: demo', 'provider: nope') })).toEqual(['demo/get.yaml:2:11 /provider unknown provider "nope" (declared: demo)']);
+  });
+
+  it('reports a duplicate tool id', async () => {
+    expect(await problems({ 'a.yaml': TOOL(), 'b.yaml': TOOL() })).toEqual(['demo/b.yaml:1:5 /id tool "demo_get" is already declared in demo/a.yaml']);
+  });
+
+  it('reports an undeclared template variable at its column', async () => {
+    const text = TOOL('', 'request:\n  method: GET\n  path: /items/{{args.idd}}\n');
+    expect(await problems({ 'get.yaml': text })).toEqual(['demo/get.yaml:17:11 /request/path unknown variable "args.idd" (declared arguments: id)']);
+  });
+
+  it('refuses a secret account field outside the provider auth section', async () => {
+    const text = TOOL('', 'request:\n  method: GET\n  path: /items\n  query:\n    t: "{{account.token}}"\n');
+    expect(await problems({ 'get.yaml': text })).toEqual(['demo/get.yaml:19:11 /request/query/t "account.token" is a secret: it can only be used in the provider\'s auth section']);
+  });
+
+  it('refuses prototype access in a template', async () => {
+    const text = TOOL('', 'request:\n  method: GET\n  path: /items\n  query:\n    a: "{{args.id.constructor}}"\n');
+    expect(await problems({ 'get.yaml': text })).toEqual(['demo/get.yaml:19:11 /request/query/a access to "constructor" is not allowed']);
+  });
+
+  it('refuses block helpers, unknown helpers and template syntax errors', async () => {
+    const text = TOOL('', 'request:\n  method: GET\n  path: /items\n  query:\n    a: "{{#if args.id}}x{{/if}}"\n    b: "{{shout args.id}}"\n    c: "{{args.id"\n');
+    expect(await problems({ 'get.yaml': text })).toEqual([
+      'demo/get.yaml:19:9 /request/query/a a block helper ({{#...}}) is not allowed in templates (write a plugin for logic)',
+      'demo/get.yaml:20:9 /request/query/b unknown helper "shout" (allowed: default, join, split, lower, upper, trim, json, eq, ne, not, and, or, exists, concat, length, pick)',
+      expect.stringMatching(/^demo\/get\.yaml:21:9 \/request\/query\/c template syntax error: Parse error/),
+    ]);
+  });
+
+  it('refuses a path that names a host, a query in the path, and a Host header', async () => {
+    const text = TOOL('', 'request:\n  method: GET\n  path: //evil.example/items?x=1\n  headers:\n    Host: evil.example\n');
+    expect(await problems({ 'get.yaml': text })).toEqual([
+      'demo/get.yaml:17:9 /request/path the path cannot name a host: the host comes only from the account',
+      'demo/get.yaml:17:9 /request/path put query parameters under "query", not in the path',
+      'demo/get.yaml:19:11 /request/headers/Host the Host header cannot be set',
+    ]);
+  });
+
+  it('refuses unknown plugins, plugins in the wrong slot and bad plugin options', async () => {
+    const text = TOOL(
+      'response:\n  plugins:\n    - use: nope.plugin\n    - use: jira.markdown_to_adf\n      with: { pointers: [/x] }\n    - use: jira.adf_to_markdown\n      with: { pointers: 3 }\n',
+    );
+    expect(await problems({ 'get.yaml': text })).toEqual([
+      expect.stringMatching(/^demo\/get\.yaml:20:12 \/response\/plugins\/0\/use unknown plugin "nope\.plugin" \(registered: /),
+      'demo/get.yaml:21:12 /response/plugins/1/use plugin "jira.markdown_to_adf" is a request plugin and cannot be used as a response plugin',
+      'demo/get.yaml:24:25 /response/plugins/2/with/pointers must be array',
+    ]);
+  });
+
+  it('requires closed input schemas and valid JSON Schemas', async () => {
+    const text = TOOL().replace('  additionalProperties: false\n', '').replace('id: { type: string }', 'id: { type: strung }');
+    expect(await problems({ 'get.yaml': text })).toEqual([
+      'demo/get.yaml:8:3 /input input must set additionalProperties: false so unknown arguments are refused',
+      expect.stringMatching(/^demo\/get\.yaml:8:3 \/input not a valid JSON Schema: /),
+    ]);
+  });
+
+  it('requires exactly one of request and steps, and checks step references', async () => {
+    const neither = TOOL('', '');
+    expect(await problems({ 'get.yaml': neither })).toEqual(['demo/get.yaml:1:1 / declare either "request" (one call) or "steps" (several calls), not both and not neither']);
+    const steps = TOOL(
+      '',
+      'steps:\n  - name: first\n    when: "{{steps.second.status}}"\n    request: { method: GET, path: /a }\n  - name: first\n    request: { method: GET, path: /b }\nerrors:\n  - step: third\n    code: x\n    message: y\n',
+    );
+    expect(await problems({ 'get.yaml': steps })).toEqual([
+      'demo/get.yaml:17:14 /steps/0/when unknown variable "steps.second" (earlier steps: none)',
+      'demo/get.yaml:19:11 /steps/1/name step name "first" is used twice',
+      'demo/get.yaml:22:11 /errors/0/step unknown step "third"',
+    ]);
+  });
+
+  it('reports provider problems: unknown and secret base_url fields, bad auth fields, bad patterns', async () => {
+    const provider = PROVIDER.replace('field: base', 'field: token').replace('      secret: true', '      secret: true\n      pattern: "(["') + 'verify: { method: GET, path: /me }\n';
+    const basic = provider.replace('auth:\n', 'auth:\n  basic: { username: user, password: token }\n');
+    expect(await problems({ 'provider.yaml': basic })).toEqual([
+      expect.stringMatching(/^demo\/provider\.yaml:12:17 \/account\/fields\/1\/pattern invalid regular expression: /),
+      'demo/provider.yaml:14:10 /base_url/field "token" must be a non-secret account field with format: url',
+      'demo/provider.yaml:16:22 /auth/basic/username "user" is not an account field',
+    ]);
+  });
+
+  it('collects the problems of every file in one report', async () => {
+    const issues = await problems({ 'a.yaml': TOOL('colour: red\n'), 'b.yaml': TOOL().replace('demo_get', 'demo_b').replace('credits: 1', 'credits: -1') });
+    expect(issues).toEqual(['demo/a.yaml:18:1 /colour unknown property "colour"', 'demo/b.yaml:5:10 /credits must be >= 0']);
+  });
+});
