@@ -26,9 +26,19 @@ export class UpstreamStatusError extends Error {
   }
 }
 
+export interface SendOptions {
+  /** Throw UpstreamStatusError for a non-2xx answer (default true). */
+  expectOk?: boolean;
+  /**
+   * Add the account's auth headers (default true). They are only ever sent to the account's own
+   * origin; false leaves them out there too (e.g. a webhook on the same instance).
+   */
+  withAuth?: boolean;
+}
+
 /** The provider client bound to the call's account: base URL, authentication, default headers, guard. */
 export interface ProviderHttp {
-  send(request: OutboundRequest, options?: { expectOk?: boolean }): Promise<UpstreamResponse>;
+  send(request: OutboundRequest, options?: SendOptions): Promise<UpstreamResponse>;
 }
 
 export interface PluginContext<Options = Record<string, never>> {

@@ -116,7 +116,7 @@ describe('spec loader', () => {
     const text = TOOL('', 'request:\n  method: GET\n  path: /items\n  query:\n    a: "{{#if args.id}}x{{/if}}"\n    b: "{{shout args.id}}"\n    c: "{{args.id"\n');
     expect(await problems({ 'get.yaml': text })).toEqual([
       'demo/get.yaml:19:9 /request/query/a a block helper ({{#...}}) is not allowed in templates (write a plugin for logic)',
-      'demo/get.yaml:20:9 /request/query/b unknown helper "shout" (allowed: default, join, split, lower, upper, trim, json, eq, ne, not, and, or, exists, concat, length, pick)',
+      'demo/get.yaml:20:9 /request/query/b unknown helper "shout" (allowed: default, join, split, lower, upper, trim, json, eq, ne, not, and, or, exists, concat, length, pick, wrap)',
       expect.stringMatching(/^demo\/get\.yaml:21:9 \/request\/query\/c template syntax error: Parse error/),
     ]);
   });

@@ -106,19 +106,22 @@ export class Engine {
   /** The provider client bound to one account: base URL, auth headers, default headers. */
   private bind(provider: LoadedProvider, account: AccountCredentials | null, signal?: AbortSignal): ProviderHttp {
     const headers: Record<string, string> = { accept: 'application/json', ...provider.spec.headers };
-    if (account) Object.assign(headers, authHeaders(provider, account));
+    const auth = account ? authHeaders(provider, account) : {};
     const base = account ? baseUrl(provider, account) : undefined;
+    const baseOrigin = base ? new URL(base).origin : undefined;
     return {
-      send: async (req, { expectOk = true } = {}) => {
+      send: async (req, { expectOk = true, withAuth = true } = {}) => {
         let url: URL;
         if (req.url) url = new URL(req.url);
         else if (base) url = new URL(base + req.path);
         else throw new ToolError('account_required', `No ${provider.spec.account.kind} account is bound, so there is no base URL for this request`);
         for (const [k, v] of req.query) url.searchParams.append(k, v);
+        // The account's credentials go only to the account's own origin: never to an absolute URL elsewhere.
+        const sendAuth = withAuth && url.origin === baseOrigin;
         const res = await this.http.send({
           method: req.method,
           url,
-          headers: { ...headers, ...req.headers },
+          headers: { ...headers, ...(sendAuth ? auth : {}), ...req.headers },
           body: req.body,
           timeoutMs: req.timeoutMs ?? this.options.defaultTimeoutMs,
           signal,

@@ -36,6 +36,14 @@ export const helpers: Record<string, (...args: unknown[]) => unknown> = {
   length: (value) => (Array.isArray(value) || typeof value === 'string' ? value.length : 0),
   /** a ? b : c, for simple conditional values (e.g. a flag rendered as a query value). */
   pick: (cond, a, b) => (truthy(cond) ? a : b),
+  /**
+   * Wraps a value in an object under `key` ({{wrap args.priority 'name'}} -> {name: "High"}); an array
+   * gives one object per item (names -> [{name}, ...]); undefined/null stay undefined so the key is dropped.
+   */
+  wrap: (value, key) => {
+    if (value === undefined || value === null || typeof key !== 'string') return undefined;
+    return Array.isArray(value) ? value.map((item) => ({ [key]: item })) : { [key]: value };
+  },
 };
 for (const [name, fn] of Object.entries(helpers)) {
   // Handlebars passes an options object last; our helpers never see it.
