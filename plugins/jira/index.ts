@@ -1,7 +1,11 @@
-// Jira Cloud plugins: ADF both ways.
-import type { RequestPlugin, ResponsePlugin } from '../../runtime/plugin-api.ts';
+// Jira Cloud plugins: ADF both ways, users by e-mail, status changes by name, pagination.
+import type { Plugin, RequestPlugin, ResponsePlugin } from '../../runtime/plugin-api.ts';
+import { ToolError } from '../../runtime/tool-error.ts';
 import { POINTERS_OPTIONS, updateAt } from '../pointer.ts';
 import { adfToMarkdown, markdownToAdf } from './adf.ts';
+import { offsetPagesPlugin, searchJqlPlugin } from './paging.ts';
+import { transitionToStatusPlugin } from './transitions.ts';
+import { resolveUsersPlugin } from './users.ts';
 
 type Pointers = { pointers: string[] };
 
@@ -28,3 +32,27 @@ export const adfToMarkdownPlugin: ResponsePlugin<Pointers> = {
     return result;
   },
 };
+
+/**
+ * Refuses a call that names none of the given arguments (an update with nothing to change). It runs as a
+ * response plugin because then no step ran and nothing was sent; the credits are given back. (A schema-level
+ * minProperties would also reject a custom tool's partial defaults.)
+ */
+export const requireOneOfPlugin: ResponsePlugin<{ args: string[] }> = {
+  name: 'jira.require_one_of',
+  hook: 'response',
+  description: 'Fails with invalid_arguments (refunded) unless at least one of the named arguments was given.',
+  optionsSchema: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['args'],
+    properties: { args: { type: 'array', minItems: 1, items: { type: 'string' } } },
+  },
+  apply(result, { options, args }) {
+    if (options.args.some((name) => args[name] !== undefined)) return result;
+    throw new ToolError('invalid_arguments', `Nothing to do: give at least one of ${options.args.join(', ')}`, { refund: true });
+  },
+};
+
+/** Every Jira plugin, for the registry (plugins/index.ts). */
+export const jiraPlugins: Plugin[] = [markdownToAdfPlugin, adfToMarkdownPlugin, resolveUsersPlugin, transitionToStatusPlugin, searchJqlPlugin, offsetPagesPlugin, requireOneOfPlugin];

@@ -1,0 +1,91 @@
+// Jira's two kinds of pagination: the token pages of /search/jql (no total) and the classic offset
+// page beans (startAt/maxResults with isLast or total) of project search and create metadata.
+import type { CallPlugin, UpstreamResponse } from '../../runtime/plugin-api.ts';
+import { ToolError } from '../../runtime/tool-error.ts';
+
+/** Upper bound on pages of one call, so a provider that never says "last" cannot loop us forever. */
+const MAX_PAGES = 200;
+
+interface SearchPage {
+  issues?: unknown[];
+  nextPageToken?: string;
+  isLast?: boolean;
+}
+
+/**
+ * The rendered request is POST /rest/api/3/search/jql whose body's `maxResults` is how many issues the
+ * caller wants in all. Follows nextPageToken until that many issues or the last page, and answers
+ * {total, issues}: `total` is exact when the last page was reached, otherwise it is Jira's
+ * approximate count (POST /search/approximate-count), never less than the issues returned.
+ */
+export const searchJqlPlugin: CallPlugin = {
+  name: 'jira.search_jql',
+  hook: 'call',
+  description: 'Runs an enhanced JQL search across token pages up to body.maxResults issues and adds `total` (exact, or the approximate count).',
+  async apply(request, { http, progress }) {
+    const body = { ...(request.body as Record<string, unknown>) };
+    const wanted = Number(body.maxResults);
+    if (!Number.isInteger(wanted) || wanted < 1) throw new ToolError('invalid_arguments', 'maxResults must be a positive integer', { refund: true });
+    const issues: unknown[] = [];
+    let token: string | undefined;
+    let reachedEnd = false;
+    let last: UpstreamResponse | undefined;
+    for (let pageNo = 0; pageNo < MAX_PAGES && issues.length < wanted; pageNo++) {
+      last = await http.send({ ...request, body: { ...body, maxResults: wanted - issues.length, ...(token ? { nextPageToken: token } : {}) } });
+      const page = (last.body ?? {}) as SearchPage;
+      const got = Array.isArray(page.issues) ? page.issues : [];
+      issues.push(...got);
+      token = typeof page.nextPageToken === 'string' && page.nextPageToken ? page.nextPageToken : undefined;
+      reachedEnd = page.isLast === true || !token;
+      if (reachedEnd || got.length === 0) break;
+      progress(`${issues.length} issues read`);
+    }
+    let total = issues.length;
+    if (!reachedEnd) {
+      const counted = await http.send({
+        method: 'POST',
+        path: request.path.replace(/\/jql$/, '/approximate-count'),
+        query: [],
+        headers: {},
+        body: { jql: body.jql },
+      });
+      const count = (counted.body as { count?: unknown } | null)?.count;
+      total = typeof count === 'number' ? Math.max(count, issues.length) : issues.length;
+    }
+    return { status: 200, headers: last?.headers ?? {}, body: { total, issues: issues.slice(0, wanted) } };
+  },
+};
+
+type OffsetOptions = { items: string };
+
+/**
+ * Reads every page of a classic offset page bean. The rendered request's `maxResults` query parameter is
+ * the page size; `startAt` is set per page. Stops at isLast, at `total`, or at an empty page. Answers
+ * {<items>: all items, total}.
+ */
+export const offsetPagesPlugin: CallPlugin<OffsetOptions> = {
+  name: 'jira.offset_pages',
+  hook: 'call',
+  description: 'Collects all pages of a startAt/maxResults list; `items` names the key holding each page\'s list (values, issueTypes...).',
+  optionsSchema: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['items'],
+    properties: { items: { type: 'string', minLength: 1 } },
+  },
+  async apply(request, { options, http, progress }) {
+    const baseQuery = request.query.filter(([name]) => name !== 'startAt');
+    const all: unknown[] = [];
+    let last: UpstreamResponse | undefined;
+    for (let pageNo = 0; pageNo < MAX_PAGES; pageNo++) {
+      last = await http.send({ ...request, query: [...baseQuery, ['startAt', String(all.length)]] });
+      const page = (last.body ?? {}) as Record<string, unknown>;
+      const got = Array.isArray(page[options.items]) ? (page[options.items] as unknown[]) : [];
+      all.push(...got);
+      const total = typeof page.total === 'number' ? page.total : undefined;
+      if (got.length === 0 || page.isLast === true || (total !== undefined && all.length >= total)) break;
+      progress(`${all.length} ${options.items} read`);
+    }
+    return { status: 200, headers: last?.headers ?? {}, body: { [options.items]: all, total: all.length } };
+  },
+};
