@@ -78,11 +78,12 @@ describe('filterParams', () => {
     ]);
   });
 
-  it('refuses a * in like/ilike patterns: PostgREST would turn it into a wildcard', () => {
-    const err = errorOf(() => filterParams({ name: { like: 'star*name' } }));
-    expect(err.path).toBe('filters.name.like');
-    expect(err.message).toMatch(/literal \* cannot be matched/);
-    expect(errorOf(() => filterParams({ name: { ilike: 'a\\*' } })).path).toBe('filters.name.ilike');
+  it('sends * in like/ilike patterns unchanged: PostgREST reads it as the % wildcard', () => {
+    expect(filterParams({ name: { ilike: '*smith*' }, title: { like: 'A*_%' } })).toEqual([
+      ['name', 'ilike.*smith*'],
+      ['title', 'like.A*_%'],
+    ]);
+    expect(filterParams({ order: { ilike: '*a,b*' } })).toEqual([['and', '(order.ilike."*a,b*")']]);
   });
 
   it('reports the JSON path of a wrong operator or value type', () => {

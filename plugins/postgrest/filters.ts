@@ -6,9 +6,10 @@
 //   need no quoting at all (commas, dots, parentheses and quotes are plain characters there).
 // - Inside `in.(...)` lists and `and=(...)` trees the characters `,` `(` `)` `"` `\` and leading spaces
 //   matter, so every such value is double-quoted with `\` and `"` escaped.
-// - `like`/`ilike`: PostgREST turns EVERY `*` into `%` before Postgres sees the pattern (even `\*`), so a
-//   literal `*` cannot be matched. Patterns use SQL LIKE syntax (`%` any run, `_` one character, `\` escapes)
-//   and a pattern with `*` is refused rather than silently matching more rows than meant (think DELETE).
+// - `like`/`ilike`: patterns use SQL LIKE syntax (`%` any run, `_` one character, `\` escapes), and `*` is
+//   accepted as an alias of `%` the way Supabase users write it (`ilike: "*smith*"`): PostgREST turns EVERY
+//   `*` into `%` before Postgres sees the pattern (even `\*`), so we send patterns unchanged. The flip side,
+//   documented in the tool descriptions: a literal `*` cannot be matched through PostgREST (use `_` for it).
 // - `in.()` and `in.("")` both reach Postgres as an EMPTY list (PostgREST collapses a lone empty element),
 //   so `in: [""]` is sent as `eq.` instead.
 // - Parameter names `select order limit offset and or columns on_conflict` are reserved: a filter on a
@@ -84,15 +85,9 @@ function scalarText(value: unknown, path: string, op: string): string {
   throw new FilterError(path, `${op} needs a string, a finite number or a boolean, got ${describe(value)}`);
 }
 
+/** A like/ilike pattern, sent as is: `*` is PostgREST's alias of `%`. */
 function likePattern(value: unknown, path: string, op: string): string {
   if (typeof value !== 'string') throw new FilterError(path, `${op} needs a string pattern, got ${describe(value)}`);
-  if (value.includes('*')) {
-    throw new FilterError(
-      path,
-      `PostgREST reads every * in a ${op} pattern as the % wildcard, so a literal * cannot be matched; ` +
-        'use % for any run of characters and _ for one character',
-    );
-  }
   return value;
 }
 
