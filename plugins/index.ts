@@ -1,7 +1,10 @@
 // The plugin registry: every plugin a tool spec may name, by name. A spec never names a module path.
 import type { Plugin, PluginRegistry } from '../runtime/plugin-api.ts';
-import { adfToMarkdownPlugin, markdownToAdfPlugin } from './jira/index.ts';
+import { jiraPlugins } from './jira/index.ts';
+import { notionPlugins } from './notion/index.ts';
+import { n8nPlugins } from './n8n/index.ts';
+import { postgrestPlugins } from './postgrest/index.ts';
 
-const plugins: Plugin[] = [markdownToAdfPlugin, adfToMarkdownPlugin];
+const plugins: Plugin[] = [...jiraPlugins, ...postgrestPlugins, ...n8nPlugins, ...notionPlugins];
 
 export const pluginRegistry: PluginRegistry = new Map(plugins.map((p) => [p.name, p]));

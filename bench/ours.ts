@@ -1,0 +1,32 @@
+// This service for the benchmark: in-memory store, the demo provider of test/fixtures/specs pointed at the
+// fake upstream, one server with demo_ping, a key, plenty of credits, limits out of the way. Logs are kept
+// at info and written to /dev/null, so their cost is measured.
+import path from 'node:path';
+import { pino } from 'pino';
+import { loadConfig } from '../runtime/config.ts';
+import { startService } from '../runtime/service.ts';
+
+const upstream = process.argv[2];
+const config = loadConfig({
+  PORT: '0',
+  LOG_LEVEL: 'info',
+  ALLOW_PRIVATE_NETWORKS: 'loopback',
+  TOOL_SPECS_DIR: path.resolve('test/fixtures/specs'),
+  RATE_LIMIT_BURST: '1000000',
+  RATE_LIMIT_PER_MINUTE: '10000000',
+  DATA_DIR: '/tmp/tool-server-bench',
+});
+config.inMemory = true;
+const service = await startService({ config, logDestination: pino.destination('/dev/null') });
+const api = async (p: string, token: string, body?: unknown) => {
+  const res = await fetch(service.url + p, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body ?? {}) });
+  return (await res.json()) as Record<string, any>;
+};
+const owner = await api('/api/admin/owners', service.operatorToken, { email: 'bench@example.com' });
+await api(`/api/admin/owners/${owner.id}/credits`, service.operatorToken, { amount: 1_000_000_000 });
+const account = await api('/api/accounts', owner.token, { kind: 'demo', name: 'bench', base_url: upstream, token: 'tok_bench_token_0000' });
+const server = await api('/api/servers', owner.token, { name: 'bench', id: 'bench' });
+await api(`/api/servers/${server.id}/tools`, owner.token, { base_tool: 'demo_ping', account_id: account.id });
+const key = await api(`/api/servers/${server.id}/api-keys`, owner.token, { name: 'bench' });
+console.log(JSON.stringify({ url: `${service.url}/mcp/${server.id}`, key: key.key }));
+process.once('SIGINT', () => process.exit(0));

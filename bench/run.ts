@@ -1,0 +1,99 @@
+// `npm run bench`: this service vs the official SDK references vs the bare upstream, in one run, on
+// loopback only. Each server runs in its own process; autocannon drives tools/list and tools/call at
+// concurrency 1 and 32. Prints req/s, p50 and p99 per row, then the ratios; the last line is
+// `tools/call c=32 ours/reference <ratio>`. BENCH_SECONDS sets the length of each run (default 5).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import autocannon from 'autocannon';
+
+const SECONDS = Number(process.env.BENCH_SECONDS || 5);
+const children: ChildProcess[] = [];
+
+/** Starts `tsx bench/<file>` and waits for the JSON line it prints. */
+async function launch(file: string, ...args: string[]): Promise<Record<string, string>> {
+  const child = spawn(process.execPath, ['--import', 'tsx', `bench/${file}`, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  const lines = createInterface({ input: child.stdout! });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
+    lines.once('line', (line) => resolve(JSON.parse(line) as Record<string, string>));
+  });
+}
+
+const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+const BODIES = {
+  'tools/list': JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+  'tools/call': JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'demo_ping', arguments: {} } }),
+};
+
+interface Row {
+  target: string;
+  method: string;
+  connections: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+async function measure(target: string, url: string, method: keyof typeof BODIES | 'GET', connections: number, headers: Record<string, string> = {}): Promise<Row> {
+  const opts =
+    method === 'GET'
+      ? { url, connections, duration: SECONDS }
+      : { url, connections, duration: SECONDS, method: 'POST' as const, headers: { ...HEADERS, ...headers }, body: BODIES[method] };
+  const result = await autocannon(opts);
+  return {
+    target,
+    method: method === 'GET' ? 'GET /ping' : method,
+    connections,
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.non2xx + result.timeouts,
+  };
+}
+
+async function main(): Promise<void> {
+  const upstream = (await launch('upstream.ts')).url;
+  const [ours, v1, v2] = await Promise.all([launch('ours.ts', upstream), launch('reference-v1.ts', upstream), launch('reference-v2.ts', upstream)]);
+  const targets: Array<[string, string, Record<string, string>]> = [
+    ['ours', ours.url, { authorization: `Bearer ${ours.key}` }],
+    ['reference (SDK v1)', v1.url, {}],
+    ['SDK v2 handler', v2.url, {}],
+  ];
+  // Warm up every target so JIT and connection pools are in their steady state.
+  for (const [name, url, headers] of targets) await autocannon({ url, connections: 8, amount: 500, method: 'POST', headers: { ...HEADERS, ...headers }, body: BODIES['tools/call'] }).catch(() => name);
+
+  const rows: Row[] = [];
+  for (const connections of [1, 32]) {
+    rows.push(await measure('direct upstream', `${upstream}/ping`, 'GET', connections));
+    for (const method of ['tools/list', 'tools/call'] as const) {
+      for (const [name, url, headers] of targets) rows.push(await measure(name, url, method, connections, headers));
+    }
+  }
+
+  const pad = (s: string | number, n: number) => String(s).padEnd(n);
+  console.log(`\n${pad('target', 20)}${pad('method', 12)}${pad('c', 4)}${pad('req/s', 10)}${pad('p50 ms', 8)}${pad('p99 ms', 8)}errors`);
+  for (const r of rows) console.log(`${pad(r.target, 20)}${pad(r.method, 12)}${pad(r.connections, 4)}${pad(Math.round(r.rps), 10)}${pad(r.p50, 8)}${pad(r.p99, 8)}${r.errors}`);
+
+  const rps = (target: string, method: string, c: number) => rows.find((r) => r.target === target && r.method === method && r.connections === c)!.rps;
+  console.log('\nratios (req/s):');
+  const lines: string[] = [];
+  for (const c of [1, 32]) {
+    lines.push(`tools/call c=${c} ours/direct-upstream ${(rps('ours', 'tools/call', c) / rps('direct upstream', 'GET /ping', c)).toFixed(2)}`);
+    lines.push(`tools/list c=${c} ours/reference ${(rps('ours', 'tools/list', c) / rps('reference (SDK v1)', 'tools/list', c)).toFixed(2)}`);
+    lines.push(`tools/call c=${c} ours/sdk-v2 ${(rps('ours', 'tools/call', c) / rps('SDK v2 handler', 'tools/call', c)).toFixed(2)}`);
+  }
+  lines.push(`tools/call c=1 ours/reference ${(rps('ours', 'tools/call', 1) / rps('reference (SDK v1)', 'tools/call', 1)).toFixed(2)}`);
+  lines.push(`tools/call c=32 ours/reference ${(rps('ours', 'tools/call', 32) / rps('reference (SDK v1)', 'tools/call', 32)).toFixed(2)}`);
+  console.log(lines.join('\n'));
+}
+
+main()
+  .catch((err) => {
+    console.error(err);
+    process.exitCode = 1;
+  })
+  .finally(() => {
+    for (const c of children) c.kill();
+  });

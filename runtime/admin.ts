@@ -1,0 +1,45 @@
+// `npm run admin -- <command>`: operator tasks from a shell, through the running service's operator API
+// (so the embedded store files are never written behind the service's back).
+//   npm run admin -- create-owner <email>
+//   npm run admin -- grant <owner-id> <amount>      (a negative amount debits, never below zero)
+// The service is found at ADMIN_URL (default http://127.0.0.1:$PORT, PORT default 3000); the operator token
+// comes from OPERATOR_TOKEN or DATA_DIR/operator-token.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+
+const USAGE = 'usage: npm run admin -- create-owner <email> | grant <owner-id> <amount>';
+
+async function operatorToken(): Promise<string> {
+  if (process.env.OPERATOR_TOKEN) return process.env.OPERATOR_TOKEN;
+  const file = path.resolve(process.env.DATA_DIR || '.data', 'operator-token');
+  try {
+    return (await readFile(file, 'utf8')).trim();
+  } catch {
+    throw new Error(`No operator token: set OPERATOR_TOKEN, or run from the folder whose DATA_DIR holds ${file}`);
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  const base = process.env.ADMIN_URL || `http://127.0.0.1:${process.env.PORT || 3000}`;
+  let request: { path: string; body: unknown };
+  if (command === 'create-owner' && rest.length === 1) request = { path: '/api/admin/owners', body: { email: rest[0] } };
+  else if (command === 'grant' && rest.length === 2 && /^-?\d+$/.test(rest[1])) {
+    request = { path: `/api/admin/owners/${encodeURIComponent(rest[0])}/credits`, body: { amount: Number(rest[1]) } };
+  } else throw new Error(USAGE);
+  const token = await operatorToken();
+  let res: Response;
+  try {
+    res = await fetch(base + request.path, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(request.body) });
+  } catch {
+    throw new Error(`The service is not reachable at ${base}. Start it (npm start) or set ADMIN_URL: admin commands go through the running service and never write its store directly.`);
+  }
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${res.status}: ${text}`);
+  console.log(text);
+}
+
+main(process.argv.slice(2)).catch((err: Error) => {
+  console.error(err.message);
+  process.exit(1);
+});
