@@ -1,10 +1,30 @@
 // `npm start`: the service on the configured store (embedded in DATA_DIR unless MONGODB_URL is set).
+// WORKERS=N runs N processes sharing the port (node:cluster); only with MongoDB, which they share.
+import cluster from 'node:cluster';
 import { ConfigError, loadConfig } from './config.ts';
 import { startService } from './service.ts';
 import { SpecLoadError } from './spec/loader.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  const workers = Number(process.env.WORKERS || 1);
+  if (!Number.isInteger(workers) || workers < 1) throw new ConfigError(`WORKERS must be a positive integer (got "${process.env.WORKERS}")`);
+  if (workers > 1 && cluster.isPrimary) {
+    if (!config.mongodbUrl) throw new ConfigError('WORKERS > 1 needs MONGODB_URL: the embedded store belongs to a single process');
+    for (let i = 0; i < workers; i++) cluster.fork();
+    cluster.on('exit', (worker, code, signal) => {
+      if (signal !== 'SIGTERM' && code !== 0) {
+        console.error(`worker ${worker.process.pid} exited (${signal ?? code}); starting another`);
+        cluster.fork();
+      }
+    });
+    const stop = () => {
+      for (const w of Object.values(cluster.workers ?? {})) w?.kill('SIGTERM');
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+    return;
+  }
   const service = await startService({ config });
   console.error(`tool server listening on ${service.url} (store: ${service.store.kind}, ${service.catalog.tools.size} tools)`);
   const stop = async (signal: string) => {
