@@ -34,6 +34,11 @@ export interface SendOptions {
    * origin; false leaves them out there too (e.g. a webhook on the same instance).
    */
   withAuth?: boolean;
+  /**
+   * Retry after a network error, 408, 429 or 5xx (idempotent methods only). Defaults to the tool's
+   * idempotentHint: a webhook that starts a workflow must never run twice because of us.
+   */
+  retry?: boolean;
 }
 
 /** The provider client bound to the call's account: base URL, authentication, default headers, guard. */

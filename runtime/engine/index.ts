@@ -33,15 +33,15 @@ export class Engine {
   ) {}
 
   /**
-   * Validates the arguments against the tool's compiled input schema and fills in defaults.
-   * Throws ToolError('invalid_arguments') naming every bad field.
+   * Validates the arguments against the tool's compiled input schema and fills in defaults (in place:
+   * pass an object the caller owns, such as a freshly parsed request). Throws ToolError('invalid_arguments') naming every bad field.
    */
   validateArguments(tool: LoadedTool, args: unknown): Record<string, unknown> {
-    const copy = args === undefined || args === null ? {} : structuredClone(args);
-    if (!tool.validate(copy)) {
+    const value = args === undefined || args === null ? {} : args;
+    if (!tool.validate(value)) {
       throw new ToolError('invalid_arguments', `Invalid arguments: ${describeArgumentErrors(tool.validate.errors ?? [])}`);
     }
-    return copy as Record<string, unknown>;
+    return value as Record<string, unknown>;
   }
 
   /** Runs a tool with validated arguments. Resolves to the result object; throws ToolError. */
@@ -52,7 +52,7 @@ export class Engine {
     }
     const redact = redactor(provider, account);
     const view: View = { args, account: publicFields(provider, account), steps: {} };
-    const http = this.bind(provider, account, opts.signal);
+    const http = this.bind(provider, account, opts.signal, tool.spec.annotations.idempotentHint);
     const ctxBase = { args, account: view.account, http, toolId: tool.spec.id, signal: opts.signal ?? new AbortController().signal, progress: opts.progress ?? (() => {}) };
     const applied: string[] = [];
     let last: UpstreamResponse | undefined;
@@ -69,7 +69,7 @@ export class Engine {
         const failure = toToolError(err, (res) => mapUpstreamError(tool, step.name, res, view), redact);
         if (applied.length === 0) throw failure;
         const rest = tool.steps.slice(index).filter((s) => !s.when || truthy(s.when.render(view))).map((s) => s.title);
-        throw new ToolError(failure.code, `${failure.message}. Applied before the failure: ${applied.join(', ')}. Not applied: ${rest.join(', ')}.`, {
+        throw new ToolError(failure.code, `${failure.message.replace(/[.\s]+$/, '')}. Applied before the failure: ${applied.join(', ')}. Not applied: ${rest.join(', ')}.`, {
           retryable: false,
           providerStatus: failure.providerStatus,
           // Part of the work was done: the charge is kept.
@@ -104,13 +104,13 @@ export class Engine {
   }
 
   /** The provider client bound to one account: base URL, auth headers, default headers. */
-  private bind(provider: LoadedProvider, account: AccountCredentials | null, signal?: AbortSignal): ProviderHttp {
+  private bind(provider: LoadedProvider, account: AccountCredentials | null, signal?: AbortSignal, idempotent = true): ProviderHttp {
     const headers: Record<string, string> = { accept: 'application/json', ...provider.spec.headers };
     const auth = account ? authHeaders(provider, account) : {};
     const base = account ? baseUrl(provider, account) : undefined;
     const baseOrigin = base ? new URL(base).origin : undefined;
     return {
-      send: async (req, { expectOk = true, withAuth = true } = {}) => {
+      send: async (req, { expectOk = true, withAuth = true, retry = idempotent } = {}) => {
         let url: URL;
         if (req.url) url = new URL(req.url);
         else if (base) url = new URL(base + req.path);
@@ -125,6 +125,7 @@ export class Engine {
           body: req.body,
           timeoutMs: req.timeoutMs ?? this.options.defaultTimeoutMs,
           signal,
+          retry,
         });
         if (expectOk && (res.status < 200 || res.status > 299)) throw new UpstreamStatusError(res);
         return res;

@@ -15,6 +15,8 @@ export interface UpstreamRequest {
   body?: unknown;
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** Allow got's retries (idempotent methods only); false for calls that must never repeat. */
+  retry?: boolean;
 }
 
 export interface UpstreamResponse {
@@ -41,6 +43,7 @@ export interface HttpClient {
 }
 
 const IDEMPOTENT: Method[] = ['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS'];
+const REDIRECT_SAFE_HEADERS = new Set(['accept', 'accept-encoding', 'content-type', 'user-agent']);
 
 export function createHttpClient(options: HttpClientOptions): HttpClient {
   const agents = {
@@ -62,8 +65,16 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       backoffLimit: 2000,
     },
     hooks: {
-      // Literal-IP hosts never reach the DNS lookup: check each hop's URL too.
-      beforeRedirect: [(next) => checkUrl(next.url as URL, options.allow)],
+      beforeRedirect: [
+        (next, response) => {
+          // Literal-IP hosts never reach the DNS lookup: check each hop's URL too.
+          checkUrl(next.url as URL, options.allow);
+          // Credentials and caller headers never follow a redirect to another origin.
+          if (new URL(response.url).origin !== (next.url as URL).origin) {
+            for (const name of Object.keys(next.headers)) if (!REDIRECT_SAFE_HEADERS.has(name.toLowerCase())) delete next.headers[name];
+          }
+        },
+      ],
     },
   });
 
@@ -82,13 +93,23 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         headers: req.headers,
         ...(hasBody ? (typeof req.body === 'string' ? { body: req.body } : { json: req.body }) : {}),
         timeout: { request: req.timeoutMs ?? options.timeoutMs },
-        signal: req.signal,
+        ...(req.signal ? { signal: req.signal } : {}),
+        ...(req.retry === false ? { retry: { limit: 0 } } : {}),
       });
       let tooLarge = false;
-      promise.on('downloadProgress', (p) => {
-        if (p.transferred > options.maxResponseBytes && !tooLarge) {
-          tooLarge = true;
-          promise.cancel();
+      const cutOff = () => {
+        tooLarge = true;
+        promise.cancel();
+      };
+      // A declared length is checked once; only answers without one are watched while they stream.
+      // got's promise forwards the request's 'response' event; its types only list the progress events.
+      (promise as unknown as { on(event: 'response', fn: (res: { headers: Record<string, string | undefined> }) => void): void }).on('response', (res) => {
+        const declared = Number(res.headers['content-length']);
+        if (declared > options.maxResponseBytes) cutOff();
+        else if (!res.headers['content-length']) {
+          promise.on('downloadProgress', (p) => {
+            if (p.transferred > options.maxResponseBytes && !tooLarge) cutOff();
+          });
         }
       });
       let res: Response<Buffer>;
@@ -137,8 +158,8 @@ function networkFailure(err: unknown, req: UpstreamRequest): ToolError {
   }
   if (err instanceof RequestError) {
     if (err.name === 'TimeoutError' || err.code === 'ETIMEDOUT') {
-      const seconds = Math.round((req.timeoutMs ?? 0) / 1000);
-      return new ToolError('timeout', `The provider at ${host} did not answer in time${seconds ? ` (${seconds} s)` : ''}`, { retryable: true });
+      const seconds = (req.timeoutMs ?? 0) / 1000;
+      return new ToolError('timeout', `The provider at ${host} did not answer in time${seconds ? ` (${Number(seconds.toFixed(1))} s)` : ''}`, { retryable: true });
     }
     if (err.name === 'CancelError' || err.code === 'ERR_CANCELED' || err.name === 'AbortError' || err.code === 'ABORT_ERR') {
       return new ToolError('cancelled', 'The call was cancelled before the provider answered', { refund: true });
