@@ -9,7 +9,7 @@ import { startService } from '../runtime/service.ts';
 const upstream = process.argv[2];
 const config = loadConfig({
   PORT: '0',
-  LOG_LEVEL: 'info',
+  LOG_LEVEL: process.env.BENCH_LOG_LEVEL || 'info',
   ALLOW_PRIVATE_NETWORKS: 'loopback',
   TOOL_SPECS_DIR: path.resolve('test/fixtures/specs'),
   RATE_LIMIT_BURST: '1000000',

@@ -1,5 +1,5 @@
 // `npm run bench`: this service vs the official SDK references vs the bare upstream, in one run, on
-// loopback only. Each server runs in its own process; autocannon drives tools/list and tools/call at
+// loopback only, with a bare Koa+got proxy as the floor. Each server runs in its own process; autocannon drives tools/list and tools/call at
 // concurrency 1 and 32. Prints req/s, p50 and p99 per row, then the ratios; the last line is
 // `tools/call c=32 ours/reference <ratio>`. BENCH_SECONDS sets the length of each run (default 5).
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -55,7 +55,7 @@ async function measure(target: string, url: string, method: keyof typeof BODIES 
 
 async function main(): Promise<void> {
   const upstream = (await launch('upstream.ts')).url;
-  const [ours, v1, v2] = await Promise.all([launch('ours.ts', upstream), launch('reference-v1.ts', upstream), launch('reference-v2.ts', upstream)]);
+  const [ours, v1, v2, bare] = await Promise.all([launch('ours.ts', upstream), launch('reference-v1.ts', upstream), launch('reference-v2.ts', upstream), launch('bare-proxy.ts', upstream)]);
   const targets: Array<[string, string, Record<string, string>]> = [
     ['ours', ours.url, { authorization: `Bearer ${ours.key}` }],
     ['reference (SDK v1)', v1.url, {}],
@@ -70,6 +70,7 @@ async function main(): Promise<void> {
     for (const method of ['tools/list', 'tools/call'] as const) {
       for (const [name, url, headers] of targets) rows.push(await measure(name, url, method, connections, headers));
     }
+    rows.push(await measure('bare Koa+got proxy', bare.url, 'tools/call', connections));
   }
 
   const pad = (s: string | number, n: number) => String(s).padEnd(n);
@@ -83,6 +84,7 @@ async function main(): Promise<void> {
     lines.push(`tools/call c=${c} ours/direct-upstream ${(rps('ours', 'tools/call', c) / rps('direct upstream', 'GET /ping', c)).toFixed(2)}`);
     lines.push(`tools/list c=${c} ours/reference ${(rps('ours', 'tools/list', c) / rps('reference (SDK v1)', 'tools/list', c)).toFixed(2)}`);
     lines.push(`tools/call c=${c} ours/sdk-v2 ${(rps('ours', 'tools/call', c) / rps('SDK v2 handler', 'tools/call', c)).toFixed(2)}`);
+    lines.push(`tools/call c=${c} ours/bare-proxy ${(rps('ours', 'tools/call', c) / rps('bare Koa+got proxy', 'tools/call', c)).toFixed(2)}`);
   }
   lines.push(`tools/call c=1 ours/reference ${(rps('ours', 'tools/call', 1) / rps('reference (SDK v1)', 'tools/call', 1)).toFixed(2)}`);
   lines.push(`tools/call c=32 ours/reference ${(rps('ours', 'tools/call', 32) / rps('reference (SDK v1)', 'tools/call', 32)).toFixed(2)}`);

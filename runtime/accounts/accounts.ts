@@ -1,6 +1,7 @@
 // Stored third-party accounts. Fields come from each provider.yaml; secret fields are encrypted at rest
 // with AES-256-GCM under the master key, never returned (a mask shows their last 4 characters) and never
-// logged. Decrypted credentials exist only for the duration of a call.
+// logged. Decrypted credentials are kept in memory only briefly (the lookup cache, KEY_CACHE_MS), for
+// the calls that use them; they are never written anywhere.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { AccountCredentials } from '../engine/index.ts';
 import type { Catalog, LoadedProvider } from '../spec/catalog.ts';
@@ -69,7 +70,8 @@ export function publicAccount(doc: AccountDoc, provider: LoadedProvider | undefi
 export class Accounts {
   private readonly accounts: Collection<AccountDoc>;
   readonly providersByKind: ReadonlyMap<string, LoadedProvider>;
-  private readonly cache: TtlCache<string, AccountDoc | null>;
+  /** Account id -> owner and decrypted fields (null: no such account), for the hot path. */
+  private readonly cache: TtlCache<string, { ownerId: string; credentials: AccountCredentials } | null>;
 
   constructor(
     store: Store,
@@ -166,15 +168,15 @@ export class Accounts {
     await this.accounts.updateOne({ _id: id }, { $set: { verified_at: new Date() } });
   }
 
-  /** Decrypted credentials of an owner's account, for one call. */
+  /** Decrypted credentials of an owner's account (cached briefly: decryption is costly per call). */
   async credentials(ownerId: string, id: string): Promise<AccountCredentials | null> {
-    let doc = this.cache.get(id);
-    if (doc === undefined) {
-      doc = await this.accounts.findOne({ _id: id });
-      this.cache.set(id, doc);
+    let entry = this.cache.get(id);
+    if (entry === undefined) {
+      const doc = await this.accounts.findOne({ _id: id });
+      entry = doc && { ownerId: doc.owner_id, credentials: { fields: Object.freeze({ ...doc.fields, ...(doc.sealed ? this.vault.open(doc.sealed, id) : {}) }) } };
+      this.cache.set(id, entry);
     }
-    if (!doc || doc.owner_id !== ownerId) return null;
-    return { fields: { ...doc.fields, ...(doc.sealed ? this.vault.open(doc.sealed, id) : {}) } };
+    return entry && entry.ownerId === ownerId ? entry.credentials : null;
   }
 }
 

@@ -94,5 +94,7 @@ export function mergeArguments(bound: BoundTool, args: Record<string, unknown>):
   if (locked.length) {
     throw new ToolError('invalid_arguments', `Invalid arguments: ${locked.map((p) => `"${p}" is fixed by this server and cannot be set`).join('; ')}`);
   }
-  return { ...structuredClone(bound.doc.defaults), ...args };
+  const defaults = bound.doc.defaults;
+  // Copied: validation fills defaults in place, and the stored defaults are shared by every call.
+  return Object.keys(defaults).length ? { ...structuredClone(defaults), ...args } : { ...args };
 }
