@@ -3,16 +3,13 @@
 import http from 'node:http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { PING_TOOL, pingUpstream } from './upstream-tool.ts';
 
 const upstream = process.argv[2];
 
 function buildServer(): McpServer {
   const server = new McpServer({ name: 'reference-v1', version: '1.0.0' });
-  server.registerTool('demo_ping', { title: 'Ping', description: 'Asks the upstream whether it is there.', inputSchema: {} }, async () => {
-    const res = await fetch(`${upstream}/ping`);
-    const body = (await res.json()) as Record<string, unknown>;
-    return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body };
-  });
+  server.registerTool('demo_ping', { ...PING_TOOL, inputSchema: {} }, () => pingUpstream(upstream));
   return server;
 }
 

@@ -3,16 +3,13 @@
 import http from 'node:http';
 import { McpServer, createMcpHandler } from '@modelcontextprotocol/server';
 import * as z from 'zod/v4';
+import { PING_TOOL, pingUpstream } from './upstream-tool.ts';
 
 const upstream = process.argv[2];
 
 const handler = createMcpHandler(() => {
   const server = new McpServer({ name: 'reference-v2', version: '1.0.0' });
-  server.registerTool('demo_ping', { title: 'Ping', description: 'Asks the upstream whether it is there.', inputSchema: z.object({}) }, async () => {
-    const res = await fetch(`${upstream}/ping`);
-    const body = (await res.json()) as Record<string, unknown>;
-    return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body };
-  });
+  server.registerTool('demo_ping', { ...PING_TOOL, inputSchema: z.object({}) }, () => pingUpstream(upstream));
   return server;
 });
 

@@ -1,5 +1,6 @@
 // JSON pointers for plugin options ("/fields/description"), with "*" matching every array item or
 // object member, so one option can reach e.g. every issue of a search result.
+import type { RequestPlugin, ResponsePlugin } from '../runtime/plugin-api.ts';
 
 /** Calls `fn` for each value the pointer reaches and replaces it with the result (undefined leaves it). */
 export function updateAt(root: unknown, pointer: string, fn: (value: unknown) => unknown): void {
@@ -26,3 +27,18 @@ export const POINTERS_OPTIONS = {
   required: ['pointers'],
   properties: { pointers: { type: 'array', minItems: 1, items: { type: 'string', pattern: '^(/[^/]+)+$' } } },
 };
+
+/**
+ * A plugin that replaces every value reached by its `pointers` option with `convert(value)` (undefined
+ * leaves a value as it is): in the request body for a request plugin, in the result for a response plugin.
+ */
+export function convertAt(name: string, hook: 'request', description: string, convert: (value: unknown) => unknown): RequestPlugin<{ pointers: string[] }>;
+export function convertAt(name: string, hook: 'response', description: string, convert: (value: unknown) => unknown): ResponsePlugin<{ pointers: string[] }>;
+export function convertAt(name: string, hook: 'request' | 'response', description: string, convert: (value: unknown) => unknown): RequestPlugin | ResponsePlugin {
+  const each = (root: unknown, pointers: string[]) => {
+    for (const pointer of pointers) updateAt(root, pointer, convert);
+  };
+  return hook === 'request'
+    ? { name, hook, description, optionsSchema: POINTERS_OPTIONS, apply: (req, { options }) => (each(req.body, options.pointers), req) }
+    : { name, hook, description, optionsSchema: POINTERS_OPTIONS, apply: (result, { options }) => (each(result, options.pointers), result) };
+}

@@ -1,37 +1,21 @@
 // Jira Cloud plugins: ADF both ways, users by e-mail, status changes by name, pagination.
-import type { Plugin, RequestPlugin, ResponsePlugin } from '../../runtime/plugin-api.ts';
+import type { Plugin, ResponsePlugin } from '../../runtime/plugin-api.ts';
 import { ToolError } from '../../runtime/tool-error.ts';
-import { POINTERS_OPTIONS, updateAt } from '../pointer.ts';
+import { convertAt } from '../pointer.ts';
 import { adfToMarkdown, markdownToAdf } from './adf.ts';
 import { offsetPagesPlugin, searchJqlPlugin } from './paging.ts';
 import { transitionToStatusPlugin } from './transitions.ts';
 import { resolveUsersPlugin } from './users.ts';
 
-type Pointers = { pointers: string[] };
-
 /** Text or markdown in the request body becomes Atlassian Document Format (Jira v3 rejects plain strings). */
-export const markdownToAdfPlugin: RequestPlugin<Pointers> = {
-  name: 'jira.markdown_to_adf',
-  hook: 'request',
-  description: 'Converts the strings at the given body pointers from text/markdown to Atlassian Document Format.',
-  optionsSchema: POINTERS_OPTIONS,
-  apply(request, { options }) {
-    for (const pointer of options.pointers) updateAt(request.body, pointer, (v) => (typeof v === 'string' ? markdownToAdf(v) : undefined));
-    return request;
-  },
-};
+export const markdownToAdfPlugin = convertAt('jira.markdown_to_adf', 'request', 'Converts the strings at the given body pointers from text/markdown to Atlassian Document Format.', (v) =>
+  typeof v === 'string' ? markdownToAdf(v) : undefined,
+);
 
 /** ADF in the result becomes readable markdown for the caller. */
-export const adfToMarkdownPlugin: ResponsePlugin<Pointers> = {
-  name: 'jira.adf_to_markdown',
-  hook: 'response',
-  description: 'Converts the ADF documents at the given result pointers to markdown text.',
-  optionsSchema: POINTERS_OPTIONS,
-  apply(result, { options }) {
-    for (const pointer of options.pointers) updateAt(result, pointer, (v) => (v && typeof v === 'object' ? adfToMarkdown(v) : undefined));
-    return result;
-  },
-};
+export const adfToMarkdownPlugin = convertAt('jira.adf_to_markdown', 'response', 'Converts the ADF documents at the given result pointers to markdown text.', (v) =>
+  v && typeof v === 'object' ? adfToMarkdown(v) : undefined,
+);
 
 /**
  * Refuses a call that names none of the given arguments (an update with nothing to change). It runs as a

@@ -4,7 +4,7 @@ import { providerDetail } from '../../runtime/engine/errors.ts';
 import type { CallPlugin, OutboundRequest, Plugin, ProviderHttp, RequestPlugin, ResponsePlugin } from '../../runtime/plugin-api.ts';
 import { UpstreamStatusError } from '../../runtime/plugin-api.ts';
 import { ToolError } from '../../runtime/tool-error.ts';
-import { POINTERS_OPTIONS, updateAt } from '../pointer.ts';
+import { POINTERS_OPTIONS, convertAt, updateAt } from '../pointer.ts';
 import { BlockWriter, MAX_CHILDREN, batches, countBlocks, kidsOf, readBlockTree, request, twoLevels, type ReadBlock } from './blocks-io.ts';
 import { blocksToMarkdown, markdownToBlocks, type NotionBlockWithChildren } from './markdown.ts';
 import { pageProperties, plainRichText, type Schema } from './properties.ts';
@@ -68,16 +68,9 @@ export const searchFilterPlugin: RequestPlugin = {
 };
 
 /** Plain strings at body pointers (title, description) become Notion rich text. */
-export const richTextPlugin: RequestPlugin<{ pointers: string[] }> = {
-  name: 'notion.rich_text',
-  hook: 'request',
-  description: 'Turns the plain strings at the given body pointers into rich-text arrays (split at 2,000 characters).',
-  optionsSchema: POINTERS_OPTIONS,
-  apply(req, { options }) {
-    for (const pointer of options.pointers) updateAt(req.body, pointer, (v) => (typeof v === 'string' ? plainRichText(v) : undefined));
-    return req;
-  },
-};
+export const richTextPlugin = convertAt('notion.rich_text', 'request', 'Turns the plain strings at the given body pointers into rich-text arrays (split at 2,000 characters).', (v) =>
+  typeof v === 'string' ? plainRichText(v) : undefined,
+);
 
 /** Arguments given as JSON text (filter, sorts) are parsed into the body, with an error naming the argument. */
 export const jsonTextPlugin: RequestPlugin<{ fields: Record<string, 'object' | 'array'> }> = {
@@ -239,20 +232,9 @@ export function titleOf(item: Json): string {
 }
 
 /** Search hits (page and data_source objects) -> {id, title, url, type, created_time, last_edited_time}. */
-export const searchItemsPlugin: ResponsePlugin<{ pointers: string[] }> = {
-  name: 'notion.search_items',
-  hook: 'response',
-  description: 'Turns the page and data source objects at the pointers (e.g. /results/*) into search items.',
-  optionsSchema: POINTERS_OPTIONS,
-  apply(result, { options }) {
-    for (const pointer of options.pointers) {
-      updateAt(result, pointer, (v) =>
-        isObject(v) ? { id: v.id, title: titleOf(v), url: v.url ?? null, type: v.object, created_time: v.created_time, last_edited_time: v.last_edited_time } : undefined,
-      );
-    }
-    return result;
-  },
-};
+export const searchItemsPlugin = convertAt('notion.search_items', 'response', 'Turns the page and data source objects at the pointers (e.g. /results/*) into search items.', (v) =>
+  isObject(v) ? { id: v.id, title: titleOf(v), url: v.url ?? null, type: v.object, created_time: v.created_time, last_edited_time: v.last_edited_time } : undefined,
+);
 
 /** Keeps the given keys of the objects at the pointers (e.g. query rows -> {id, properties}). */
 export const pickPlugin: ResponsePlugin<{ pointers: string[]; keys: string[] }> = {
