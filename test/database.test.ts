@@ -473,6 +473,12 @@ describe('account verification', () => {
     expect(bad.body).toMatchObject({ verified: false, error: { code: 'unauthorized', provider_status: 401 } });
   });
 
+  it('verifies an anon key although the platform answers the API root 403 to such keys', async () => {
+    sim.faults.push({ method: 'GET', pathPrefix: '/rest/v1/', status: 403, body: { message: 'Access to the schema is restricted to secret keys' } });
+    const anon = await svc.call('POST', `/api/accounts/${accountIds.anon}/verify`, { token: owner.token });
+    expect(anon.body).toEqual({ id: accountIds.anon, verified: true });
+  });
+
   it('refuses an account whose URL has a path or whose key has the wrong form', async () => {
     const withPath = await svc.call('POST', '/api/accounts', { token: owner.token, body: { kind: 'database', name: 'x', url: `${sim.url}/rest/v1`, key: sim.anonKey } });
     expect(withPath.status).toBe(400);

@@ -97,7 +97,9 @@ export class Engine {
     if (!provider.verify) throw new ToolError('not_supported', `${provider.spec.title} declares no verification request`);
     const view: View = { args: {}, account: publicFields(provider, account), steps: {} };
     try {
-      await this.bind(provider, account, signal).send(this.render(provider.verify, view));
+      const res = await this.bind(provider, account, signal).send(this.render(provider.verify, view), { expectOk: false });
+      const accepted = (res.status >= 200 && res.status < 300) || provider.spec.verify?.accept_status?.includes(res.status);
+      if (!accepted) throw new UpstreamStatusError(res);
     } catch (err) {
       throw toToolError(err, (res) => mapUpstreamError(undefined, undefined, res, view, provider), redactor(provider, account));
     }

@@ -81,5 +81,5 @@ export interface ProviderSpec {
   auth?: { basic?: { username: string; password: string }; headers?: Record<string, string> };
   headers?: Record<string, string>;
   errors?: ErrorRuleSpec[];
-  verify?: { method: 'GET' | 'POST'; path: string; body?: unknown };
+  verify?: { method: 'GET' | 'POST'; path: string; body?: unknown; accept_status?: number[] };
 }
