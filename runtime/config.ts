@@ -15,6 +15,8 @@ export interface Config {
   masterKey?: string;
   operatorToken?: string;
   toolSpecsDir: string;
+  /** Reload tool-specs/ when a file changes (a bad set keeps the last good catalog). */
+  watchSpecs: boolean;
   allowPrivateNetworks: AllowList;
   allowPrivateNetworksText: string;
   /** Origins allowed to call /mcp from a browser ('*' for any). */
@@ -43,6 +45,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
     return n;
   };
+  const bool = (name: string, fallback: boolean): boolean => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    if (raw === 'true' || raw === '1') return true;
+    if (raw === 'false' || raw === '0') return false;
+    problems.push(`${name} must be true or false (got "${raw}")`);
+    return fallback;
+  };
   const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
   const logLevel = (env.LOG_LEVEL ?? 'info') as Config['logLevel'];
   if (!logLevels.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${logLevels.join(', ')} (got "${env.LOG_LEVEL}")`);
@@ -65,6 +75,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     masterKey: env.MASTER_KEY || undefined,
     operatorToken: env.OPERATOR_TOKEN || undefined,
     toolSpecsDir: path.resolve(env.TOOL_SPECS_DIR || 'tool-specs'),
+    watchSpecs: bool('WATCH_SPECS', true),
     allowPrivateNetworks: allow,
     allowPrivateNetworksText: env.ALLOW_PRIVATE_NETWORKS ?? '',
     allowedOrigins: (env.ALLOWED_ORIGINS ?? '').split(',').map((s) => s.trim()).filter(Boolean),

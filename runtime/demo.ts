@@ -40,13 +40,13 @@ async function main(): Promise<void> {
   const owner = await api('POST', '/api/admin/owners', service.operatorToken, { email: `demo-${Date.now()}@example.com` });
   await api('POST', `/api/admin/owners/${owner.id}/credits`, service.operatorToken, { amount: 1000 });
   const accountByKind = new Map<string, string>();
-  for (const provider of service.catalog.providers.values()) {
+  for (const provider of service.catalog.current.providers.values()) {
     const kind = provider.spec.account.kind;
     const account = await api('POST', '/api/accounts', owner.token, { kind, ...sandboxAccounts[kind] });
     accountByKind.set(kind, account.id as string);
   }
   const server = await api('POST', '/api/servers', owner.token, { name: 'Demo server', id: `demo-${Date.now().toString(36)}` });
-  for (const tool of service.catalog.tools.values()) {
+  for (const tool of service.catalog.current.tools.values()) {
     await api('POST', `/api/servers/${server.id}/tools`, owner.token, { base_tool: tool.spec.id, account_id: accountByKind.get(tool.provider.spec.account.kind) });
   }
   const key = await api('POST', `/api/servers/${server.id}/api-keys`, owner.token, { name: 'demo key' });

@@ -26,7 +26,7 @@ async function main(): Promise<void> {
     return;
   }
   const service = await startService({ config });
-  console.error(`tool server listening on ${service.url} (store: ${service.store.kind}, ${service.catalog.tools.size} tools)`);
+  console.error(`tool server listening on ${service.url} (store: ${service.store.kind}, ${service.catalog.current.tools.size} tools)`);
   const stop = async (signal: string) => {
     service.logger.info({ signal }, 'shutting down');
     await service.close();

@@ -24,7 +24,7 @@ import { generatedSecret, randomToken } from './secrets.ts';
 import { Gateway } from './servers/gateway.ts';
 import { Servers } from './servers/servers.ts';
 import { CustomTools } from './servers/tools.ts';
-import type { Catalog } from './spec/catalog.ts';
+import { LiveCatalog } from './spec/live.ts';
 import { loadCatalog } from './spec/loader.ts';
 import { type Store, openStore } from './store/index.ts';
 
@@ -41,7 +41,8 @@ export interface RunningService {
   url: string;
   port: number;
   operatorToken: string;
-  catalog: Catalog;
+  /** The tool catalog in use (replaced by hot reloads of tool-specs/). */
+  catalog: LiveCatalog;
   store: Store;
   logger: Logger;
   /** Writes buffered usage and last-used times now. */
@@ -63,7 +64,8 @@ const INDEXES = [
 export async function startService(opts: ServiceOptions): Promise<RunningService> {
   const { config } = opts;
   const logger = createLogger(config.logLevel, opts.logDestination);
-  const catalog = await loadCatalog(config.toolSpecsDir, opts.plugins ?? pluginRegistry);
+  const plugins = opts.plugins ?? pluginRegistry;
+  const catalog = new LiveCatalog(await loadCatalog(config.toolSpecsDir, plugins));
   const store = await openStore({ mongodbUrl: config.mongodbUrl, dataDir: config.dataDir, inMemory: config.inMemory });
   await store.ensureIndexes(INDEXES);
 
@@ -113,7 +115,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       return;
     }
     await store.collection('owners').countDocuments({ _id: '__readyz' });
-    ctx.body = { status: 'ready', store: store.kind, tools: catalog.tools.size };
+    ctx.body = { status: 'ready', store: store.kind, tools: catalog.current.tools.size };
   });
   router.post(
     '/mcp/:serverId',
@@ -154,7 +156,8 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   };
   const flusher = setInterval(() => flush().catch((err) => logger.error({ err }, 'flush failed')), 2000);
   flusher.unref();
-  logger.info({ port, store: store.kind, tools: catalog.tools.size, providers: catalog.providers.size }, 'tool server listening');
+  if (config.watchSpecs) catalog.watch(config.toolSpecsDir, plugins, logger);
+  logger.info({ port, store: store.kind, tools: catalog.current.tools.size, providers: catalog.current.providers.size }, 'tool server listening');
 
   return {
     url: `http://${host}:${port}`,
@@ -168,6 +171,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       if (closing) return;
       closing = true;
       clearInterval(flusher);
+      catalog.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();

@@ -4,7 +4,8 @@
 // the calls that use them; they are never written anywhere.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { AccountCredentials } from '../engine/index.ts';
-import type { Catalog, LoadedProvider } from '../spec/catalog.ts';
+import type { LoadedProvider } from '../spec/catalog.ts';
+import type { CatalogSource } from '../spec/live.ts';
 import type { AccountFieldSpec } from '../spec/types.ts';
 import type { Collection, Doc, Store } from '../store/index.ts';
 import { randomId } from '../secrets.ts';
@@ -69,18 +70,16 @@ export function publicAccount(doc: AccountDoc, provider: LoadedProvider | undefi
 
 export class Accounts {
   private readonly accounts: Collection<AccountDoc>;
-  readonly providersByKind: ReadonlyMap<string, LoadedProvider>;
   /** Account id -> owner and decrypted fields (null: no such account), for the hot path. */
   private readonly cache: TtlCache<string, { ownerId: string; credentials: AccountCredentials } | null>;
 
   constructor(
     store: Store,
-    catalog: Catalog,
+    private readonly catalog: CatalogSource,
     private readonly vault: Vault,
     cacheMs: number,
   ) {
     this.accounts = store.collection<AccountDoc>('accounts');
-    this.providersByKind = new Map([...catalog.providers.values()].map((p) => [p.spec.account.kind, p]));
     this.cache = new TtlCache(cacheMs);
   }
 
@@ -107,9 +106,15 @@ export class Accounts {
     return { plain, secret };
   }
 
+  /** The provider of each account kind, from the catalog in use. */
+  get providersByKind(): ReadonlyMap<string, LoadedProvider> {
+    return new Map([...this.catalog.current.providers.values()].map((p) => [p.spec.account.kind, p]));
+  }
+
   providerFor(kind: unknown): LoadedProvider {
-    const provider = typeof kind === 'string' ? this.providersByKind.get(kind) : undefined;
-    if (!provider) throw new AccountFieldError(`"kind" must be one of: ${[...this.providersByKind.keys()].join(', ')}`);
+    const providers = this.providersByKind;
+    const provider = typeof kind === 'string' ? providers.get(kind) : undefined;
+    if (!provider) throw new AccountFieldError(`"kind" must be one of: ${[...providers.keys()].join(', ')}`);
     return provider;
   }
 

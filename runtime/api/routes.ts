@@ -12,7 +12,7 @@ import { BodyTooLargeError, readBody } from '../http/body.ts';
 import { sameSecret } from '../secrets.ts';
 import { SERVER_ID_PATTERN, type Servers, publicServer } from '../servers/servers.ts';
 import { type CustomTools, TOOL_NAME_PATTERN, type ToolDoc, publicTool } from '../servers/tools.ts';
-import type { Catalog } from '../spec/catalog.ts';
+import type { CatalogSource } from '../spec/live.ts';
 import { DuplicateKeyError } from '../store/index.ts';
 import { ToolError } from '../tool-error.ts';
 import { ApiError } from './api-error.ts';
@@ -28,7 +28,7 @@ export interface ApiDeps {
   accounts: Accounts;
   credits: Credits;
   usage: Usage;
-  catalog: Catalog;
+  catalog: CatalogSource;
   engine: Engine;
   operatorToken: string;
   maxBodyBytes: number;
@@ -105,9 +105,10 @@ export function createApiRouter(d: ApiDeps): Router {
   });
 
   router.get('/catalog', owner, (ctx) => {
+    const catalog = d.catalog.current;
     ctx.body = {
-      tools: [...d.catalog.tools.values()].map((t) => ({ id: t.spec.id, provider: t.spec.provider, account_kind: t.provider.spec.account.kind, title: t.spec.title, credits: t.spec.credits, input: t.spec.input })),
-      account_kinds: [...d.catalog.providers.values()].map((p) => ({ kind: p.spec.account.kind, title: p.spec.title, fields: p.spec.account.fields })),
+      tools: [...catalog.tools.values()].map((t) => ({ id: t.spec.id, provider: t.spec.provider, account_kind: t.provider.spec.account.kind, title: t.spec.title, credits: t.spec.credits, input: t.spec.input })),
+      account_kinds: [...catalog.providers.values()].map((p) => ({ kind: p.spec.account.kind, title: p.spec.title, fields: p.spec.account.fields })),
     };
   });
 

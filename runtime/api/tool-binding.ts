@@ -3,20 +3,22 @@
 import type { Accounts } from '../accounts/accounts.ts';
 import { describeArgumentErrors } from '../engine/index.ts';
 import { createArgumentsAjv } from '../spec/loader.ts';
-import type { Catalog } from '../spec/catalog.ts';
+import type { LoadedTool } from '../spec/catalog.ts';
+import type { CatalogSource } from '../spec/live.ts';
 import { TOOL_NAME_PATTERN, type ToolDoc } from '../servers/tools.ts';
 import { ApiError } from './api-error.ts';
 
 type Binding = Pick<ToolDoc, 'name' | 'base_tool' | 'account_id' | 'defaults' | 'locked' | 'description'>;
 
 const ajv = createArgumentsAjv();
-/** Compiled "defaults" validators per base tool: the base schema without `required`. */
-const defaultsValidators = new Map<string, ReturnType<typeof ajv.compile>>();
+/** Compiled "defaults" validators per compiled base tool: the base schema without `required`. */
+const defaultsValidators = new WeakMap<LoadedTool, ReturnType<typeof ajv.compile>>();
 
-export async function checkToolBinding(d: { catalog: Catalog; accounts: Accounts }, ownerId: string, body: Record<string, unknown>): Promise<Binding> {
+export async function checkToolBinding(d: { catalog: CatalogSource; accounts: Accounts }, ownerId: string, body: Record<string, unknown>): Promise<Binding> {
   const baseId = body.base_tool;
-  const base = typeof baseId === 'string' ? d.catalog.tools.get(baseId) : undefined;
-  if (!base) throw new ApiError(400, `"base_tool" must be one of: ${[...d.catalog.tools.keys()].join(', ')}`);
+  const tools = d.catalog.current.tools;
+  const base = typeof baseId === 'string' ? tools.get(baseId) : undefined;
+  if (!base) throw new ApiError(400, `"base_tool" must be one of: ${[...tools.keys()].join(', ')}`);
 
   const name = body.name === undefined || body.name === null ? base.spec.id : body.name;
   if (typeof name !== 'string' || !TOOL_NAME_PATTERN.test(name)) throw new ApiError(400, '"name" must be 1-128 letters, digits, "_", "." or "-"');
@@ -36,11 +38,11 @@ export async function checkToolBinding(d: { catalog: Catalog; accounts: Accounts
 
   const defaults = body.defaults ?? {};
   if (defaults === null || typeof defaults !== 'object' || Array.isArray(defaults)) throw new ApiError(400, '"defaults" must be an object of parameter values');
-  let validate = defaultsValidators.get(base.spec.id);
+  let validate = defaultsValidators.get(base);
   if (!validate) {
     const { required: _required, ...schema } = base.spec.input;
     validate = ajv.compile(schema);
-    defaultsValidators.set(base.spec.id, validate);
+    defaultsValidators.set(base, validate);
   }
   if (!validate(structuredClone(defaults))) throw new ApiError(400, `"defaults" are not valid for ${base.spec.id}: ${describeArgumentErrors(validate.errors ?? [])}`);
 

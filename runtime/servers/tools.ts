@@ -2,7 +2,8 @@
 // account, with default parameters (optional for the caller, shown with their default) and locked
 // parameters (hidden from the schema, impossible to override).
 import type { ExposedTool } from '../mcp/backend.ts';
-import type { Catalog, LoadedTool } from '../spec/catalog.ts';
+import type { LoadedTool } from '../spec/catalog.ts';
+import type { CatalogSource } from '../spec/live.ts';
 import type { Collection, Doc, Store } from '../store/index.ts';
 import { randomId } from '../secrets.ts';
 import { TtlCache } from '../ttl-cache.ts';
@@ -62,11 +63,13 @@ export class CustomTools {
 
   constructor(
     store: Store,
-    private readonly catalog: Catalog,
+    private readonly catalog: CatalogSource,
     cacheMs: number,
   ) {
     this.tools = store.collection<ToolDoc>('tools');
     this.cache = new TtlCache(cacheMs);
+    // Bound tools point at compiled specs: a reloaded catalog makes every cached list stale.
+    catalog.onChange(() => this.cache.clear());
   }
 
   async create(doc: Pick<ToolDoc, 'owner_id' | 'server_id' | 'name' | 'base_tool' | 'account_id' | 'defaults' | 'locked' | 'description'>): Promise<ToolDoc> {
@@ -112,7 +115,7 @@ export class CustomTools {
     const docs = await this.tools.find({ server_id: serverId }, { sort: { name: 1 } });
     const bound: BoundTool[] = [];
     for (const doc of docs) {
-      const base = this.catalog.tools.get(doc.base_tool);
+      const base = this.catalog.current.tools.get(doc.base_tool);
       if (!base) continue; // its spec was removed: the tool disappears rather than failing every call
       bound.push({
         doc,
