@@ -2,7 +2,7 @@
 // compiled catalog. Every problem is collected and reported as `file:line:col json-path message`.
 import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Document, type Node as YamlNode } from 'yaml';
@@ -135,34 +135,14 @@ export async function loadCatalog(dir: string, plugins: PluginRegistry, options:
   }
 
   const providers = new Map<string, LoadedProvider>();
-  for (const src of providerFiles) {
-    if (src.value === undefined) continue;
-    if (!validateProviderShape(src.value)) {
-      reportAjvErrors(src, validateProviderShape.errors);
-      continue;
-    }
-    const spec = src.value as unknown as ProviderSpec;
-    if (providers.has(spec.id)) {
-      src.report(['id'], `provider "${spec.id}" is already declared in ${providers.get(spec.id)!.file}`);
-      continue;
-    }
+  for (const [src, spec] of validFiles<ProviderSpec>(providerFiles, validateProviderShape, 'provider', providers)) {
     const provider = compileProvider(src, spec, plugins);
     if (provider) providers.set(spec.id, provider);
   }
 
   const argsAjv = createArgumentsAjv();
   const tools = new Map<string, LoadedTool>();
-  for (const src of toolFiles) {
-    if (src.value === undefined) continue;
-    if (!validateToolShape(src.value)) {
-      reportAjvErrors(src, validateToolShape.errors);
-      continue;
-    }
-    const spec = src.value as unknown as ToolSpec;
-    if (tools.has(spec.id)) {
-      src.report(['id'], `tool "${spec.id}" is already declared in ${tools.get(spec.id)!.file}`);
-      continue;
-    }
+  for (const [src, spec] of validFiles<ToolSpec>(toolFiles, validateToolShape, 'tool', tools)) {
     const provider = providers.get(spec.provider);
     if (!provider) {
       src.report(['provider'], `unknown provider "${spec.provider}" (declared: ${[...providers.keys()].join(', ') || 'none'})`);
@@ -175,6 +155,21 @@ export async function loadCatalog(dir: string, plugins: PluginRegistry, options:
   if (issues.length) throw new SpecLoadError(issues);
   const sorted = new Map([...tools.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   return { providers, tools: sorted };
+}
+
+/** The files that parsed, match the language's schema and declare an id not seen before (in `seen`). */
+function* validFiles<T extends { id: string }>(files: SourceFile[], validate: ValidateFunction, what: string, seen: ReadonlyMap<string, { file: string }>): Generator<[SourceFile, T]> {
+  for (const src of files) {
+    if (src.value === undefined) continue;
+    if (!validate(src.value)) {
+      reportAjvErrors(src, validate.errors);
+      continue;
+    }
+    const spec = src.value as unknown as T;
+    const earlier = seen.get(spec.id);
+    if (earlier) src.report(['id'], `${what} "${spec.id}" is already declared in ${earlier.file}`);
+    else yield [src, spec];
+  }
 }
 
 function compileProvider(src: SourceFile, spec: ProviderSpec, plugins: PluginRegistry): LoadedProvider | undefined {
