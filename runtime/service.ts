@@ -95,6 +95,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   let closing = false;
   app.use(async (ctx, next) => {
     const started = performance.now();
+    if (closing) ctx.set('Connection', 'close');
     try {
       await next();
     } finally {
@@ -172,10 +173,15 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       closing = true;
       clearInterval(flusher);
       catalog.close();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
+      // Stop accepting; in-flight requests finish (their answers say Connection: close), idle keep-alive
+      // connections are closed as they appear, and after the grace period nothing is waited for.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const sweeper = setInterval(() => server.closeIdleConnections(), 50);
+      const deadline = setTimeout(() => server.closeAllConnections(), config.upstreamTimeoutMs + 5000);
+      server.closeIdleConnections();
+      await closed;
+      clearInterval(sweeper);
+      clearTimeout(deadline);
       await flush();
       http.close();
       await store.close();

@@ -46,13 +46,13 @@ export const workflowFieldsPlugin: ResponsePlugin<{ shape: Shape; pointer?: stri
   },
 };
 
+/** A bad webhook_url/base_url: nothing was sent, so the credit goes back. */
+const badArgument = (message: string) => new ToolError('invalid_arguments', message, { refund: true });
+
 /**
  * The absolute webhook URL: `webhookUrl` itself when it is a full http(s) URL, else that path below
  * `baseUrl` (the base_url argument, or the bound account's base URL).
  */
-/** A bad webhook_url/base_url: nothing was sent, so the credit goes back. */
-const badArgument = (message: string) => new ToolError('invalid_arguments', message, { refund: true });
-
 export function webhookTarget(webhookUrl: string, baseUrl: string | undefined): URL {
   if (/^[a-z][a-z0-9+.-]*:/i.test(webhookUrl) || webhookUrl.startsWith('//')) {
     const url = parseHttpUrl(webhookUrl);
