@@ -7,6 +7,8 @@ import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 5);
+/** This service: key auth + rate limits + credit charge + tool spec + usage, i.e. the full pipeline. */
+const OURS = 'ours (full pipeline)';
 const children: ChildProcess[] = [];
 
 /** Starts `tsx bench/<file>` and waits for the JSON line it prints. */
@@ -57,7 +59,7 @@ async function main(): Promise<void> {
   const upstream = (await launch('upstream.ts')).url;
   const [ours, v1, v2, bare] = await Promise.all([launch('ours.ts', upstream), launch('reference-v1.ts', upstream), launch('reference-v2.ts', upstream), launch('bare-proxy.ts', upstream)]);
   const targets: Array<[string, string, Record<string, string>]> = [
-    ['ours', ours.url, { authorization: `Bearer ${ours.key}` }],
+    [OURS, ours.url, { authorization: `Bearer ${ours.key}` }],
     ['reference (SDK v1)', v1.url, {}],
     ['SDK v2 handler', v2.url, {}],
   ];
@@ -74,20 +76,20 @@ async function main(): Promise<void> {
   }
 
   const pad = (s: string | number, n: number) => String(s).padEnd(n);
-  console.log(`\n${pad('target', 20)}${pad('method', 12)}${pad('c', 4)}${pad('req/s', 10)}${pad('p50 ms', 8)}${pad('p99 ms', 8)}errors`);
-  for (const r of rows) console.log(`${pad(r.target, 20)}${pad(r.method, 12)}${pad(r.connections, 4)}${pad(Math.round(r.rps), 10)}${pad(r.p50, 8)}${pad(r.p99, 8)}${r.errors}`);
+  console.log(`\n${pad('target', 22)}${pad('method', 12)}${pad('c', 4)}${pad('req/s', 10)}${pad('p50 ms', 8)}${pad('p99 ms', 8)}errors`);
+  for (const r of rows) console.log(`${pad(r.target, 22)}${pad(r.method, 12)}${pad(r.connections, 4)}${pad(Math.round(r.rps), 10)}${pad(r.p50, 8)}${pad(r.p99, 8)}${r.errors}`);
 
   const rps = (target: string, method: string, c: number) => rows.find((r) => r.target === target && r.method === method && r.connections === c)!.rps;
   console.log('\nratios (req/s):');
   const lines: string[] = [];
   for (const c of [1, 32]) {
-    lines.push(`tools/call c=${c} ours/direct-upstream ${(rps('ours', 'tools/call', c) / rps('direct upstream', 'GET /ping', c)).toFixed(2)}`);
-    lines.push(`tools/list c=${c} ours/reference ${(rps('ours', 'tools/list', c) / rps('reference (SDK v1)', 'tools/list', c)).toFixed(2)}`);
-    lines.push(`tools/call c=${c} ours/sdk-v2 ${(rps('ours', 'tools/call', c) / rps('SDK v2 handler', 'tools/call', c)).toFixed(2)}`);
-    lines.push(`tools/call c=${c} ours/bare-proxy ${(rps('ours', 'tools/call', c) / rps('bare Koa+got proxy', 'tools/call', c)).toFixed(2)}`);
+    lines.push(`tools/call c=${c} ours/direct-upstream ${(rps(OURS, 'tools/call', c) / rps('direct upstream', 'GET /ping', c)).toFixed(2)}`);
+    lines.push(`tools/list c=${c} ours/reference ${(rps(OURS, 'tools/list', c) / rps('reference (SDK v1)', 'tools/list', c)).toFixed(2)}`);
+    lines.push(`tools/call c=${c} ours/sdk-v2 ${(rps(OURS, 'tools/call', c) / rps('SDK v2 handler', 'tools/call', c)).toFixed(2)}`);
+    lines.push(`tools/call c=${c} ours/bare-proxy ${(rps(OURS, 'tools/call', c) / rps('bare Koa+got proxy', 'tools/call', c)).toFixed(2)}`);
   }
-  lines.push(`tools/call c=1 ours/reference ${(rps('ours', 'tools/call', 1) / rps('reference (SDK v1)', 'tools/call', 1)).toFixed(2)}`);
-  lines.push(`tools/call c=32 ours/reference ${(rps('ours', 'tools/call', 32) / rps('reference (SDK v1)', 'tools/call', 32)).toFixed(2)}`);
+  lines.push(`tools/call c=1 ours/reference ${(rps(OURS, 'tools/call', 1) / rps('reference (SDK v1)', 'tools/call', 1)).toFixed(2)}`);
+  lines.push(`tools/call c=32 ours/reference ${(rps(OURS, 'tools/call', 32) / rps('reference (SDK v1)', 'tools/call', 32)).toFixed(2)}`);
   console.log(lines.join('\n'));
 }
 

@@ -50,8 +50,9 @@ export class Engine {
     if (!account && (tool.spec.account ?? 'required') === 'required') {
       throw new ToolError('account_required', `The tool ${tool.spec.id} needs a stored ${provider.spec.account.kind} account bound to it`);
     }
-    const redact = redactor(provider, account);
-    const view: View = { args, account: publicFields(provider, account), steps: {} };
+    const facts = accountFacts(provider, account);
+    const redact = facts.redact;
+    const view: View = { args, account: facts.publicFields, steps: {} };
     const http = this.bind(provider, account, opts.signal, tool.spec.annotations.idempotentHint);
     const ctxBase = { args, account: view.account, http, toolId: tool.spec.id, signal: opts.signal ?? new AbortController().signal, progress: opts.progress ?? (() => {}) };
     const applied: string[] = [];
@@ -95,22 +96,21 @@ export class Engine {
   /** Runs the provider's verification request with an account; resolves when the credentials work. */
   async verify(provider: LoadedProvider, account: AccountCredentials, signal?: AbortSignal): Promise<void> {
     if (!provider.verify) throw new ToolError('not_supported', `${provider.spec.title} declares no verification request`);
-    const view: View = { args: {}, account: publicFields(provider, account), steps: {} };
+    const facts = accountFacts(provider, account);
+    const view: View = { args: {}, account: facts.publicFields, steps: {} };
     try {
       const res = await this.bind(provider, account, signal).send(this.render(provider.verify, view), { expectOk: false });
       const accepted = (res.status >= 200 && res.status < 300) || provider.spec.verify?.accept_status?.includes(res.status);
       if (!accepted) throw new UpstreamStatusError(res);
     } catch (err) {
-      throw toToolError(err, (res) => mapUpstreamError(undefined, undefined, res, view, provider), redactor(provider, account));
+      throw toToolError(err, (res) => mapUpstreamError(undefined, undefined, res, view, provider), facts.redact);
     }
   }
 
   /** The provider client bound to one account: base URL, auth headers, default headers. */
   private bind(provider: LoadedProvider, account: AccountCredentials | null, signal?: AbortSignal, idempotent = true): ProviderHttp {
     const headers: Record<string, string> = { accept: 'application/json', ...provider.spec.headers };
-    const auth = account ? authHeaders(provider, account) : {};
-    const base = account ? baseUrl(provider, account) : undefined;
-    const baseOrigin = base ? new URL(base).origin : undefined;
+    const { auth, base, baseOrigin } = accountFacts(provider, account);
     return {
       send: async (req, { expectOk = true, withAuth = true, retry = idempotent } = {}) => {
         let url: URL;
@@ -187,11 +187,32 @@ function toToolError(err: unknown, map: (res: UpstreamResponse) => ToolError, re
   return message === failure.message ? failure : new ToolError(failure.code, message, { retryable: failure.retryable, providerStatus: failure.providerStatus, refund: failure.refund });
 }
 
-function publicFields(provider: LoadedProvider, account: AccountCredentials | null): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (!account) return out;
-  for (const [k, v] of Object.entries(account.fields)) if (!provider.secretFields.has(k)) out[k] = v;
-  return out;
+/** What a call needs from an account, derived once per (account, provider) and reused by later calls. */
+interface AccountFacts {
+  provider: LoadedProvider;
+  publicFields: Record<string, string>;
+  auth: Record<string, string>;
+  base?: string;
+  baseOrigin?: string;
+  redact: (text: string) => string;
+}
+
+const NO_ACCOUNT = new WeakMap<LoadedProvider, AccountFacts>();
+const FACTS = new WeakMap<AccountCredentials, AccountFacts>();
+
+function accountFacts(provider: LoadedProvider, account: AccountCredentials | null): AccountFacts {
+  const cached = account ? FACTS.get(account) : NO_ACCOUNT.get(provider);
+  if (cached && cached.provider === provider) return cached;
+  const facts: AccountFacts = { provider, publicFields: {}, auth: {}, redact: redactor(provider, account) };
+  if (account) {
+    for (const [k, v] of Object.entries(account.fields)) if (!provider.secretFields.has(k)) facts.publicFields[k] = v;
+    Object.freeze(facts.publicFields);
+    facts.auth = authHeaders(provider, account);
+    facts.base = baseUrl(provider, account);
+    facts.baseOrigin = new URL(facts.base).origin;
+    FACTS.set(account, facts);
+  } else NO_ACCOUNT.set(provider, facts);
+  return facts;
 }
 
 function baseUrl(provider: LoadedProvider, account: AccountCredentials): string {
