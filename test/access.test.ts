@@ -140,6 +140,24 @@ describe('rate limits', () => {
     expect(again.headers.get('ratelimit-remaining')).toBe('99');
   });
 
+  it('every request of a JSON-RPC batch counts against the limit', async () => {
+    svc = await startTestService({ ...SPECS, RATE_LIMIT_BURST: '5', RATE_LIMIT_BURST_SECONDS: '5' });
+    const owner = await createOwner(svc, 10);
+    const { serverId, key } = await createServer(svc, owner, { accounts: demoAccount(), tools: [] });
+    const batch = (n: number) =>
+      fetch(`${svc.url}/mcp/${serverId}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify(Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'ping' }))),
+      });
+    const four = await batch(4);
+    expect(four.status).toBe(200);
+    expect(four.headers.get('ratelimit-remaining')).toBe('1');
+    const refused = await batch(2);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toMatch(/^[1-5]$/);
+  });
+
   it('the per-minute limit is enforced too', async () => {
     svc = await startTestService({ ...SPECS, RATE_LIMIT_BURST: '5', RATE_LIMIT_BURST_SECONDS: '1', RATE_LIMIT_PER_MINUTE: '7' });
     const owner = await createOwner(svc, 10);

@@ -23,13 +23,13 @@ export class KeyRateLimiter {
     ];
   }
 
-  /** Consumes one point in every window; refused when any window is exhausted. */
-  async consume(keyId: string): Promise<RateOutcome> {
-    let tightest: { res: RateLimiterRes; points: number } | undefined;
+  /** Counts `requests` in every window; refused when any window is exhausted. */
+  async consume(keyId: string, requests = 1): Promise<RateOutcome> {
+    let tightest: { res: RateLimiterRes; limit: number } | undefined;
     for (const w of this.windows) {
       try {
-        const res = await w.limiter.consume(keyId);
-        if (!tightest || res.remainingPoints < tightest.res.remainingPoints) tightest = { res, points: w.points };
+        const res = await w.limiter.consume(keyId, requests);
+        if (!tightest || res.remainingPoints < tightest.res.remainingPoints) tightest = { res, limit: w.points };
       } catch (err) {
         if (!(err instanceof RateLimiterRes)) throw err;
         const reset = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
@@ -39,10 +39,10 @@ export class KeyRateLimiter {
         };
       }
     }
-    const { res, points } = tightest!;
+    const { res, limit } = tightest!;
     return {
       allowed: true,
-      headers: { 'RateLimit-Limit': String(points), 'RateLimit-Remaining': String(res.remainingPoints), 'RateLimit-Reset': String(Math.max(1, Math.ceil(res.msBeforeNext / 1000))) },
+      headers: { 'RateLimit-Limit': String(limit), 'RateLimit-Remaining': String(res.remainingPoints), 'RateLimit-Reset': String(Math.max(1, Math.ceil(res.msBeforeNext / 1000))) },
     };
   }
 }

@@ -40,7 +40,8 @@ export interface CallOptions {
 export interface McpBackend {
   /** Authenticates the bearer key and authorizes it for the server (design.md section 5). */
   authenticate(serverId: string, authorization: string | undefined): Promise<AuthOutcome>;
-  rateLimit(principal: Principal): Promise<RateOutcome>;
+  /** Counts `requests` JSON-RPC requests against the key's limits (a batch counts each of its requests). */
+  rateLimit(principal: Principal, requests?: number): Promise<RateOutcome>;
   /** The server's tools, in a stable order. */
   listTools(principal: Principal): Promise<ExposedTool[]>;
   /** Runs a tool call end to end; undefined when the server has no tool of that name. */

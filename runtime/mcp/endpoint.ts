@@ -118,6 +118,13 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
   async function handleBatch(exchange: Exchange, items: unknown[]): Promise<void> {
     const { ctx } = exchange;
     if (items.length === 0) return sendJson(ctx, 400, rpcError(null, ErrorCode.InvalidRequest, 'Invalid request: empty batch'));
+    // The POST counted as one request; every further request of the batch counts too.
+    const extra = items.filter((item) => classify(item).kind === 'request').length - 1;
+    if (extra > 0) {
+      const rate = await backend.rateLimit(exchange.principal, extra);
+      ctx.set(rate.headers);
+      if (!rate.allowed) return sendHttpError(ctx, 429, AUTH_BODIES[429]);
+    }
     const answers = await Promise.all(
       items.map(async (item): Promise<JsonRpcResponse | undefined> => {
         const msg: Classified = classify(item);

@@ -41,8 +41,8 @@ export class Gateway implements McpBackend {
     return { ok: true, principal: { keyId: key._id, ownerId: key.owner_id, serverId } };
   }
 
-  rateLimit(principal: Principal): Promise<RateOutcome> {
-    return this.d.rateLimiter.consume(principal.keyId);
+  rateLimit(principal: Principal, requests = 1): Promise<RateOutcome> {
+    return this.d.rateLimiter.consume(principal.keyId, requests);
   }
 
   async listTools(principal: Principal): Promise<ExposedTool[]> {
