@@ -11,14 +11,13 @@ import type { Engine } from '../engine/index.ts';
 import { BodyTooLargeError, readBody } from '../http/body.ts';
 import { sameSecret } from '../secrets.ts';
 import { SERVER_ID_PATTERN, type Servers, publicServer } from '../servers/servers.ts';
-import { type CustomTools, TOOL_NAME_PATTERN, type ToolDoc, publicTool } from '../servers/tools.ts';
+import { type CustomTools, type ToolDoc, publicTool } from '../servers/tools.ts';
 import type { CatalogSource } from '../spec/live.ts';
 import { DuplicateKeyError } from '../store/index.ts';
 import { ToolError } from '../tool-error.ts';
 import { ApiError } from './api-error.ts';
 import { checkToolBinding } from './tool-binding.ts';
 
-export { ApiError };
 
 export interface ApiDeps {
   owners: Owners;
@@ -357,4 +356,3 @@ function onlyFields(body: Record<string, unknown>, allowed: string[]): void {
   if (extra.length) throw new ApiError(400, `Unknown field(s): ${extra.join(', ')} (allowed: ${allowed.join(', ')})`);
 }
 
-export { TOOL_NAME_PATTERN };

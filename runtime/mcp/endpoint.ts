@@ -10,7 +10,6 @@ import type { McpBackend, Principal } from './backend.ts';
 import {
   type Classified,
   ErrorCode,
-  type JsonRpcId,
   type JsonRpcRequest,
   type JsonRpcResponse,
   LATEST_LEGACY_VERSION,
@@ -288,4 +287,3 @@ export function sendHttpError(ctx: Context, status: number, body: { error: strin
   sendJson(ctx, status, body);
 }
 
-export type { JsonRpcId };

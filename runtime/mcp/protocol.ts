@@ -6,7 +6,6 @@ export const LEGACY_VERSIONS = ['2025-03-26', '2025-06-18', '2025-11-25'] as con
 export const MODERN_VERSIONS = ['2026-07-28'] as const;
 export const SUPPORTED_VERSIONS: readonly string[] = [...LEGACY_VERSIONS, ...MODERN_VERSIONS];
 export const LATEST_LEGACY_VERSION = '2025-11-25';
-export const LATEST_VERSION = '2026-07-28';
 /** Assumed when a request carries no MCP-Protocol-Version header. */
 export const DEFAULT_VERSION = '2025-03-26';
 
@@ -59,10 +58,6 @@ export class RpcError extends Error {
 
 export function rpcError(id: JsonRpcId | null, code: number, message: string, data?: unknown): JsonRpcError {
   return { jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } };
-}
-
-export function isModern(version: string): boolean {
-  return (MODERN_VERSIONS as readonly string[]).includes(version);
 }
 
 /** What one incoming message is. */

@@ -67,17 +67,3 @@ export function renderTree(tree: CompiledTree, view: View): unknown {
     }
   }
 }
-
-/** Every variable a tree reads (for static checks and docs). */
-export function treeVariables(tree: CompiledTree): string[][] {
-  switch (tree.kind) {
-    case 'const':
-      return [];
-    case 'template':
-      return tree.template.variables;
-    case 'array':
-      return tree.items.flatMap(treeVariables);
-    case 'object':
-      return tree.entries.flatMap(([, t]) => treeVariables(t));
-  }
-}
