@@ -18,7 +18,6 @@ import { ToolError } from '../tool-error.ts';
 import { ApiError } from './api-error.ts';
 import { checkToolBinding } from './tool-binding.ts';
 
-
 export interface ApiDeps {
   owners: Owners;
   servers: Servers;
