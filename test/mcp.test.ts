@@ -209,6 +209,20 @@ describe('JSON-RPC errors', () => {
     expect((await post({ jsonrpc: '2.0', id: 3, method: 'tools/list', params: { cursor: 'bogus' } })).body.error.code).toBe(-32602);
   });
 
+  it('an answer that does not fit the output schema is an error result, and the credit comes back', async () => {
+    const before = await balance();
+    jira.faults.push({ pathPrefix: '/rest/api/3/issue/DEMO-1', status: 200, body: 'maintenance page' });
+    const res = await post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'tracker_get_issue', arguments: { issue_key: 'DEMO-1' } } }, { 'mcp-protocol-version': '2025-11-25' });
+    expect(res.body.result.isError).toBe(true);
+    expect(res.body.result.structuredContent.error).toEqual({
+      code: 'unexpected_response',
+      message: 'The provider\'s answer did not have the expected shape: "id" is required; "key" is required; "fields" is required',
+      retryable: false,
+      provider_status: 200,
+    });
+    expect(await balance()).toBe(before);
+  });
+
   it('invalid arguments are a tool result naming each field, and nothing is charged', async () => {
     const before = await balance();
     const res = await post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'tracker_get_issue', arguments: { fields: 3, extra: true } } }, { 'mcp-protocol-version': '2025-11-25' });

@@ -1,7 +1,7 @@
 // Checks a custom-tool binding: base tool exists, the account is the owner's and of the provider's kind,
 // defaults are valid for the base schema, locked parameters have a default.
 import type { Accounts } from '../accounts/accounts.ts';
-import { describeArgumentErrors } from '../engine/index.ts';
+import { describeSchemaErrors } from '../engine/index.ts';
 import { createArgumentsAjv } from '../spec/loader.ts';
 import type { LoadedTool } from '../spec/catalog.ts';
 import type { CatalogSource } from '../spec/live.ts';
@@ -44,7 +44,7 @@ export async function checkToolBinding(d: { catalog: CatalogSource; accounts: Ac
     validate = ajv.compile(schema);
     defaultsValidators.set(base, validate);
   }
-  if (!validate(structuredClone(defaults))) throw new ApiError(400, `"defaults" are not valid for ${base.spec.id}: ${describeArgumentErrors(validate.errors ?? [])}`);
+  if (!validate(structuredClone(defaults))) throw new ApiError(400, `"defaults" are not valid for ${base.spec.id}: ${describeSchemaErrors(validate.errors ?? [])}`);
 
   const locked = body.locked ?? [];
   if (!Array.isArray(locked) || !locked.every((p) => typeof p === 'string')) throw new ApiError(400, '"locked" must be an array of parameter names');

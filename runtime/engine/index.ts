@@ -39,7 +39,7 @@ export class Engine {
   validateArguments(tool: LoadedTool, args: unknown): Record<string, unknown> {
     const value = args === undefined || args === null ? {} : args;
     if (!tool.validate(value)) {
-      throw new ToolError('invalid_arguments', `Invalid arguments: ${describeArgumentErrors(tool.validate.errors ?? [])}`);
+      throw new ToolError('invalid_arguments', `Invalid arguments: ${describeSchemaErrors(tool.validate.errors ?? [])}`);
     }
     return value as Record<string, unknown>;
   }
@@ -87,8 +87,13 @@ export class Engine {
     } catch (err) {
       throw toToolError(err, (res) => mapUpstreamError(tool, undefined, res, view), redact);
     }
-    if (result === null || typeof result !== 'object' || Array.isArray(result)) {
-      throw new ToolError('internal_error', `The tool ${tool.spec.id} produced no result object`);
+    if (!tool.validateOutput(result)) {
+      // The provider answered, but not in the shape the spec promises: say so rather than hand the client
+      // structuredContent that breaks its outputSchema. Nothing usable was delivered, so the credits go back.
+      throw new ToolError('unexpected_response', `The provider's answer did not have the expected shape: ${describeSchemaErrors(tool.validateOutput.errors ?? [], OUTPUT_WORDS)}`, {
+        providerStatus: last?.status ?? null,
+        refund: true,
+      });
     }
     return result as Record<string, unknown>;
   }
@@ -235,8 +240,11 @@ function authHeaders(provider: LoadedProvider, account: AccountCredentials): Rec
   return out;
 }
 
+const ARGUMENT_WORDS = { whole: 'the arguments', unknown: 'is not a parameter of this tool' };
+const OUTPUT_WORDS = { whole: 'the result', unknown: 'is not expected in the result' };
+
 /** `"max_results" must be <= 1000; "jql" is required` — names each bad field, never echoes values. */
-export function describeArgumentErrors(errors: ErrorObject[]): string {
+export function describeSchemaErrors(errors: ErrorObject[], words = ARGUMENT_WORDS): string {
   const seen = new Set<string>();
   for (const e of errors) {
     const at = e.instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
@@ -246,13 +254,13 @@ export function describeArgumentErrors(errors: ErrorObject[]): string {
         text = `"${[...at, (e.params as { missingProperty: string }).missingProperty].join('.')}" is required`;
         break;
       case 'additionalProperties':
-        text = `"${[...at, (e.params as { additionalProperty: string }).additionalProperty].join('.')}" is not a parameter of this tool`;
+        text = `"${[...at, (e.params as { additionalProperty: string }).additionalProperty].join('.')}" ${words.unknown}`;
         break;
       case 'enum':
         text = `"${at.join('.')}" must be one of: ${(e.params as { allowedValues: unknown[] }).allowedValues.map(String).join(', ')}`;
         break;
       default:
-        text = at.length ? `"${at.join('.')}" ${e.message}` : `the arguments ${e.message}`;
+        text = at.length ? `"${at.join('.')}" ${e.message}` : `${words.whole} ${e.message}`;
     }
     seen.add(text);
   }

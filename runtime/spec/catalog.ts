@@ -55,6 +55,8 @@ export interface LoadedTool {
   provider: LoadedProvider;
   /** Validates and completes (defaults) the arguments in place; compiled once at load. */
   validate: ValidateFunction;
+  /** Checks a result against the output schema (structuredContent must match it). */
+  validateOutput: ValidateFunction;
   steps: CompiledStep[];
   responseMap?: CompiledTree;
   responsePlugins: BoundPlugin[];

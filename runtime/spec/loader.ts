@@ -223,11 +223,10 @@ function compileTool(src: SourceFile, spec: ToolSpec, provider: LoadedProvider, 
   const before = src.issues.length;
   if (!spec.request === !spec.steps) src.report([], 'declare either "request" (one call) or "steps" (several calls), not both and not neither');
   if (spec.input.additionalProperties !== false) src.report(['input'], 'input must set additionalProperties: false so unknown arguments are refused');
-  let validate: LoadedTool['validate'] | undefined;
+  const compiled: Partial<Record<'input' | 'output', LoadedTool['validate']>> = {};
   for (const key of ['input', 'output'] as const) {
     try {
-      const fn = argsAjv.compile(spec[key]);
-      if (key === 'input') validate = fn;
+      compiled[key] = argsAjv.compile(spec[key]);
     } catch (err) {
       src.report([key], `not a valid JSON Schema: ${(err as Error).message}`);
     }
@@ -276,8 +275,9 @@ function compileTool(src: SourceFile, spec: ToolSpec, provider: LoadedProvider, 
   const responsePlugins = bindPlugins(src, spec.response?.plugins ?? [], ['response', 'plugins'], 'response', plugins);
   const errors = compileErrorRules(src, spec.errors ?? [], ['errors'], check({ steps: [], response: false }), new Set(stepNames));
 
-  if (src.issues.length > before || !validate) return undefined;
-  return { spec, file: src.file, provider, validate, steps, responseMap, responsePlugins, errors };
+  const { input: validate, output: validateOutput } = compiled;
+  if (src.issues.length > before || !validate || !validateOutput) return undefined;
+  return { spec, file: src.file, provider, validate, validateOutput, steps, responseMap, responsePlugins, errors };
 }
 
 function compileRequest(src: SourceFile, req: RequestSpec, at: string[], scope: VariableCheck, plugins: PluginRegistry): CompiledRequest | undefined {
