@@ -329,6 +329,20 @@ describe('progress and cancellation', () => {
     expect(events.at(-1)).toMatchObject({ id: 11, result: { isError: false } });
   });
 
+  it('notifications/cancelled stops the named call of the same key, and the credit comes back', async () => {
+    const before = await balance();
+    jira.faults.push({ pathPrefix: '/rest/api/3/issue/DEMO-3', status: 200, body: {}, delayMs: 1500 });
+    const started = Date.now();
+    const pending = post({ jsonrpc: '2.0', id: 77, method: 'tools/call', params: { name: 'tracker_get_issue', arguments: { issue_key: 'DEMO-3' } } });
+    await new Promise((r) => setTimeout(r, 300));
+    const cancel = await post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 77, reason: 'user changed their mind' } });
+    expect(cancel.status).toBe(202);
+    const res = await pending;
+    expect(Date.now() - started).toBeLessThan(1400);
+    expect(res.body.result).toMatchObject({ isError: true, content: [{ text: 'The call was cancelled before the provider answered' }] });
+    expect(await balance()).toBe(before);
+  });
+
   it('a client that goes away aborts the upstream call, and the credit comes back', async () => {
     const before = await balance();
     jira.faults.push({ pathPrefix: '/rest/api/3/issue/DEMO-2', status: 200, body: {}, delayMs: 1500 });

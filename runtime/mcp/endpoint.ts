@@ -55,6 +55,15 @@ const MODERN_METHODS = new Set(['server/discover', 'tools/list', 'tools/call']);
 
 export function createMcpEndpoint(opts: McpEndpointOptions) {
   const { backend } = opts;
+  /** tools/call requests in progress, by key and JSON-RPC id, so notifications/cancelled can stop them. */
+  const inflight = new Map<string, AbortController>();
+  const inflightKey = (principal: Principal, id: unknown) => `${principal.keyId} ${principal.serverId} ${JSON.stringify(id)}`;
+
+  /** notifications/cancelled names an earlier request of the same key; anything else needs no action. */
+  function notified(exchange: Exchange, msg: Extract<Classified, { kind: 'notification' }>): void {
+    if (msg.method !== 'notifications/cancelled') return;
+    inflight.get(inflightKey(exchange.principal, msg.params?.requestId))?.abort();
+  }
 
   return async function mcpEndpoint(ctx: Context): Promise<void> {
     const origin = ctx.get('origin');
@@ -104,6 +113,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     const msg = classify(payload);
     if (msg.kind === 'invalid') return sendJson(ctx, 400, rpcError(msg.id, ErrorCode.InvalidRequest, `Invalid request: ${msg.reason}`));
     if (msg.kind !== 'request') {
+      if (msg.kind === 'notification') notified(exchange, msg);
       return accepted(ctx);
     }
     if (exchange.acceptsSse && msg.message.method === 'tools/call' && progressToken(msg.message) !== undefined) {
@@ -128,6 +138,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       items.map(async (item): Promise<JsonRpcResponse | undefined> => {
         const msg: Classified = classify(item);
         if (msg.kind === 'invalid') return rpcError(msg.id, ErrorCode.InvalidRequest, `Invalid request: ${msg.reason}`);
+        if (msg.kind === 'notification') notified(exchange, msg);
         if (msg.kind !== 'request') return undefined;
         return answer(exchange, msg.message);
       }),
@@ -140,9 +151,9 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
   }
 
   /** Answers one request with a JSON-RPC result or error. */
-  async function answer(exchange: Exchange, req: JsonRpcRequest, stream?: { progress: (m: string) => void; signal: AbortSignal }): Promise<JsonRpcResponse> {
+  async function answer(exchange: Exchange, req: JsonRpcRequest, progress?: (message: string) => void): Promise<JsonRpcResponse> {
     try {
-      const result = await dispatch(exchange, req, stream);
+      const result = await dispatch(exchange, req, progress);
       return { jsonrpc: '2.0', id: req.id, result: exchange.modern ? { ...result, ...modernResultFields(req.method, opts.serverInfo, opts.toolsTtlMs) } : result };
     } catch (err) {
       if (err instanceof RpcError) return rpcError(req.id, err.code, err.message, err.data);
@@ -151,7 +162,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     }
   }
 
-  async function dispatch(exchange: Exchange, req: JsonRpcRequest, stream?: { progress: (m: string) => void; signal: AbortSignal }): Promise<Record<string, unknown>> {
+  async function dispatch(exchange: Exchange, req: JsonRpcRequest, progress?: (message: string) => void): Promise<Record<string, unknown>> {
     const params = req.params ?? {};
     if (!(exchange.modern ? MODERN_METHODS : LEGACY_METHODS).has(req.method)) {
       throw new RpcError(ErrorCode.MethodNotFound, `Method not found: ${req.method}${exchange.modern ? ` (protocol version ${exchange.version})` : ''}`);
@@ -168,7 +179,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       case 'tools/list':
         return listTools(exchange, params);
       case 'tools/call':
-        return callTool(exchange, params, stream);
+        return callTool(exchange, req.id, params, progress);
       default: // ping
         return {};
     }
@@ -185,7 +196,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     };
   }
 
-  async function callTool(exchange: Exchange, params: Record<string, unknown>, stream?: { progress: (m: string) => void; signal: AbortSignal }): Promise<Record<string, unknown>> {
+  async function callTool(exchange: Exchange, id: JsonRpcRequest['id'], params: Record<string, unknown>, progress?: (message: string) => void): Promise<Record<string, unknown>> {
     const name = params.name;
     if (typeof name !== 'string' || name === '') throw new RpcError(ErrorCode.InvalidParams, 'Invalid params: "name" must be the name of a tool');
     const args = params.arguments;
@@ -193,22 +204,23 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       // 2025-11-25 and later: input validation errors are tool results, so the model can correct itself.
       return errorResult(new ToolError('invalid_arguments', 'Invalid arguments: "arguments" must be an object'), exchange.version);
     }
+    // The upstream call stops when the client goes away or cancels the request.
     const controller = new AbortController();
     const res = exchange.ctx.res;
     const abort = () => {
       if (!res.writableFinished) controller.abort();
     };
     res.once('close', abort);
+    const key = inflightKey(exchange.principal, id);
+    inflight.set(key, controller);
     try {
-      const outcome = await backend.callTool(exchange.principal, name, args ?? {}, {
-        signal: stream?.signal ?? controller.signal,
-        progress: stream?.progress ?? (() => {}),
-      });
+      const outcome = await backend.callTool(exchange.principal, name, args ?? {}, { signal: controller.signal, progress: progress ?? (() => {}) });
       if (!outcome) throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
       exchange.ctx.state.tool = name;
       return callResult(outcome, exchange.version);
     } finally {
       res.off('close', abort);
+      if (inflight.get(key) === controller) inflight.delete(key);
     }
   }
 
@@ -226,13 +238,9 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     const notify = (message: string) => send({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: ++progress, message } });
     // Long waits (webhooks, multi-step tools) keep reporting so clients can show life and reset timeouts.
     const heartbeat = setInterval(() => notify('waiting for the provider'), 5000);
-    const controller = new AbortController();
-    res.once('close', () => {
-      if (!res.writableFinished) controller.abort();
-    });
     try {
       notify('started');
-      send(await answer(exchange, req, { progress: notify, signal: controller.signal }));
+      send(await answer(exchange, req, notify));
     } finally {
       clearInterval(heartbeat);
       res.end();

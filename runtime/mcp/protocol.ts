@@ -63,7 +63,7 @@ export function rpcError(id: JsonRpcId | null, code: number, message: string, da
 /** What one incoming message is. */
 export type Classified =
   | { kind: 'request'; message: JsonRpcRequest }
-  | { kind: 'notification'; method: string }
+  | { kind: 'notification'; method: string; params?: Record<string, unknown> }
   | { kind: 'response' }
   | { kind: 'invalid'; id: JsonRpcId | null; reason: string };
 
@@ -77,7 +77,7 @@ export function classify(value: unknown): Classified {
   if (m.params !== undefined && (m.params === null || typeof m.params !== 'object' || Array.isArray(m.params))) {
     return { kind: 'invalid', id, reason: 'params must be an object' };
   }
-  if (!('id' in m)) return { kind: 'notification', method: m.method };
+  if (!('id' in m)) return { kind: 'notification', method: m.method, params: m.params as Record<string, unknown> | undefined };
   if (id === null) return { kind: 'invalid', id: null, reason: 'id must be a string or a number' };
   return { kind: 'request', message: m as unknown as JsonRpcRequest };
 }
