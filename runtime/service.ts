@@ -93,12 +93,16 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   app.silent = true;
   app.on('error', (err) => logger.error({ err }, 'request failed'));
   let closing = false;
+  /** Requests being handled, so shutdown knows when nothing is left to finish. */
+  let inFlight = 0;
   app.use(async (ctx, next) => {
     const started = performance.now();
     if (closing) ctx.set('Connection', 'close');
+    inFlight++;
     try {
       await next();
     } finally {
+      inFlight--;
       const line = { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round((performance.now() - started) * 10) / 10, keyId: ctx.state.keyId, tool: ctx.state.tool };
       if (ctx.status >= 500) logger.warn(line, 'request');
       else logger.info(line, 'request');
@@ -173,10 +177,10 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       closing = true;
       clearInterval(flusher);
       catalog.close();
-      // Stop accepting; in-flight requests finish (their answers say Connection: close), idle keep-alive
-      // connections are closed as they appear, and after the grace period nothing is waited for.
+      // Stop accepting; in-flight requests finish, then every connection is closed (keep-alive ones would
+      // otherwise hold the process); after the grace period nothing is waited for.
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      const sweeper = setInterval(() => server.closeIdleConnections(), 50);
+      const sweeper = setInterval(() => (inFlight === 0 ? server.closeAllConnections() : server.closeIdleConnections()), 50);
       const deadline = setTimeout(() => server.closeAllConnections(), config.upstreamTimeoutMs + 5000);
       server.closeIdleConnections();
       await closed;
