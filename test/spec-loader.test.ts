@@ -149,6 +149,13 @@ describe('spec loader', () => {
     ]);
   });
 
+  it('refuses lists of types, which not every model provider accepts', async () => {
+    const text = TOOL().replace('id: { type: string }', 'id: { type: [string, integer] }');
+    expect(await problems({ 'get.yaml': text })).toEqual([
+      'demo/get.yaml:12:17 /input/properties/id/type a list of types is not portable to every model provider (some accept one type per schema): write anyOf with one type in each branch',
+    ]);
+  });
+
   it('requires exactly one of request and steps, and checks step references', async () => {
     const neither = TOOL('', '');
     expect(await problems({ 'get.yaml': neither })).toEqual(['demo/get.yaml:1:1 / declare either "request" (one call) or "steps" (several calls), not both and not neither']);

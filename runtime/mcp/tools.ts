@@ -12,7 +12,7 @@ const ERROR_SCHEMA = {
     code: { type: 'string' },
     message: { type: 'string' },
     retryable: { type: 'boolean' },
-    provider_status: { type: ['integer', 'null'] },
+    provider_status: { anyOf: [{ type: 'integer' }, { type: 'null' }] },
   },
 };
 

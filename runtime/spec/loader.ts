@@ -42,7 +42,8 @@ const validateProviderShape = metaAjv.compile(providerSchema);
 
 /** The ajv for tool arguments: JSON Schema 2020-12 (the MCP default), defaults filled in, every error reported. */
 export function createArgumentsAjv(): Ajv2020 {
-  const ajv = new Ajv2020({ allErrors: true, useDefaults: true, strict: true, coerceTypes: false });
+  // Union types are allowed here only so that the loader's own portability rule names them clearly.
+  const ajv = new Ajv2020({ allErrors: true, useDefaults: true, strict: true, allowUnionTypes: true, coerceTypes: false });
   addFormats(ajv);
   return ajv;
 }
@@ -172,6 +173,17 @@ function* validFiles<T extends { id: string }>(files: SourceFile[], validate: Va
   }
 }
 
+/** JSON pointers (as parts) of every `type: [..]` inside a schema. */
+function typeLists(schema: unknown, at: string[] = []): string[][] {
+  if (schema === null || typeof schema !== 'object') return [];
+  const found: string[][] = [];
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === 'type' && Array.isArray(value)) found.push([...at, key]);
+    else if (key !== 'enum' && key !== 'const' && key !== 'default' && key !== 'examples') found.push(...typeLists(value, [...at, key]));
+  }
+  return found;
+}
+
 function compileProvider(src: SourceFile, spec: ProviderSpec, plugins: PluginRegistry): LoadedProvider | undefined {
   const before = src.issues.length;
   const fields = new Map(spec.account.fields.map((f) => [f.name, f]));
@@ -229,6 +241,11 @@ function compileTool(src: SourceFile, spec: ToolSpec, provider: LoadedProvider, 
       compiled[key] = argsAjv.compile(spec[key]);
     } catch (err) {
       src.report([key], `not a valid JSON Schema: ${(err as Error).message}`);
+    }
+  }
+  for (const key of ['input', 'output'] as const) {
+    for (const at of typeLists(spec[key])) {
+      src.report([key, ...at], 'a list of types is not portable to every model provider (some accept one type per schema): write anyOf with one type in each branch');
     }
   }
   const declaredArgs = Object.keys((spec.input.properties as Record<string, unknown> | undefined) ?? {});
