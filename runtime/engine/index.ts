@@ -2,14 +2,14 @@
 // plugins, call the provider through the one HTTP client, map the answer, map failures to ToolError.
 import type { ErrorObject } from 'ajv';
 import type { HttpClient, UpstreamResponse } from '../http/client.ts';
-import { type OutboundRequest, type PluginContext, type ProviderHttp, UpstreamStatusError } from '../plugin-api.ts';
-import type { BoundPlugin, CompiledRequest, LoadedProvider, LoadedTool } from '../spec/catalog.ts';
+import { type OutboundRequest, type ProviderHttp, UpstreamStatusError } from '../plugin-api.ts';
+import type { CompiledRequest, LoadedProvider, LoadedTool } from '../spec/catalog.ts';
 import { type CompiledTemplate, RenderError, truthy } from '../template/index.ts';
 import { renderTree } from '../template/tree.ts';
 import { ToolError } from '../tool-error.ts';
 import { mapUpstreamError, redactor } from './errors.ts';
 
-/** A stored account, decrypted for the duration of one call. */
+/** A stored account, decrypted. */
 export interface AccountCredentials {
   fields: Readonly<Record<string, string>>;
 }
@@ -62,10 +62,9 @@ export class Engine {
       try {
         if (tool.steps.length > 1) ctxBase.progress(`${step.title}`);
         let request = this.render(step.request, view);
-        for (const p of step.request.plugins) request = await (p.plugin as { apply: (r: OutboundRequest, c: PluginContext<unknown>) => Promise<OutboundRequest> }).apply(request, { ...ctxBase, options: p.options });
-        last = step.request.call
-          ? await (step.request.call.plugin as { apply: (r: OutboundRequest, c: PluginContext<unknown>) => Promise<UpstreamResponse> }).apply(request, { ...ctxBase, options: step.request.call.options })
-          : await http.send(request);
+        for (const p of step.request.plugins) request = await p.plugin.apply(request, { ...ctxBase, options: p.options });
+        const call = step.request.call;
+        last = call ? await call.plugin.apply(request, { ...ctxBase, options: call.options }) : await http.send(request);
       } catch (err) {
         const failure = toToolError(err, (res) => mapUpstreamError(tool, step.name, res, view), redact);
         if (applied.length === 0) throw failure;
@@ -83,7 +82,7 @@ export class Engine {
     view.response = last;
     let result: unknown = tool.responseMap ? renderTree(tool.responseMap, view) : (last?.body ?? {});
     try {
-      for (const p of tool.responsePlugins) result = await applyResponsePlugin(p, result, ctxBase);
+      for (const p of tool.responsePlugins) result = await p.plugin.apply(result, { ...ctxBase, options: p.options });
     } catch (err) {
       throw toToolError(err, (res) => mapUpstreamError(tool, undefined, res, view), redact);
     }
@@ -177,10 +176,6 @@ function renderSegment(seg: CompiledTemplate, view: View): string {
     throw new ToolError('invalid_arguments', `"${text}" is not allowed as a path value`);
   }
   return text;
-}
-
-function applyResponsePlugin(p: BoundPlugin, result: unknown, ctx: Omit<PluginContext<unknown>, 'options'>): unknown {
-  return (p.plugin as { apply: (r: unknown, c: PluginContext<unknown>) => unknown }).apply(result, { ...ctx, options: p.options });
 }
 
 function toToolError(err: unknown, map: (res: UpstreamResponse) => ToolError, redact: (s: string) => string): ToolError {

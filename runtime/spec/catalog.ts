@@ -1,12 +1,13 @@
 // What the loader produces: providers and tools compiled for the engine.
 import type { ValidateFunction } from 'ajv';
-import type { Plugin } from '../plugin-api.ts';
+import type { CallPlugin, Plugin, RequestPlugin, ResponsePlugin } from '../plugin-api.ts';
 import type { CompiledTemplate } from '../template/index.ts';
 import type { CompiledTree } from '../template/tree.ts';
 import type { HttpMethod, JsonSchema, ProviderSpec, ToolSpec } from './types.ts';
 
-export interface BoundPlugin {
-  plugin: Plugin;
+/** A plugin chosen by a spec slot, with its checked options; the slot fixes the plugin's hook. */
+export interface BoundPlugin<P extends Plugin = Plugin> {
+  plugin: P;
   options: Record<string, unknown>;
 }
 
@@ -18,8 +19,8 @@ export interface CompiledRequest {
   headers: Array<[string, CompiledTree]>;
   body?: CompiledTree;
   timeoutSeconds?: CompiledTree;
-  plugins: BoundPlugin[];
-  call?: BoundPlugin;
+  plugins: Array<BoundPlugin<RequestPlugin>>;
+  call?: BoundPlugin<CallPlugin>;
 }
 
 export interface CompiledStep {
@@ -59,7 +60,7 @@ export interface LoadedTool {
   validateOutput: ValidateFunction;
   steps: CompiledStep[];
   responseMap?: CompiledTree;
-  responsePlugins: BoundPlugin[];
+  responsePlugins: Array<BoundPlugin<ResponsePlugin>>;
   errors: CompiledErrorRule[];
 }
 

@@ -6,7 +6,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Document, type Node as YamlNode } from 'yaml';
-import type { PluginRegistry } from '../plugin-api.ts';
+import type { Plugin, PluginHook, PluginRegistry } from '../plugin-api.ts';
 import { type CompiledTemplate, TemplateError, type VariableCheck, compileTemplate, isTemplate } from '../template/index.ts';
 import { TreeTemplateError, compileTree } from '../template/tree.ts';
 import type { BoundPlugin, Catalog, CompiledErrorRule, CompiledRequest, CompiledStep, LoadedProvider, LoadedTool } from './catalog.ts';
@@ -351,8 +351,8 @@ function compileErrorRules(src: SourceFile, rules: ErrorRuleSpec[], at: string[]
   });
 }
 
-function bindPlugins(src: SourceFile, uses: PluginUseSpec[], at: string[], hook: 'request' | 'call' | 'response', registry: PluginRegistry, single = false): BoundPlugin[] {
-  const bound: BoundPlugin[] = [];
+function bindPlugins<H extends PluginHook>(src: SourceFile, uses: PluginUseSpec[], at: string[], hook: H, registry: PluginRegistry, single = false): Array<BoundPlugin<Extract<Plugin, { hook: H }>>> {
+  const bound: Array<BoundPlugin<Extract<Plugin, { hook: H }>>> = [];
   uses.forEach((u, i) => {
     const where = single ? at : [...at, String(i)];
     const plugin = registry.get(u.use);
@@ -372,7 +372,7 @@ function bindPlugins(src: SourceFile, uses: PluginUseSpec[], at: string[], hook:
         return;
       }
     }
-    bound.push({ plugin, options });
+    bound.push({ plugin: plugin as Extract<Plugin, { hook: H }>, options });
   });
   return bound;
 }
