@@ -78,6 +78,8 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     },
   });
 
+  const tooLarge = () => new ToolError('response_too_large', `The provider's answer is larger than ${options.maxResponseBytes} bytes and was cut off`, { refund: true });
+
   return {
     async send(req) {
       try {
@@ -96,9 +98,9 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         ...(req.signal ? { signal: req.signal } : {}),
         ...(req.retry === false ? { retry: { limit: 0 } } : {}),
       });
-      let tooLarge = false;
+      let cut = false;
       const cutOff = () => {
-        tooLarge = true;
+        cut = true;
         promise.cancel();
       };
       // A declared length is checked once; only answers without one are watched while they stream.
@@ -108,7 +110,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         if (declared > options.maxResponseBytes) cutOff();
         else if (!res.headers['content-length']) {
           promise.on('downloadProgress', (p) => {
-            if (p.transferred > options.maxResponseBytes && !tooLarge) cutOff();
+            if (p.transferred > options.maxResponseBytes && !cut) cutOff();
           });
         }
       });
@@ -116,13 +118,11 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       try {
         res = (await promise) as unknown as Response<Buffer>;
       } catch (err) {
-        if (tooLarge) {
-          throw new ToolError('response_too_large', `The provider's answer is larger than ${options.maxResponseBytes} bytes and was cut off`, { refund: true });
-        }
+        if (cut) throw tooLarge();
         throw networkFailure(err, req);
       }
       if (res.body.length > options.maxResponseBytes) {
-        throw new ToolError('response_too_large', `The provider's answer is larger than ${options.maxResponseBytes} bytes and was cut off`, { refund: true });
+        throw tooLarge();
       }
       return { status: res.statusCode, headers: res.headers, body: parseBody(res.body, res.headers['content-type']) };
     },
