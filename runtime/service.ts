@@ -10,7 +10,7 @@ import { Accounts, Vault, parseMasterKey } from './accounts/accounts.ts';
 import { ApiKeys } from './access/keys.ts';
 import { Owners } from './access/owners.ts';
 import { KeyRateLimiter } from './access/rate-limit.ts';
-import { createApiRouter } from './api/routes.ts';
+import { createApiRouter } from './api/index.ts';
 import { Credits } from './billing/credits.ts';
 import { Usage } from './billing/usage.ts';
 import type { Config } from './config.ts';

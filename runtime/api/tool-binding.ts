@@ -6,7 +6,7 @@ import { createArgumentsAjv } from '../spec/loader.ts';
 import type { LoadedTool } from '../spec/catalog.ts';
 import type { CatalogSource } from '../spec/live.ts';
 import { TOOL_NAME_PATTERN, type ToolDoc } from '../servers/tools.ts';
-import { ApiError } from './api-error.ts';
+import { ApiError } from './http.ts';
 
 type Binding = Pick<ToolDoc, 'name' | 'base_tool' | 'account_id' | 'defaults' | 'locked' | 'description'>;
 

@@ -1,0 +1,22 @@
+// Operator routes: owners and their credits.
+import type Router from '@koa/router';
+import { type ApiDeps, type Guards } from './context.ts';
+import { ApiError, jsonBody, notFound, str } from './http.ts';
+
+export function adminRoutes(router: Router, d: ApiDeps, g: Guards): void {
+  router.post('/admin/owners', g.operator, async (ctx) => {
+    const body = await jsonBody(ctx, d.maxBodyBytes);
+    const email = str(body, 'email', { required: true, pattern: /^[^\s@]+@[^\s@]+\.[^\s@]+$/, what: 'an e-mail address' })!;
+    const { owner, token } = await d.owners.create(email);
+    ctx.status = 201;
+    ctx.body = { id: owner._id, email: owner.email, token };
+  });
+
+  router.post('/admin/owners/:id/credits', g.operator, async (ctx) => {
+    const body = await jsonBody(ctx, d.maxBodyBytes);
+    if (!(await d.owners.get(ctx.params.id))) throw notFound('Owner');
+    const amount = body.amount;
+    if (typeof amount !== 'number' || !Number.isInteger(amount)) throw new ApiError(400, '"amount" must be an integer (negative to debit)');
+    ctx.body = { balance: await d.credits.grant(ctx.params.id, amount) };
+  });
+}

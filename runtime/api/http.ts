@@ -1,0 +1,78 @@
+// JSON in and out for the management API: body reading, field checks, and errors as {error, message}.
+import type { Context, Next } from 'koa';
+import { AccountFieldError } from '../accounts/accounts.ts';
+import { BodyTooLargeError, readBody } from '../http/body.ts';
+import { DuplicateKeyError } from '../store/index.ts';
+
+/** A management-API failure: its HTTP status and a message naming what is wrong. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const STATUS_NAMES: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict', 413: 'Payload Too Large', 415: 'Unsupported Media Type', 502: 'Bad Gateway' };
+
+export const notFound = (what: string) => new ApiError(404, `${what} not found`);
+
+/** Turns every failure of a route into the {error, message} body with its status; others are logged. */
+export async function apiErrors(ctx: Context, next: Next): Promise<void> {
+  try {
+    await next();
+  } catch (err) {
+    let status = 500;
+    let message = 'Internal error';
+    if (err instanceof ApiError) [status, message] = [err.status, err.message];
+    else if (err instanceof AccountFieldError) [status, message] = [400, err.message];
+    else if (err instanceof DuplicateKeyError) [status, message] = [409, `${err.collection.replace(/s$/, '')} already exists (${err.fields.join(', ')} must be unique)`];
+    else ctx.app.emit('error', err, ctx);
+    ctx.status = status;
+    ctx.body = { error: STATUS_NAMES[status] ?? 'Internal Server Error', message };
+  }
+}
+
+export function bearer(ctx: Context): string | undefined {
+  return /^Bearer +(\S+)$/i.exec(ctx.get('authorization'))?.[1];
+}
+
+export async function jsonBody(ctx: Context, limit: number, optional = false): Promise<Record<string, unknown>> {
+  if (optional && !ctx.get('content-length') && !ctx.get('transfer-encoding')) return {};
+  if (!ctx.is('application/json')) throw new ApiError(415, 'Content-Type must be application/json');
+  let text: string;
+  try {
+    text = await readBody(ctx.req, limit);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) throw new ApiError(413, `The request body is larger than ${limit} bytes`);
+    throw err;
+  }
+  if (optional && text.trim() === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new ApiError(400, `The body is not valid JSON: ${(err as Error).message}`);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ApiError(400, 'The body must be a JSON object');
+  return value as Record<string, unknown>;
+}
+
+export function str(body: Record<string, unknown>, name: string, o: { required?: boolean; pattern?: RegExp; what?: string } = {}): string | undefined {
+  const v = body[name];
+  if (v === undefined || v === null) {
+    if (o.required) throw new ApiError(400, `"${name}" is required`);
+    return undefined;
+  }
+  if (typeof v !== 'string' || v.trim() === '' || v.length > 200) throw new ApiError(400, `"${name}" must be a non-empty string of at most 200 characters`);
+  if (o.pattern && !o.pattern.test(v)) throw new ApiError(400, `"${name}" must be ${o.what ?? `of the form ${o.pattern}`}`);
+  return v;
+}
+
+export function onlyFields(body: Record<string, unknown>, allowed: string[]): void {
+  const extra = Object.keys(body).filter((k) => !allowed.includes(k));
+  if (extra.length) throw new ApiError(400, `Unknown field(s): ${extra.join(', ')} (allowed: ${allowed.join(', ')})`);
+}
+
+

@@ -1,0 +1,53 @@
+// Tool servers, and what an owner needs to compose them (who am I, the catalog).
+import type Router from '@koa/router';
+import { SERVER_ID_PATTERN, publicServer } from '../servers/servers.ts';
+import { type ApiDeps, type Guards, me, ownServer } from './context.ts';
+import { ApiError, jsonBody, notFound, onlyFields, str } from './http.ts';
+
+export function serversRoutes(router: Router, d: ApiDeps, g: Guards): void {
+  router.get('/me', g.owner, (ctx) => {
+    ctx.body = { id: me(ctx)._id, email: me(ctx).email };
+  });
+
+  router.get('/catalog', g.owner, (ctx) => {
+    const catalog = d.catalog.current;
+    ctx.body = {
+      tools: [...catalog.tools.values()].map((t) => ({ id: t.spec.id, provider: t.spec.provider, account_kind: t.provider.spec.account.kind, title: t.spec.title, credits: t.spec.credits, input: t.spec.input })),
+      account_kinds: [...catalog.providers.values()].map((p) => ({ kind: p.spec.account.kind, title: p.spec.title, fields: p.spec.account.fields })),
+    };
+  });
+
+  router.post('/servers', g.owner, async (ctx) => {
+    const body = await jsonBody(ctx, d.maxBodyBytes);
+    const name = str(body, 'name', { required: true })!;
+    const id = str(body, 'id', { pattern: SERVER_ID_PATTERN, what: '1-64 letters, digits, "_" or "-", starting with a letter or digit' });
+    ctx.status = 201;
+    ctx.body = publicServer(await d.servers.create(me(ctx)._id, name, id));
+  });
+  router.get('/servers', g.owner, async (ctx) => {
+    ctx.body = { servers: (await d.servers.list(me(ctx)._id)).map(publicServer) };
+  });
+  router.get('/servers/:id', g.owner, async (ctx) => {
+    ctx.body = publicServer(await ownServer(d, ctx, ctx.params.id));
+  });
+  router.patch('/servers/:id', g.owner, async (ctx) => {
+    const body = await jsonBody(ctx, d.maxBodyBytes);
+    onlyFields(body, ['name', 'active']);
+    const changes: { name?: string; active?: boolean } = {};
+    if (body.name !== undefined) changes.name = str(body, 'name', { required: true })!;
+    if (body.active !== undefined) {
+      if (typeof body.active !== 'boolean') throw new ApiError(400, '"active" must be true or false');
+      changes.active = body.active;
+    }
+    const updated = await d.servers.update(me(ctx)._id, ctx.params.id, changes);
+    if (!updated) throw notFound('Server');
+    ctx.body = publicServer(updated);
+  });
+  router.delete('/servers/:id', g.owner, async (ctx) => {
+    await ownServer(d, ctx, ctx.params.id);
+    await d.keys.forgetServer(me(ctx)._id, ctx.params.id);
+    await d.tools.deleteForServer(me(ctx)._id, ctx.params.id);
+    await d.servers.delete(me(ctx)._id, ctx.params.id);
+    ctx.status = 204;
+  });
+}
