@@ -1,5 +1,5 @@
 // Composition: config -> store -> spec catalog -> repositories -> Koa app -> listen.
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
@@ -97,13 +97,17 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   let inFlight = 0;
   app.use(async (ctx, next) => {
     const started = performance.now();
+    // A caller's request id is kept when it is a plain token, so logs can be joined across services.
+    const given = ctx.get('x-request-id');
+    const requestId = /^[\w.:-]{1,64}$/.test(given) ? given : randomUUID();
+    ctx.set('X-Request-Id', requestId);
     if (closing) ctx.set('Connection', 'close');
     inFlight++;
     try {
       await next();
     } finally {
       inFlight--;
-      const line = { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round((performance.now() - started) * 10) / 10, keyId: ctx.state.keyId, tool: ctx.state.tool };
+      const line = { requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round((performance.now() - started) * 10) / 10, keyId: ctx.state.keyId, tool: ctx.state.tool };
       if (ctx.status >= 500) logger.warn(line, 'request');
       else logger.info(line, 'request');
     }

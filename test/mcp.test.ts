@@ -114,6 +114,14 @@ describe('versions of the initialize era', () => {
     expect(JSON.parse(call.body.result.content[0].text)).toEqual(call.body.result.structuredContent);
   });
 
+  it('tags every answer and log line with a request id (the caller\'s own when it sends one)', async () => {
+    const own = await post({ jsonrpc: '2.0', id: 8, method: 'ping' }, { 'x-request-id': 'trace-42' });
+    expect(own.headers.get('x-request-id')).toBe('trace-42');
+    const made = await post({ jsonrpc: '2.0', id: 9, method: 'ping' }, { 'x-request-id': 'bad id with spaces' });
+    expect(made.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    await expect.poll(() => svc.logs.some((l) => l.includes('"requestId":"trace-42"'))).toBe(true);
+  });
+
   it('answers ping with an empty result', async () => {
     expect((await post({ jsonrpc: '2.0', id: 7, method: 'ping' })).body).toEqual({ jsonrpc: '2.0', id: 7, result: {} });
   });
