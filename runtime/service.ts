@@ -17,10 +17,11 @@ import type { Config } from './config.ts';
 import { Engine } from './engine/index.ts';
 import { createHttpClient } from './http/client.ts';
 import { type Logger, createLogger } from './log.ts';
+import { Metrics } from './metrics.ts';
 import { createMcpEndpoint, sendJson } from './mcp/endpoint.ts';
 import { rpcError } from './mcp/protocol.ts';
 import type { PluginRegistry } from './plugin-api.ts';
-import { generatedSecret, randomToken } from './secrets.ts';
+import { generatedSecret, randomToken, sameSecret } from './secrets.ts';
 import { Gateway } from './servers/gateway.ts';
 import { Servers } from './servers/servers.ts';
 import { CustomTools } from './servers/tools.ts';
@@ -87,7 +88,8 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const credits = new Credits(store);
   const usage = new Usage(store);
   const rateLimiter = new KeyRateLimiter(config.rateLimit, store.mongo);
-  const gateway = new Gateway({ keys, servers, tools, accounts, credits, usage, rateLimiter, engine, logger });
+  const metrics = new Metrics();
+  const gateway = new Gateway({ keys, servers, tools, accounts, credits, usage, rateLimiter, engine, logger, metrics });
 
   const app = new Koa();
   app.silent = true;
@@ -107,7 +109,9 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       await next();
     } finally {
       inFlight--;
-      const line = { requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round((performance.now() - started) * 10) / 10, keyId: ctx.state.keyId, tool: ctx.state.tool };
+      const ms = performance.now() - started;
+      metrics.request(ctx.path, ctx.status, ms / 1000);
+      const line = { requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10, keyId: ctx.state.keyId, tool: ctx.state.tool };
       if (ctx.status >= 500) logger.warn(line, 'request');
       else logger.info(line, 'request');
     }
@@ -125,6 +129,17 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     }
     await store.collection('owners').countDocuments({ _id: '__readyz' });
     ctx.body = { status: 'ready', store: store.kind, tools: catalog.current.tools.size };
+  });
+  router.get('/metrics', async (ctx) => {
+    const token = /^Bearer +(\S+)$/i.exec(ctx.get('authorization'))?.[1];
+    if (!token || !sameSecret(token, operatorToken)) {
+      ctx.set('WWW-Authenticate', 'Bearer');
+      ctx.status = 401;
+      ctx.body = { error: 'Unauthorized', message: 'The operator token is required for metrics' };
+      return;
+    }
+    ctx.type = metrics.registry.contentType;
+    ctx.body = await metrics.registry.metrics();
   });
   router.post(
     '/mcp/:serverId',

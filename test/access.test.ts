@@ -226,6 +226,18 @@ describe('credits', () => {
     expect(usage.body.usage[0]).toMatchObject({ server_id: server.serverId, tool: 'demo_echo', refunds: 1 });
   });
 
+  it('counts tool calls by outcome and the credits kept in /metrics, for the operator only', async () => {
+    expect((await svc.call('GET', '/metrics', { token: owner.token })).status).toBe(401);
+    const res = await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${svc.operatorToken}` } });
+    const text = await res.text();
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(text).toContain('tool_server_tool_calls_total{tool="demo_echo",outcome="ok"} 30');
+    expect(text).toMatch(/tool_server_tool_calls_total\{tool="demo_echo",outcome="insufficient_credits"\} 2[01]/);
+    expect(text).toContain('tool_server_tool_calls_total{tool="demo_echo",outcome="provider_error"} 1');
+    expect(text).toContain('tool_server_credits_kept_total 62');
+    expect(text).toMatch(/tool_server_http_request_duration_seconds_count\{area="mcp",status="2xx"\} \d+/);
+  });
+
   it('an operator debit never goes below zero', async () => {
     const res = await svc.call('POST', `/api/admin/owners/${owner.id}/credits`, { token: svc.operatorToken, body: { amount: -1000 } });
     expect(res.body).toEqual({ balance: 0 });

@@ -8,6 +8,7 @@ import type { Credits } from '../billing/credits.ts';
 import type { Usage } from '../billing/usage.ts';
 import type { Engine } from '../engine/index.ts';
 import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics.ts';
 import type { AuthOutcome, CallOptions, CallOutcome, ExposedTool, McpBackend, Principal, RateOutcome } from '../mcp/backend.ts';
 import { ToolError } from '../tool-error.ts';
 import type { Servers } from './servers.ts';
@@ -23,6 +24,7 @@ export interface GatewayDeps {
   rateLimiter: KeyRateLimiter;
   engine: Engine;
   logger: Logger;
+  metrics: Metrics;
 }
 
 export class Gateway implements McpBackend {
@@ -53,36 +55,38 @@ export class Gateway implements McpBackend {
     const bound = (await this.d.tools.forServer(principal.serverId)).find((t) => t.doc.name === name);
     if (!bound) return undefined;
     const cost = bound.base.spec.credits;
-    const record = (credits: number, failed: boolean, refunded: boolean) =>
+    const record = (credits: number, failed: boolean, refunded: boolean, outcome: string) => {
       this.d.usage.record({ ownerId: principal.ownerId, serverId: principal.serverId, keyId: principal.keyId, tool: name, credits, failed, refunded });
+      this.d.metrics.toolCall(name, outcome, credits);
+    };
 
     let validated: Record<string, unknown>;
     try {
       validated = this.d.engine.validateArguments(bound.base, mergeArguments(bound, args as Record<string, unknown>));
     } catch (err) {
       if (!(err instanceof ToolError)) throw err;
-      record(0, true, false);
+      record(0, true, false, err.code);
       return { ok: false, error: err };
     }
     const account = bound.doc.account_id ? await this.d.accounts.credentials(principal.ownerId, bound.doc.account_id) : null;
     if (bound.doc.account_id && !account) {
-      record(0, true, false);
+      record(0, true, false, 'account_missing');
       return { ok: false, error: new ToolError('account_missing', `The account bound to ${name} no longer exists; bind another account to the tool`) };
     }
     if (!(await this.d.credits.charge(principal.ownerId, cost))) {
       const balance = await this.d.credits.balance(principal.ownerId);
-      record(0, true, false);
+      record(0, true, false, 'insufficient_credits');
       return { ok: false, error: new ToolError('insufficient_credits', `Insufficient credits: ${name} costs ${cost} credit${cost === 1 ? '' : 's'} and the balance is ${balance}`) };
     }
     try {
       const result = await this.d.engine.run(bound.base, validated, account, options);
-      record(cost, false, false);
+      record(cost, false, false, 'ok');
       return { ok: true, result };
     } catch (err) {
       const failure = err instanceof ToolError ? err : new ToolError('internal_error', 'The tool failed inside the service', { refund: true });
       if (!(err instanceof ToolError)) this.d.logger.error({ err, tool: name, keyId: principal.keyId }, 'tool failed unexpectedly');
       if (failure.refund) await this.d.credits.refund(principal.ownerId, cost);
-      record(failure.refund ? 0 : cost, true, failure.refund);
+      record(failure.refund ? 0 : cost, true, failure.refund, failure.code);
       return { ok: false, error: failure };
     }
   }

@@ -1,0 +1,35 @@
+// Prometheus metrics at GET /metrics (operator token): tool calls by outcome, credits kept, HTTP latency,
+// and the process defaults. Counting costs a few microseconds per request; collection happens on scrape.
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly calls = new Counter({
+    name: 'tool_server_tool_calls_total',
+    help: 'tools/call requests by tool name and outcome (ok, or the error code)',
+    labelNames: ['tool', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  private readonly credits = new Counter({ name: 'tool_server_credits_kept_total', help: 'Credits charged and kept', registers: [this.registry] });
+  private readonly requests = new Histogram({
+    name: 'tool_server_http_request_duration_seconds',
+    help: 'HTTP requests by area (mcp, api, other) and status class',
+    labelNames: ['area', 'status'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'tool_server_' });
+  }
+
+  toolCall(tool: string, outcome: string, creditsKept: number): void {
+    this.calls.inc({ tool, outcome });
+    if (creditsKept) this.credits.inc(creditsKept);
+  }
+
+  request(path: string, status: number, seconds: number): void {
+    const area = path.startsWith('/mcp/') ? 'mcp' : path.startsWith('/api/') ? 'api' : 'other';
+    this.requests.observe({ area, status: `${Math.floor(status / 100)}xx` }, seconds);
+  }
+}
