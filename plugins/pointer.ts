@@ -1,11 +1,11 @@
 // JSON pointers for plugin options ("/fields/description"), with "*" matching every array item or
 // object member, so one option can reach e.g. every issue of a search result.
+import { pointerParts } from '../runtime/json-pointer.ts';
 import type { RequestPlugin, ResponsePlugin } from '../runtime/plugin-api.ts';
 
 /** Calls `fn` for each value the pointer reaches and replaces it with the result (undefined leaves it). */
 export function updateAt(root: unknown, pointer: string, fn: (value: unknown) => unknown): void {
-  const parts = pointer.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
-  walk(root, parts, fn);
+  walk(root, pointerParts(pointer), fn);
 }
 
 function walk(node: unknown, parts: string[], fn: (value: unknown) => unknown): void {

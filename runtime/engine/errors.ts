@@ -2,7 +2,6 @@
 import type { UpstreamResponse } from '../http/client.ts';
 import type { CompiledErrorRule, LoadedProvider, LoadedTool } from '../spec/catalog.ts';
 import { ToolError } from '../tool-error.ts';
-import type { AccountCredentials } from './index.ts';
 
 /** Fallback families, after the tool's and the provider's own rules. */
 const DEFAULT_RULES: Array<{ test: (status: number) => boolean; code: string; message: string }> = [
@@ -71,14 +70,9 @@ export function mapUpstreamError(
   return new ToolError(rule?.code ?? fallback.code, message, { retryable: rule?.retryable ?? transient, providerStatus: res.status, refund: transient });
 }
 
-/** Replaces every secret of the account (and its Basic form) in a text with [redacted]. */
-export function redactor(provider: LoadedProvider, account: AccountCredentials | null): (text: string) => string {
-  if (!account) return (t) => t;
-  const secrets = [...provider.secretFields].map((f) => account.fields[f]).filter((s): s is string => typeof s === 'string' && s.length >= 4);
-  const basic = provider.spec.auth?.basic;
-  if (basic && account.fields[basic.username] && account.fields[basic.password]) {
-    secrets.push(Buffer.from(`${account.fields[basic.username]}:${account.fields[basic.password]}`).toString('base64'));
-  }
+/** Replaces each of the given secrets (too short ones are ignored) in a text with [redacted]. */
+export function redactor(values: Array<string | undefined>): (text: string) => string {
+  const secrets = values.filter((s): s is string => typeof s === 'string' && s.length >= 4);
   if (secrets.length === 0) return (t) => t;
   return (text) => secrets.reduce((t, s) => t.split(s).join('[redacted]'), text);
 }

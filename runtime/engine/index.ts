@@ -2,6 +2,7 @@
 // plugins, call the provider through the one HTTP client, map the answer, map failures to ToolError.
 import type { ErrorObject } from 'ajv';
 import type { HttpClient, UpstreamResponse } from '../http/client.ts';
+import { pointerParts } from '../json-pointer.ts';
 import { type OutboundRequest, type ProviderHttp, UpstreamStatusError } from '../plugin-api.ts';
 import type { CompiledRequest, LoadedProvider, LoadedTool } from '../spec/catalog.ts';
 import { type CompiledTemplate, RenderError, truthy } from '../template/index.ts';
@@ -113,8 +114,7 @@ export class Engine {
 
   /** The provider client bound to one account: base URL, auth headers, default headers. */
   private bind(provider: LoadedProvider, account: AccountCredentials | null, signal?: AbortSignal, idempotent = true): ProviderHttp {
-    const headers: Record<string, string> = { accept: 'application/json', ...provider.spec.headers };
-    const { auth, base, baseOrigin } = accountFacts(provider, account);
+    const { headers, auth, base, baseOrigin } = accountFacts(provider, account);
     return {
       send: async (req, { expectOk = true, withAuth = true, retry = idempotent } = {}) => {
         let url: URL;
@@ -190,6 +190,8 @@ function toToolError(err: unknown, map: (res: UpstreamResponse) => ToolError, re
 /** What a call needs from an account, derived once per (account, provider) and reused by later calls. */
 interface AccountFacts {
   provider: LoadedProvider;
+  /** Accept and the provider's constant headers. */
+  headers: Readonly<Record<string, string>>;
   publicFields: Record<string, string>;
   auth: Record<string, string>;
   base?: string;
@@ -203,13 +205,17 @@ const FACTS = new WeakMap<AccountCredentials, AccountFacts>();
 function accountFacts(provider: LoadedProvider, account: AccountCredentials | null): AccountFacts {
   const cached = account ? FACTS.get(account) : NO_ACCOUNT.get(provider);
   if (cached && cached.provider === provider) return cached;
-  const facts: AccountFacts = { provider, publicFields: {}, auth: {}, redact: redactor(provider, account) };
+  const headers = { accept: 'application/json', ...provider.spec.headers };
+  const facts: AccountFacts = { provider, headers, publicFields: {}, auth: {}, redact: (text) => text };
   if (account) {
     for (const [k, v] of Object.entries(account.fields)) if (!provider.secretFields.has(k)) facts.publicFields[k] = v;
     Object.freeze(facts.publicFields);
     facts.auth = authHeaders(provider, account);
     facts.base = baseUrl(provider, account);
     facts.baseOrigin = new URL(facts.base).origin;
+    // Secret fields, and the credential of each auth header (the Basic form of e-mail:token, for one).
+    const secrets = [...provider.secretFields].map((f) => account.fields[f]);
+    facts.redact = redactor([...secrets, ...Object.values(facts.auth).map((v) => v.split(' ').pop()!)]);
     FACTS.set(account, facts);
   } else NO_ACCOUNT.set(provider, facts);
   return facts;
@@ -242,7 +248,7 @@ const OUTPUT_WORDS = { whole: 'the result', unknown: 'is not expected in the res
 export function describeSchemaErrors(errors: ErrorObject[], words = ARGUMENT_WORDS): string {
   const seen = new Set<string>();
   for (const e of errors) {
-    const at = e.instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const at = pointerParts(e.instancePath);
     let text: string;
     switch (e.keyword) {
       case 'required':

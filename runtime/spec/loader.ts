@@ -6,6 +6,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Document, type Node as YamlNode } from 'yaml';
+import { pointerParts } from '../json-pointer.ts';
 import type { Plugin, PluginHook, PluginRegistry } from '../plugin-api.ts';
 import { type CompiledTemplate, TemplateError, type VariableCheck, compileTemplate, isTemplate } from '../template/index.ts';
 import { TreeTemplateError, compileTree } from '../template/tree.ts';
@@ -105,7 +106,7 @@ function toPointer(parts: string[]): string {
 
 function reportAjvErrors(src: SourceFile, errors: ErrorObject[] | null | undefined, base: string[] = []): void {
   for (const e of errors ?? []) {
-    const at = [...base, ...e.instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))];
+    const at = [...base, ...pointerParts(e.instancePath)];
     if (e.keyword === 'additionalProperties') {
       const prop = (e.params as { additionalProperty: string }).additionalProperty;
       src.report([...at, prop], `unknown property "${prop}"`, undefined, true);
