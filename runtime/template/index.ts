@@ -12,6 +12,7 @@ import Handlebars from 'handlebars';
 type Node = hbs.AST.Node;
 type Expr = hbs.AST.Expression;
 
+// Only the parser is used: templates run as the closures compiled below, never through Handlebars' runtime.
 const hb = Handlebars.create();
 
 /** The allow-list: pure functions of their arguments. */
@@ -45,11 +46,6 @@ export const helpers: Record<string, (...args: unknown[]) => unknown> = {
     return Array.isArray(value) ? value.map((item) => ({ [key]: item })) : { [key]: value };
   },
 };
-for (const [name, fn] of Object.entries(helpers)) {
-  // Handlebars passes an options object last; our helpers never see it.
-  hb.registerHelper(name, (...args: unknown[]) => fn(...args.slice(0, -1)));
-}
-
 /** Truthiness of template conditions: empty strings, empty arrays, null, undefined, false and 0 are false. */
 export function truthy(value: unknown): boolean {
   if (Array.isArray(value)) return value.length > 0;
