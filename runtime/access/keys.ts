@@ -117,11 +117,6 @@ export class ApiKeys {
     return { revoked: revoked.modified, unlinked: unlinked.modified };
   }
 
-  /** Called when a server is deleted: its keys die with it and global keys forget it. */
-  async forgetServer(ownerId: string, serverId: string): Promise<void> {
-    await this.revokeAll(ownerId, serverId);
-  }
-
   touch(id: string): void {
     this.touched.set(id, new Date());
   }

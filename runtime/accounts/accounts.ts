@@ -106,6 +106,14 @@ export class Accounts {
     return { plain, secret };
   }
 
+  /** The secret fields encrypted together, and the last 4 characters of each for the mask. */
+  private sealed(secrets: Record<string, string>, id: string): Pick<AccountDoc, 'sealed' | 'hints'> {
+    return {
+      sealed: Object.keys(secrets).length ? this.vault.seal(secrets, id) : null,
+      hints: Object.fromEntries(Object.entries(secrets).map(([k, v]) => [k, v.slice(-4)])),
+    };
+  }
+
   /** The provider of each account kind, from the catalog in use. */
   get providersByKind(): ReadonlyMap<string, LoadedProvider> {
     return new Map([...this.catalog.current.providers.values()].map((p) => [p.spec.account.kind, p]));
@@ -128,8 +136,7 @@ export class Accounts {
       kind,
       name,
       fields: plain,
-      sealed: Object.keys(secret).length ? this.vault.seal(secret, id) : null,
-      hints: Object.fromEntries(Object.entries(secret).map(([k, v]) => [k, v.slice(-4)])),
+      ...this.sealed(secret, id),
       created_at: new Date(),
       verified_at: null,
     };
@@ -153,8 +160,7 @@ export class Accounts {
     const secrets = { ...(doc.sealed ? this.vault.open(doc.sealed, id) : {}), ...secret };
     const set: Record<string, unknown> = {
       fields: { ...doc.fields, ...plain },
-      sealed: Object.keys(secrets).length ? this.vault.seal(secrets, id) : null,
-      hints: Object.fromEntries(Object.entries(secrets).map(([k, v]) => [k, v.slice(-4)])),
+      ...this.sealed(secrets, id),
       verified_at: null,
     };
     if (name !== undefined) set.name = name;

@@ -45,7 +45,8 @@ export function serversRoutes(router: Router, d: ApiDeps, g: Guards): void {
   });
   router.delete('/servers/:id', g.owner, async (ctx) => {
     await ownServer(d, ctx, ctx.params.id);
-    await d.keys.forgetServer(me(ctx)._id, ctx.params.id);
+    // Its keys die with it and global keys forget it.
+    await d.keys.revokeAll(me(ctx)._id, ctx.params.id);
     await d.tools.deleteForServer(me(ctx)._id, ctx.params.id);
     await d.servers.delete(me(ctx)._id, ctx.params.id);
     ctx.status = 204;
