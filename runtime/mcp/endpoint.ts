@@ -35,7 +35,7 @@ export interface McpEndpointOptions {
   instructions?: string;
 }
 
-export const AUTH_BODIES = {
+const AUTH_BODIES = {
   401: { error: 'Unauthorized', message: 'Invalid or expired API key' },
   403: { error: 'Forbidden', message: 'Access denied to this resource' },
   429: { error: 'Rate Limit Exceeded', message: 'Too many requests. Please try again later.' },
@@ -291,7 +291,7 @@ export function sendJson(ctx: Context, status: number, body: unknown): void {
   ctx.body = JSON.stringify(body);
 }
 
-export function sendHttpError(ctx: Context, status: number, body: { error: string; message: string }): void {
+function sendHttpError(ctx: Context, status: number, body: { error: string; message: string }): void {
   sendJson(ctx, status, body);
 }
 
