@@ -29,6 +29,15 @@ export interface Config {
   toolsPageSize: number;
   /** How long a key lookup is cached (revocation reaches other instances within this time). */
   keyCacheMs: number;
+  /** The service's public base URL (no trailing slash): its origin is the dashboard's own origin, its scheme decides Secure cookies. */
+  publicUrl: string;
+  /** Who may create an owner account: anyone (`open`) or only the operator's invitations (`invite`). */
+  signup: 'open' | 'invite';
+  /** Credits granted to every new owner. */
+  startingCredits: number;
+  /** A dashboard session ends after this long without a request, and in any case after sessionMaxDays. */
+  sessionIdleMinutes: number;
+  sessionMaxDays: number;
 }
 
 export class ConfigError extends Error {}
@@ -64,6 +73,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (env.MONGODB_URL && !/^mongodb(\+srv)?:\/\//.test(env.MONGODB_URL)) problems.push('MONGODB_URL must start with mongodb:// or mongodb+srv://');
   if (env.MASTER_KEY && !isKey32(env.MASTER_KEY)) problems.push('MASTER_KEY must be 32 bytes as 64 hex characters or base64');
+  const signup = (env.SIGNUP || 'open') as Config['signup'];
+  if (signup !== 'open' && signup !== 'invite') problems.push(`SIGNUP must be open or invite (got "${env.SIGNUP}")`);
+  if (env.PUBLIC_URL && !isHttpUrl(env.PUBLIC_URL)) problems.push(`PUBLIC_URL must be an http(s) URL with no path, query or fragment (got "${env.PUBLIC_URL}")`);
   if (env.OPERATOR_TOKEN !== undefined && env.OPERATOR_TOKEN.length < 24) problems.push('OPERATOR_TOKEN must be at least 24 characters');
   const config: Config = {
     port: int('PORT', 3000, 0, 65535),
@@ -89,7 +101,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     toolsPageSize: int('TOOLS_PAGE_SIZE', 100, 1, 1000),
     keyCacheMs: int('KEY_CACHE_MS', 5000, 0, 30_000),
+    publicUrl: '',
+    signup,
+    startingCredits: int('STARTING_CREDITS', 100, 0, 1_000_000_000),
+    sessionIdleMinutes: int('SESSION_IDLE_MINUTES', 720, 1, 60 * 24 * 90),
+    sessionMaxDays: int('SESSION_MAX_DAYS', 14, 1, 365),
   };
+  config.publicUrl = env.PUBLIC_URL ? new URL(env.PUBLIC_URL).origin : defaultPublicUrl(config.host, config.port);
   if (problems.length) throw new ConfigError(`Invalid configuration:\n- ${problems.join('\n- ')}`);
   return config;
 }
@@ -101,4 +119,19 @@ function isKey32(text: string): boolean {
   } catch {
     return false;
   }
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const u = new URL(text);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && (u.pathname === '/' || u.pathname === '') && !u.search && !u.hash;
+  } catch {
+    return false;
+  }
+}
+
+/** What a browser on this machine would type: wildcard hosts become loopback. */
+function defaultPublicUrl(host: string, port: number): string {
+  const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  return `http://${shown}:${port}`;
 }

@@ -9,6 +9,8 @@ import { pluginRegistry } from '../plugins/index.ts';
 import { Accounts, Vault, parseMasterKey } from './accounts/accounts.ts';
 import { ApiKeys } from './access/keys.ts';
 import { Owners } from './access/owners.ts';
+import { Sessions } from './access/sessions.ts';
+import { SignInLimits } from './access/sign-in-limits.ts';
 import { KeyRateLimiter } from './access/rate-limit.ts';
 import { createApiRouter } from './api/index.ts';
 import { Credits } from './billing/credits.ts';
@@ -54,6 +56,10 @@ export interface RunningService {
 const INDEXES = [
   { collection: 'owners', fields: ['email'], unique: true },
   { collection: 'owner_tokens', fields: ['hash'], unique: true },
+  { collection: 'owner_tokens', fields: ['owner_id'] },
+  { collection: 'owners', fields: ['invite_hash'], unique: true, sparse: true },
+  { collection: 'sessions', fields: ['owner_id'] },
+  { collection: 'sessions', fields: ['expires_at'] },
   { collection: 'servers', fields: ['owner_id'] },
   { collection: 'api_keys', fields: ['hash'], unique: true },
   { collection: 'api_keys', fields: ['owner_id'] },
@@ -81,6 +87,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const http = createHttpClient({ timeoutMs: config.upstreamTimeoutMs, maxResponseBytes: config.maxResponseBytes, allow: config.allowPrivateNetworks, retries: 2, maxRetryAfterMs: 3000 });
   const engine = new Engine(http, { defaultTimeoutMs: config.upstreamTimeoutMs });
   const owners = new Owners(store);
+  const sessions = new Sessions(store, { idleMs: config.sessionIdleMinutes * 60_000, maxMs: config.sessionMaxDays * 86_400_000 });
   const servers = new Servers(store, config.keyCacheMs);
   const keys = new ApiKeys(store, config.keyCacheMs);
   const tools = new CustomTools(store, catalog, config.keyCacheMs);
@@ -159,7 +166,10 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     ctx.set('Allow', 'POST');
     sendJson(ctx, 405, rpcError(null, -32000, 'Method not allowed.'));
   });
-  const api = createApiRouter({ owners, servers, keys, tools, accounts, credits, usage, catalog, engine, operatorToken, maxBodyBytes: config.maxBodyBytes });
+  // The public URL is completed once the port is known (PORT=0 in tests).
+  const site = { publicUrl: config.publicUrl, signup: config.signup, startingCredits: config.startingCredits };
+  const signInLimits = new SignInLimits(undefined, store.mongo);
+  const api = createApiRouter({ owners, servers, keys, tools, accounts, credits, usage, catalog, engine, sessions, signInLimits, operatorToken, maxBodyBytes: config.maxBodyBytes, site });
   app.use(router.routes()).use(router.allowedMethods());
   app.use(api.routes()).use(api.allowedMethods());
   app.use((ctx) => {
@@ -174,12 +184,15 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   server.keepAliveTimeout = 65_000;
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
+  if (config.port === 0 && site.publicUrl.endsWith(':0')) site.publicUrl = `http://${host}:${port}`;
 
   const flush = async () => {
     await Promise.all([usage.flush(), keys.flush()]);
   };
   const flusher = setInterval(() => flush().catch((err) => logger.error({ err }, 'flush failed')), 2000);
   flusher.unref();
+  const sessionSweeper = setInterval(() => sessions.sweep().catch((err) => logger.error({ err }, 'session sweep failed')), 3_600_000);
+  sessionSweeper.unref();
   if (config.watchSpecs) catalog.watch(config.toolSpecsDir, plugins, logger);
   logger.info({ port, store: store.kind, tools: catalog.current.tools.size, providers: catalog.current.providers.size }, 'tool server listening');
 
@@ -195,6 +208,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       if (closing) return;
       closing = true;
       clearInterval(flusher);
+      clearInterval(sessionSweeper);
       catalog.close();
       // Stop accepting; in-flight requests finish, then every connection is closed (keep-alive ones would
       // otherwise hold the process); after the grace period nothing is waited for.

@@ -1,20 +1,39 @@
-// Account owners and their management tokens (`mcpo_...`, stored as SHA-256).
+// Account owners: e-mail, dashboard password (scrypt), one-time invitations, and their management tokens
+// (`mcpo_...`, stored as SHA-256). Invitation tokens are stored hashed too.
 import type { Collection, Doc, Store } from '../store/index.ts';
 import { randomId, randomToken, sha256 } from '../secrets.ts';
+import { decoyHash, hashPassword, verifyPassword } from './passwords.ts';
 
 export interface OwnerDoc extends Doc {
   email: string;
   created_at: Date;
+  /** Absent until the owner sets a password (an invited owner, or one made by the operator). */
+  password_hash?: string;
+  /** SHA-256 of the pending one-time invitation token and when it stops working. */
+  invite_hash?: string;
+  invite_expires_at?: Date;
 }
 
 export interface OwnerTokenDoc extends Doc {
   owner_id: string;
+  name: string;
   hash: string;
   prefix: string;
   created_at: Date;
+  last_used_at: Date | null;
 }
 
 export const OWNER_TOKEN_PREFIX = 'mcpo_';
+const INVITE_DAYS = 7;
+/** last_used_at of a token is written at most this often. */
+const TOUCH_EVERY_MS = 60_000;
+
+export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
+
+/** The list view of a management token: never the token or its hash. */
+export function publicOwnerToken(t: OwnerTokenDoc): Record<string, unknown> {
+  return { id: t._id, name: t.name ?? 'token', prefix: t.prefix, created_at: t.created_at, last_used_at: t.last_used_at ?? null };
+}
 
 export class Owners {
   private readonly owners: Collection<OwnerDoc>;
@@ -25,17 +44,63 @@ export class Owners {
     this.tokens = store.collection<OwnerTokenDoc>('owner_tokens');
   }
 
-  /** Creates an owner and its first management token (returned once). */
-  async create(email: string): Promise<{ owner: OwnerDoc; token: string }> {
-    const owner: OwnerDoc = { _id: randomId('own_'), email: email.toLowerCase(), created_at: new Date() };
+  /** Creates an owner (by the operator) with its first management token and a one-time invitation to set a password. */
+  async create(email: string): Promise<{ owner: OwnerDoc; token: string; invite: string }> {
+    const invite = randomToken('', 32);
+    const owner: OwnerDoc = {
+      _id: randomId('own_'),
+      email: normalizeEmail(email),
+      created_at: new Date(),
+      invite_hash: sha256(invite),
+      invite_expires_at: new Date(Date.now() + INVITE_DAYS * 86_400_000),
+    };
     await this.owners.insertOne(owner);
-    return { owner, token: await this.issueToken(owner._id) };
+    return { owner, token: (await this.issueToken(owner._id, 'first token')).token, invite };
   }
 
-  async issueToken(ownerId: string): Promise<string> {
+  /** Creates an owner who signed up with a password. Throws DuplicateKeyError when the e-mail is taken. */
+  async signUp(email: string, password: string): Promise<OwnerDoc> {
+    const owner: OwnerDoc = { _id: randomId('own_'), email: normalizeEmail(email), created_at: new Date(), password_hash: await hashPassword(password) };
+    await this.owners.insertOne(owner);
+    return owner;
+  }
+
+  /** The owner for an e-mail and password, or null; an unknown e-mail costs the same scrypt as a wrong password. */
+  async checkPassword(email: string, password: string): Promise<OwnerDoc | null> {
+    const owner = await this.owners.findOne({ email: normalizeEmail(email) });
+    const ok = await verifyPassword(password, owner?.password_hash ?? (await decoyHash()));
+    return ok && owner?.password_hash ? owner : null;
+  }
+
+  async setPassword(ownerId: string, password: string): Promise<void> {
+    await this.owners.updateOne({ _id: ownerId }, { $set: { password_hash: await hashPassword(password) } });
+  }
+
+  /** Uses a one-time invitation: sets the password and forgets the invitation. Null when it is unknown or expired. */
+  async acceptInvite(invite: string, password: string): Promise<OwnerDoc | null> {
+    const hash = sha256(invite);
+    // Claimed atomically, so two uses of the same link cannot both succeed.
+    const owner = await this.owners.findOneAndUpdate(
+      { invite_hash: hash, invite_expires_at: { $gt: new Date() } },
+      { $set: { password_hash: await hashPassword(password) }, $unset: { invite_hash: '', invite_expires_at: '' } },
+    );
+    return owner;
+  }
+
+  async issueToken(ownerId: string, name: string): Promise<{ doc: OwnerTokenDoc; token: string }> {
     const token = randomToken(OWNER_TOKEN_PREFIX);
-    await this.tokens.insertOne({ _id: randomId('otk_'), owner_id: ownerId, hash: sha256(token), prefix: token.slice(0, 10), created_at: new Date() });
-    return token;
+    const doc: OwnerTokenDoc = { _id: randomId('otk_'), owner_id: ownerId, name, hash: sha256(token), prefix: token.slice(0, 10), created_at: new Date(), last_used_at: null };
+    await this.tokens.insertOne(doc);
+    return { doc, token };
+  }
+
+  listTokens(ownerId: string): Promise<OwnerTokenDoc[]> {
+    return this.tokens.find({ owner_id: ownerId }, { sort: { created_at: 1 } });
+  }
+
+  /** Revokes (deletes) a token of the owner; false when there is none with that id. */
+  async revokeToken(ownerId: string, id: string): Promise<boolean> {
+    return (await this.tokens.deleteOne({ _id: id, owner_id: ownerId })) === 1;
   }
 
   get(id: string): Promise<OwnerDoc | null> {
@@ -46,6 +111,9 @@ export class Owners {
   async authenticate(token: string): Promise<OwnerDoc | null> {
     if (!token.startsWith(OWNER_TOKEN_PREFIX)) return null;
     const t = await this.tokens.findOne({ hash: sha256(token) });
-    return t ? this.owners.findOne({ _id: t.owner_id }) : null;
+    if (!t) return null;
+    const now = new Date();
+    if (!t.last_used_at || now.getTime() - t.last_used_at.getTime() >= TOUCH_EVERY_MS) await this.tokens.updateOne({ _id: t._id }, { $set: { last_used_at: now } });
+    return this.owners.findOne({ _id: t.owner_id });
   }
 }

@@ -7,9 +7,11 @@ export function adminRoutes(router: Router, d: ApiDeps, g: Guards): void {
   router.post('/admin/owners', g.operator, async (ctx) => {
     const body = await jsonBody(ctx, d.maxBodyBytes);
     const email = str(body, 'email', { required: true, pattern: /^[^\s@]+@[^\s@]+\.[^\s@]+$/, what: 'an e-mail address' })!;
-    const { owner, token } = await d.owners.create(email);
+    const { owner, token, invite } = await d.owners.create(email);
+    if (d.site.startingCredits > 0) await d.credits.grant(owner._id, d.site.startingCredits);
     ctx.status = 201;
-    ctx.body = { id: owner._id, email: owner.email, token };
+    // The invitation travels in the fragment: it never reaches a server log or a Referer header.
+    ctx.body = { id: owner._id, email: owner.email, token, invite_url: `${d.site.publicUrl}/invite#${invite}` };
   });
 
   router.post('/admin/owners/:id/credits', g.operator, async (ctx) => {

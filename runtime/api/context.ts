@@ -3,6 +3,8 @@ import type { Context, Next } from 'koa';
 import type { Accounts } from '../accounts/accounts.ts';
 import type { ApiKeys } from '../access/keys.ts';
 import type { OwnerDoc, Owners } from '../access/owners.ts';
+import { SESSION_COOKIE, type Sessions, csrfTokenOf } from '../access/sessions.ts';
+import type { SignInLimits } from '../access/sign-in-limits.ts';
 import type { Credits } from '../billing/credits.ts';
 import type { Usage } from '../billing/usage.ts';
 import type { Engine } from '../engine/index.ts';
@@ -22,8 +24,12 @@ export interface ApiDeps {
   usage: Usage;
   catalog: CatalogSource;
   engine: Engine;
+  sessions: Sessions;
+  signInLimits: SignInLimits;
   operatorToken: string;
   maxBodyBytes: number;
+  /** Public base URL (links, the dashboard's own origin), sign-up policy and credits of a new owner. */
+  site: { publicUrl: string; signup: 'open' | 'invite'; startingCredits: number };
 }
 
 type Guard = (ctx: Context, next: Next) => Promise<void>;
@@ -47,15 +53,57 @@ export function guards(d: ApiDeps): Guards {
     },
     async owner(ctx, next) {
       const token = bearer(ctx);
-      const found = token ? await d.owners.authenticate(token) : null;
+      let found: OwnerDoc | null = null;
+      if (token) found = await d.owners.authenticate(token);
+      else if (ctx.cookies.get(SESSION_COOKIE)) {
+        const session = await sessionOwner(d, ctx);
+        if (session && !SAFE_METHODS.has(ctx.method)) {
+          const refused = crossSiteProblem(ctx, d.site.publicUrl);
+          if (refused) throw new ApiError(403, refused);
+          if (!sameSecret(ctx.get('x-csrf-token'), session.csrfToken)) throw new ApiError(403, 'Missing or wrong CSRF token (X-CSRF-Token header): reload the page and try again');
+        }
+        found = session?.owner ?? null;
+      }
       if (!found) {
         ctx.set('WWW-Authenticate', 'Bearer');
-        throw new ApiError(401, 'An owner token (Authorization: Bearer mcpo_...) is required');
+        throw new ApiError(401, 'Sign in, or send an owner token (Authorization: Bearer mcpo_...)');
       }
       ctx.state.owner = found;
       await next();
     },
   };
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Why a browser request is not from the service's own pages, or null when it is. The own origin is the
+ * public URL's, or the one the request was addressed to (http://localhost:3000 when PUBLIC_URL says
+ * 127.0.0.1): a foreign page cannot send either as its Origin.
+ */
+export function crossSiteProblem(ctx: Context, publicUrl: string): string | null {
+  const origin = ctx.get('origin');
+  if (origin) return origin === publicUrl || origin === `${ctx.protocol}://${ctx.host}` ? null : `Cross-site request refused: ${origin} is not this service's origin`;
+  const site = ctx.get('sec-fetch-site');
+  if (site === 'same-origin') return null;
+  return site ? `Cross-site request refused (Sec-Fetch-Site: ${site})` : 'Cross-site request refused: a signed-in request must carry an Origin or Sec-Fetch-Site header';
+}
+
+export interface SignedIn {
+  owner: OwnerDoc;
+  sessionId: string;
+  csrfToken: string;
+}
+
+/** The owner signed in by the session cookie (its idle expiry slid forward), or null. Memoised per request. */
+export async function sessionOwner(d: Pick<ApiDeps, 'sessions' | 'owners'>, ctx: Context): Promise<SignedIn | null> {
+  if (ctx.state.signedIn !== undefined) return ctx.state.signedIn as SignedIn | null;
+  const id = ctx.cookies.get(SESSION_COOKIE);
+  const session = id ? await d.sessions.resume(id) : null;
+  const owner = session ? await d.owners.get(session.owner_id) : null;
+  const signedIn = owner && id ? { owner, sessionId: id, csrfToken: csrfTokenOf(id) } : null;
+  ctx.state.signedIn = signedIn;
+  return signedIn;
 }
 
 export const me = (ctx: Context): OwnerDoc => ctx.state.owner as OwnerDoc;

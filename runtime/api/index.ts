@@ -1,6 +1,7 @@
 // The management API under /api: the operator's routes and the owners' routes, one module per resource.
 import Router from '@koa/router';
 import { accountsRoutes } from './accounts.ts';
+import { authRoutes } from './auth.ts';
 import { adminRoutes } from './admin.ts';
 import { type ApiDeps, guards } from './context.ts';
 import { apiErrors } from './http.ts';
@@ -15,6 +16,6 @@ export function createApiRouter(d: ApiDeps): Router {
   const router = new Router({ prefix: '/api' });
   router.use(apiErrors);
   const g = guards(d);
-  for (const routes of [adminRoutes, serversRoutes, keysRoutes, accountsRoutes, toolsRoutes, usageRoutes]) routes(router, d, g);
+  for (const routes of [authRoutes, adminRoutes, serversRoutes, keysRoutes, accountsRoutes, toolsRoutes, usageRoutes]) routes(router, d, g);
   return router;
 }

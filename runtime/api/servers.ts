@@ -1,14 +1,10 @@
-// Tool servers, and what an owner needs to compose them (who am I, the catalog).
+// Tool servers, and what an owner needs to compose them (the catalog).
 import type Router from '@koa/router';
 import { SERVER_ID_PATTERN, publicServer } from '../servers/servers.ts';
 import { type ApiDeps, type Guards, me, ownServer } from './context.ts';
 import { ApiError, jsonBody, notFound, onlyFields, str } from './http.ts';
 
 export function serversRoutes(router: Router, d: ApiDeps, g: Guards): void {
-  router.get('/me', g.owner, (ctx) => {
-    ctx.body = { id: me(ctx)._id, email: me(ctx).email };
-  });
-
   router.get('/catalog', g.owner, (ctx) => {
     const catalog = d.catalog.current;
     ctx.body = {

@@ -26,6 +26,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     ALLOW_PRIVATE_NETWORKS: 'loopback',
     TOOL_SPECS_DIR: path.resolve('tool-specs'),
     KEY_CACHE_MS: '5000',
+    STARTING_CREDITS: '0',
     ...env,
   });
   config.inMemory = !opts.onDisk;

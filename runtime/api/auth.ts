@@ -1,0 +1,136 @@
+// Owners' own account: sign-up, sign-in and sign-out of the dashboard (session cookie), invitations,
+// password change, "sign out everywhere", and management tokens for scripts.
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { normalizeEmail, publicOwnerToken, type OwnerDoc } from '../access/owners.ts';
+import { passwordProblem } from '../access/passwords.ts';
+import { SESSION_COOKIE, csrfTokenOf } from '../access/sessions.ts';
+import { DuplicateKeyError } from '../store/index.ts';
+import { type ApiDeps, type Guards, crossSiteProblem, me, sessionOwner } from './context.ts';
+import { ApiError, jsonBody, notFound, onlyFields, str } from './http.ts';
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const WRONG_CREDENTIALS = 'Wrong e-mail or password';
+
+export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
+  const secure = d.site.publicUrl.startsWith('https:');
+  const setCookie = (ctx: Context, value: string, maxAgeSeconds: number) =>
+    ctx.append('Set-Cookie', `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure ? '; Secure' : ''}`);
+
+  /** Starts a session for the owner and answers with who they are and the CSRF token of the session. */
+  const signIn = async (ctx: Context, owner: OwnerDoc, status: number) => {
+    const { id, doc } = await d.sessions.start(owner._id);
+    setCookie(ctx, id, Math.floor((doc.expires_at.getTime() - Date.now()) / 1000));
+    ctx.status = status;
+    ctx.body = { id: owner._id, email: owner.email, csrf_token: csrfTokenOf(id) };
+  };
+  /** Sign-in forms may be posted by scripts (no Origin), but never from a foreign page. */
+  const notCrossSite = (ctx: Context) => {
+    if (!ctx.get('origin') && !ctx.get('sec-fetch-site')) return;
+    const problem = crossSiteProblem(ctx, d.site.publicUrl);
+    if (problem) throw new ApiError(403, problem);
+  };
+  const tooMany = (ctx: Context, seconds: number, what: string): never => {
+    ctx.set('Retry-After', String(seconds));
+    throw new ApiError(429, `${what} Try again in ${Math.ceil(seconds / 60)} minute${seconds > 60 ? 's' : ''}.`);
+  };
+  const newPassword = (value: unknown, email?: string) => {
+    const problem = passwordProblem(value, email);
+    if (problem) throw new ApiError(400, problem);
+    return value as string;
+  };
+
+  router.post('/auth/signup', async (ctx) => {
+    notCrossSite(ctx);
+    if (d.site.signup !== 'open') throw new ApiError(403, 'Sign-up is by invitation only on this service: ask its operator for an invitation link');
+    const body = await jsonBody(ctx, d.maxBodyBytes);
+    onlyFields(body, ['email', 'password']);
+    const given = typeof body.email === 'string' ? normalizeEmail(body.email) : body.email;
+    const email = str({ email: given }, 'email', { required: true, pattern: EMAIL, what: 'an e-mail address' })!;
+    const password = newPassword(body.password, email);
+    const wait = await d.signInLimits.signUp(ctx.ip);
+    if (wait) tooMany(ctx, wait, 'Too many sign-ups from this address.');
+    let owner: OwnerDoc;
+    try {
+      owner = await d.owners.signUp(email, password);
+    } catch (err) {
+      if (err instanceof DuplicateKeyError) throw new ApiError(409, 'An account with this e-mail already exists: sign in instead');
+      throw err;
+    }
+    if (d.site.startingCredits > 0) await d.credits.grant(owner._id, d.site.startingCredits);
+    await signIn(ctx, owner, 201);
+  });
+
+  router.post('/auth/login', async (ctx) => {
+    notCrossSite(ctx);
+    const body = await jsonBody(ctx, d.maxBodyBytes);
+    const email = typeof body.email === 'string' ? normalizeEmail(body.email) : '';
+    const password = typeof body.password === 'string' ? body.password : '';
+    if (!email || !password) throw new ApiError(400, '"email" and "password" are required');
+    const wait = await d.signInLimits.signInBlockedFor(email, ctx.ip);
+    if (wait) tooMany(ctx, wait, 'Too many failed sign-ins.');
+    const owner = password.length <= 1024 ? await d.owners.checkPassword(email, password) : null;
+    if (!owner) {
+      await d.signInLimits.failed(email, ctx.ip);
+      throw new ApiError(401, WRONG_CREDENTIALS);
+    }
+    await d.signInLimits.succeeded(email);
+    await signIn(ctx, owner, 200);
+  });
+
+  router.post('/auth/invitation', async (ctx) => {
+    notCrossSite(ctx);
+    const body = await jsonBody(ctx, d.maxBodyBytes);
+    onlyFields(body, ['token', 'password']);
+    const token = str(body, 'token', { required: true })!;
+    const password = newPassword(body.password);
+    const owner = await d.owners.acceptInvite(token, password);
+    if (!owner) throw new ApiError(400, 'This invitation link is not valid: it was used already or has expired. Ask the operator for a new one');
+    await signIn(ctx, owner, 200);
+  });
+
+  router.post('/auth/logout', g.owner, async (ctx) => {
+    const session = await sessionOwner(d, ctx);
+    if (session) await d.sessions.end(session.sessionId);
+    setCookie(ctx, '', 0);
+    ctx.status = 204;
+  });
+
+  router.get('/me', g.owner, async (ctx) => {
+    const owner = me(ctx);
+    ctx.body = { id: owner._id, email: owner.email, created_at: owner.created_at, balance: await d.credits.balance(owner._id) };
+  });
+
+  router.post('/me/password', g.owner, async (ctx) => {
+    const body = await jsonBody(ctx, d.maxBodyBytes);
+    onlyFields(body, ['current_password', 'new_password']);
+    const owner = me(ctx);
+    const current = typeof body.current_password === 'string' ? body.current_password : '';
+    if (!owner.password_hash || !(await d.owners.checkPassword(owner.email, current))) throw new ApiError(400, '"current_password" is not your current password');
+    await d.owners.setPassword(owner._id, newPassword(body.new_password, owner.email));
+    // Every other session ends: whoever knew the old password is signed out.
+    await d.sessions.endAll(owner._id, (await sessionOwner(d, ctx))?.sessionId);
+    ctx.status = 204;
+  });
+
+  router.post('/me/sessions/revoke-all', g.owner, async (ctx) => {
+    await d.sessions.endAll(me(ctx)._id);
+    if (ctx.cookies.get(SESSION_COOKIE)) setCookie(ctx, '', 0);
+    ctx.status = 204;
+  });
+
+  router.get('/me/tokens', g.owner, async (ctx) => {
+    ctx.body = { tokens: (await d.owners.listTokens(me(ctx)._id)).map(publicOwnerToken) };
+  });
+  router.post('/me/tokens', g.owner, async (ctx) => {
+    const body = await jsonBody(ctx, d.maxBodyBytes, true);
+    onlyFields(body, ['name']);
+    const { doc, token } = await d.owners.issueToken(me(ctx)._id, str(body, 'name') ?? 'token');
+    ctx.status = 201;
+    ctx.body = { ...publicOwnerToken(doc), token };
+  });
+  router.delete('/me/tokens/:id', g.owner, async (ctx) => {
+    if (!(await d.owners.revokeToken(me(ctx)._id, ctx.params.id))) throw notFound('Token');
+    ctx.status = 204;
+  });
+}
