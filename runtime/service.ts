@@ -66,6 +66,7 @@ const INDEXES = [
   { collection: 'accounts', fields: ['owner_id'] },
   { collection: 'tools', fields: ['server_id', 'name'], unique: true },
   { collection: 'usage', fields: ['owner_id', 'hour'] },
+  { collection: 'calls', fields: ['owner_id', 'at'] },
 ];
 
 export async function startService(opts: ServiceOptions): Promise<RunningService> {

@@ -104,6 +104,13 @@ export class ApiKeys {
     return this.change({ _id: id }, { $set: { revoked_at: new Date() } });
   }
 
+  /** Revokes a global key everywhere it is linked. */
+  async revokeGlobal(ownerId: string, id: string): Promise<ApiKeyDoc | null> {
+    const doc = await this.keys.findOne({ _id: id, owner_id: ownerId, kind: 'global' });
+    if (!doc || doc.revoked_at) return doc;
+    return this.change({ _id: id }, { $set: { revoked_at: new Date() } });
+  }
+
   /**
    * Revokes every key of the server: its own keys are revoked; global keys are unlinked from it (they
    * stay valid on their other servers). Returns how many of each.

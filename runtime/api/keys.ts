@@ -50,6 +50,11 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
     if (key.kind !== 'global') throw new ApiError(400, 'Only global keys are linked to servers; this key belongs to one server');
     return key;
   };
+  router.delete('/api-keys/:keyId', g.owner, async (ctx) => {
+    const key = await globalKey(ctx);
+    const doc = (await d.keys.revokeGlobal(me(ctx)._id, key._id))!;
+    ctx.body = { id: doc._id, revoked_at: doc.revoked_at };
+  });
   router.post('/api-keys/:keyId/servers/:serverId', g.owner, async (ctx) => {
     const key = await globalKey(ctx);
     await ownServer(d, ctx, ctx.params.serverId);

@@ -7,6 +7,13 @@ export function usageRoutes(router: Router, d: ApiDeps, g: Guards): void {
   router.get('/credits', g.owner, async (ctx) => {
     ctx.body = { balance: await d.credits.balance(me(ctx)._id) };
   });
+  router.get('/calls', g.owner, async (ctx) => {
+    const limit = ctx.query.limit === undefined ? 50 : Number(ctx.query.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new ApiError(400, '"limit" must be an integer from 1 to 500');
+    const server = typeof ctx.query.server === 'string' ? ctx.query.server : undefined;
+    const calls = await d.usage.latest(me(ctx)._id, limit, server);
+    ctx.body = { calls: calls.map(({ _id, owner_id: _owner, ...c }) => ({ id: _id, ...c })) };
+  });
   router.get('/usage', g.owner, async (ctx) => {
     const q = ctx.query;
     const date = (name: string) => {

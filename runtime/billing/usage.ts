@@ -1,5 +1,7 @@
-// Usage per owner, server, key, tool and hour. Counted in memory and flushed in batches (one upsert
-// per bucket), so a tools/call never waits for a usage write.
+// Usage per owner, server, key, tool and hour, and one record per call (what the dashboard lists as the
+// latest calls). Counted in memory and flushed in batches (one upsert per bucket, one insert of all new
+// call records), so a tools/call never waits for a usage write.
+import { randomId } from '../secrets.ts';
 import type { Collection, Doc, Filter, Store } from '../store/index.ts';
 
 export interface UsageDoc extends Doc {
@@ -24,20 +26,57 @@ export interface UsageEvent {
   credits: number;
   failed: boolean;
   refunded: boolean;
+  /** `ok` or the error code of the call. */
+  code: string;
+  latencyMs: number;
 }
+
+/** How a call ended, for people: kept a charge (ok, tool_error), gave it back (refunded), or was never charged (rejected). */
+export type CallOutcome = 'ok' | 'tool_error' | 'refunded' | 'rejected';
+
+export interface CallDoc extends Doc {
+  at: Date;
+  owner_id: string;
+  server_id: string;
+  key_id: string;
+  tool: string;
+  outcome: CallOutcome;
+  code: string;
+  /** Credits kept. */
+  credits: number;
+  latency_ms: number;
+}
+
+const outcomeOf = (e: UsageEvent): CallOutcome => (!e.failed ? 'ok' : e.refunded ? 'refunded' : e.credits > 0 ? 'tool_error' : 'rejected');
 
 type Bucket = Omit<UsageDoc, '_id' | 'calls' | 'credits' | 'errors' | 'refunds'> & { calls: number; credits: number; errors: number; refunds: number };
 
 export class Usage {
   private readonly usage: Collection<UsageDoc>;
+  private readonly calls: Collection<CallDoc>;
   private pending = new Map<string, Bucket>();
+  private pendingCalls: CallDoc[] = [];
 
   constructor(store: Store) {
     this.usage = store.collection<UsageDoc>('usage');
+    this.calls = store.collection<CallDoc>('calls');
   }
 
   record(e: UsageEvent): void {
-    const hour = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000);
+    const now = Date.now();
+    this.pendingCalls.push({
+      _id: randomId('call_'),
+      at: new Date(now),
+      owner_id: e.ownerId,
+      server_id: e.serverId,
+      key_id: e.keyId,
+      tool: e.tool,
+      outcome: outcomeOf(e),
+      code: e.code,
+      credits: e.credits,
+      latency_ms: e.latencyMs,
+    });
+    const hour = new Date(Math.floor(now / 3_600_000) * 3_600_000);
     const id = `${e.ownerId}|${e.serverId}|${e.keyId}|${e.tool}|${hour.toISOString()}`;
     let b = this.pending.get(id);
     if (!b) {
@@ -52,9 +91,12 @@ export class Usage {
 
   async flush(): Promise<void> {
     const batch = this.pending;
+    const calls = this.pendingCalls;
     this.pending = new Map();
-    await Promise.all(
-      [...batch.entries()].map(([id, b]) =>
+    this.pendingCalls = [];
+    await Promise.all([
+      calls.length ? this.calls.insertMany(calls) : undefined,
+      ...[...batch.entries()].map(([id, b]) =>
         this.usage.updateOne(
           { _id: id },
           {
@@ -64,7 +106,13 @@ export class Usage {
           { upsert: true },
         ),
       ),
-    );
+    ]);
+  }
+
+  /** The owner's latest calls, newest first. */
+  async latest(ownerId: string, limit: number, serverId?: string): Promise<CallDoc[]> {
+    await this.flush();
+    return this.calls.find(serverId ? { owner_id: ownerId, server_id: serverId } : { owner_id: ownerId }, { sort: { at: -1 }, limit });
   }
 
   async query(ownerId: string, f: { server?: string; key?: string; tool?: string; from?: Date; to?: Date }): Promise<UsageDoc[]> {

@@ -55,8 +55,10 @@ export class Gateway implements McpBackend {
     const bound = (await this.d.tools.forServer(principal.serverId)).find((t) => t.doc.name === name);
     if (!bound) return undefined;
     const cost = bound.base.spec.credits;
+    const started = performance.now();
     const record = (credits: number, failed: boolean, refunded: boolean, outcome: string) => {
-      this.d.usage.record({ ownerId: principal.ownerId, serverId: principal.serverId, keyId: principal.keyId, tool: name, credits, failed, refunded });
+      const latencyMs = Math.round(performance.now() - started);
+      this.d.usage.record({ ownerId: principal.ownerId, serverId: principal.serverId, keyId: principal.keyId, tool: name, credits, failed, refunded, code: outcome, latencyMs });
       this.d.metrics.toolCall(name, outcome, credits);
     };
 
