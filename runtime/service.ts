@@ -13,6 +13,7 @@ import { Sessions } from './access/sessions.ts';
 import { SignInLimits } from './access/sign-in-limits.ts';
 import { KeyRateLimiter } from './access/rate-limit.ts';
 import { createApiRouter } from './api/index.ts';
+import { createDashboardRouter, pageNotFound } from './dashboard/index.ts';
 import { Credits } from './billing/credits.ts';
 import { Usage } from './billing/usage.ts';
 import type { Config } from './config.ts';
@@ -170,9 +171,13 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   // The public URL is completed once the port is known (PORT=0 in tests).
   const site = { publicUrl: config.publicUrl, signup: config.signup, startingCredits: config.startingCredits };
   const signInLimits = new SignInLimits(undefined, store.mongo);
-  const api = createApiRouter({ owners, servers, keys, tools, accounts, credits, usage, catalog, engine, sessions, signInLimits, operatorToken, maxBodyBytes: config.maxBodyBytes, site });
+  const apiDeps = { owners, servers, keys, tools, accounts, credits, usage, catalog, engine, sessions, signInLimits, operatorToken, maxBodyBytes: config.maxBodyBytes, site };
+  const api = createApiRouter(apiDeps);
+  const dashboard = createDashboardRouter(apiDeps);
   app.use(router.routes()).use(router.allowedMethods());
   app.use(api.routes()).use(api.allowedMethods());
+  app.use(dashboard.routes());
+  app.use(pageNotFound(apiDeps));
   app.use((ctx) => {
     ctx.status = 404;
     ctx.body = { error: 'Not Found', message: `No route for ${ctx.method} ${ctx.path}` };

@@ -1,0 +1,257 @@
+// The dashboard: server-rendered pages for owners. Each page reads the service's own store through the same
+// repositories as the management API (never a provider); every change is made by the page's script calling
+// the management API itself (/api/...), so the business rules live in one place.
+import Router from '@koa/router';
+import type { Context, Next } from 'koa';
+import { publicKey, type ApiKeyDoc } from '../access/keys.ts';
+import { publicAccount } from '../accounts/accounts.ts';
+import { type ApiDeps, type SignedIn, sessionOwner } from '../api/context.ts';
+import { publicServer, type ServerDoc } from '../servers/servers.ts';
+import { connectSnippets } from './connect.ts';
+import { accountFields, schemaFields } from './forms.ts';
+import { CHART_DAYS, CHART_SIZE, overviewFigures } from './overview.ts';
+import { assets, render } from './views.ts';
+
+const CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "object-src 'none'",
+].join('; ');
+
+/** Paths the dashboard never answers, so their own 404s and errors stay JSON. */
+const NOT_PAGES = /^\/(api|mcp|\.well-known|healthz|readyz|metrics)(\/|$)/;
+
+/** Only local paths are followed after sign-in (no open redirect). */
+export const safeNext = (next: unknown): string => (typeof next === 'string' && /^\/(?![/\\])/.test(next) ? next : '/');
+
+export function createDashboardRouter(d: ApiDeps): Router {
+  const router = new Router();
+  router.use(securityHeaders);
+
+  router.get('/assets/:file', (ctx) => {
+    const asset = assets.get(ctx.params.file);
+    if (!asset) return;
+    ctx.set('Cache-Control', ctx.query.v === asset.hash ? 'public, max-age=31536000, immutable' : 'no-cache');
+    ctx.set('ETag', `"${asset.hash}"`);
+    if (ctx.get('if-none-match') === `"${asset.hash}"`) {
+      ctx.status = 304;
+      return;
+    }
+    ctx.type = asset.type;
+    ctx.body = asset.body;
+  });
+
+  // Signed-out pages: a signed-in visitor goes straight on.
+  const signedOutPage = (page: string, title: string, extra: (ctx: Context) => Record<string, unknown> = () => ({})) => async (ctx: Context) => {
+    if (await sessionOwner(d, ctx)) return ctx.redirect(safeNext(ctx.query.next));
+    sendPage(ctx, render(page, { title }, { next: safeNext(ctx.query.next), signupOpen: d.site.signup === 'open', ...extra(ctx) }));
+  };
+  router.get('/login', signedOutPage('login', 'Sign in'));
+  router.get('/signup', signedOutPage('signup', 'Create your account'));
+  router.get('/invite', signedOutPage('invite', 'Set your password'));
+
+  /** A signed-in page: the owner and the frame of the layout, or a redirect to the sign-in page. */
+  const signedInPage = (handler: (ctx: Context, s: SignedIn, frame: { email: string; csrfToken: string }) => Promise<void>) => async (ctx: Context) => {
+    const s = await sessionOwner(d, ctx);
+    if (!s) return ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`);
+    await handler(ctx, s, { email: s.owner.email, csrfToken: s.csrfToken });
+  };
+
+  router.get(
+    '/',
+    signedInPage(async (ctx, s, frame) => {
+      const ownerId = s.owner._id;
+      const since = new Date(Date.now() - CHART_DAYS * 86_400_000);
+      const [balance, rows, calls, servers, accounts, keys] = await Promise.all([
+        d.credits.balance(ownerId),
+        d.usage.query(ownerId, { from: since }),
+        d.usage.latest(ownerId, 20),
+        d.servers.list(ownerId),
+        d.accounts.list(ownerId),
+        d.keys.listGlobal(ownerId),
+      ]);
+      const serverNames = new Map(servers.map((sv) => [sv._id, sv.name]));
+      const toolCounts = await Promise.all(servers.map((sv) => d.tools.list(ownerId, sv._id)));
+      const serverKeys = await Promise.all(servers.map((sv) => d.keys.listForServer(ownerId, sv._id)));
+      const steps = [
+        { done: accounts.length > 0, text: 'Add an account (Jira, n8n, Notion or Supabase credentials)', href: '/accounts' },
+        { done: servers.length > 0, text: 'Create a server', href: '/servers' },
+        { done: toolCounts.some((t) => t.length > 0), text: 'Add a tool to the server, bound to the account', href: servers[0] ? `/servers/${servers[0]._id}` : '/servers' },
+        { done: keys.length > 0 || serverKeys.some((k) => k.length > 0), text: 'Create an API key and connect your MCP client', href: servers[0] ? `/servers/${servers[0]._id}#keys` : '/keys' },
+      ];
+      sendPage(
+        ctx,
+        render('overview', { title: 'Overview', section: 'overview', ...frame }, {
+          balance,
+          figures: overviewFigures(rows),
+          chartSize: CHART_SIZE,
+          calls: calls.map((c) => ({ ...c, server_name: serverNames.get(c.server_id) ?? c.server_id })),
+          steps,
+          gettingStarted: steps.some((st) => !st.done),
+        }),
+      );
+    }),
+  );
+
+  router.get(
+    '/accounts',
+    signedInPage(async (ctx, s, frame) => {
+      const providers = [...d.catalog.current.providers.values()];
+      const docs = await d.accounts.list(s.owner._id);
+      const accounts = docs.map((doc) => {
+        const provider = d.accounts.providersByKind.get(doc.kind);
+        const view = publicAccount(doc, provider);
+        return { ...view, provider: provider?.spec.title ?? doc.kind, fields: provider ? accountFields(provider.spec.account.fields, `edit-${doc._id}`, view) : [] };
+      });
+      const kinds = providers.map((p) => ({ kind: p.spec.account.kind, title: p.spec.title, fields: accountFields(p.spec.account.fields, `new-${p.spec.account.kind}`) }));
+      sendPage(ctx, render('accounts', { title: 'Accounts', section: 'accounts', ...frame }, { accounts, kinds }));
+    }),
+  );
+
+  router.get(
+    '/servers',
+    signedInPage(async (ctx, s, frame) => {
+      const servers = await d.servers.list(s.owner._id);
+      const rows = await Promise.all(
+        servers.map(async (sv) => ({ ...publicServer(sv), tools: (await d.tools.list(s.owner._id, sv._id)).length, keys: (await d.keys.listForServer(s.owner._id, sv._id)).filter((k) => !k.revoked_at).length })),
+      );
+      sendPage(ctx, render('servers', { title: 'Servers', section: 'servers', ...frame }, { servers: rows, publicUrl: d.site.publicUrl }));
+    }),
+  );
+
+  /** The owner's server or the 404 page (another owner's server is "not found" too). */
+  const ownServer = async (ctx: Context, s: SignedIn): Promise<ServerDoc | null> => {
+    const server = await d.servers.get(s.owner._id, ctx.params.id);
+    if (!server) notFoundPage(ctx, s);
+    return server;
+  };
+
+  router.get(
+    '/servers/:id',
+    signedInPage(async (ctx, s, frame) => {
+      const server = await ownServer(ctx, s);
+      if (!server) return;
+      const ownerId = s.owner._id;
+      const [tools, keys, globals, accounts] = await Promise.all([d.tools.list(ownerId, server._id), d.keys.listForServer(ownerId, server._id), d.keys.listGlobal(ownerId), d.accounts.list(ownerId)]);
+      const accountNames = new Map(accounts.map((a) => [a._id, a.name]));
+      const catalog = d.catalog.current.tools;
+      const url = `${d.site.publicUrl}/mcp/${server._id}`;
+      sendPage(
+        ctx,
+        render('server', { title: server.name, section: 'servers', ...frame }, {
+          server: publicServer(server),
+          url,
+          tools: tools.map((t) => ({
+            ...t,
+            id: t._id,
+            account: t.account_id ? (accountNames.get(t.account_id) ?? t.account_id) : null,
+            credits: catalog.get(t.base_tool)?.spec.credits,
+            defaults: Object.entries(t.defaults).map(([k, v]) => ({ k, v: JSON.stringify(v), locked: t.locked.includes(k) })),
+          })),
+          keys: keys.map(keyView),
+          linkable: globals.filter((k) => !k.revoked_at && !k.linked_server_ids.includes(server._id)).map(keyView),
+          snippets: connectSnippets(url, server.name),
+        }),
+      );
+    }),
+  );
+
+  router.get(
+    '/servers/:id/tools/new',
+    signedInPage(async (ctx, s, frame) => {
+      const server = await ownServer(ctx, s);
+      if (!server) return;
+      const catalog = d.catalog.current;
+      const base = typeof ctx.query.base === 'string' ? catalog.tools.get(ctx.query.base) : undefined;
+      if (base) {
+        const kind = base.provider.spec.account.kind;
+        const accounts = (await d.accounts.list(s.owner._id)).filter((a) => a.kind === kind);
+        sendPage(
+          ctx,
+          render('tool-new', { title: `Add ${base.spec.id}`, section: 'servers', ...frame }, {
+            server: publicServer(server),
+            base: { id: base.spec.id, title: base.spec.title, description: base.spec.description, credits: base.spec.credits, provider: base.provider.spec.title, kind, needsAccount: (base.spec.account ?? 'required') !== 'none' },
+            accounts: accounts.map((a) => ({ id: a._id, name: a.name })),
+            fields: schemaFields(base.spec.input as never, 'defaults', 'param'),
+          }),
+        );
+        return;
+      }
+      const groups = [...catalog.providers.values()].map((p) => ({
+        title: p.spec.title,
+        kind: p.spec.account.kind,
+        tools: [...catalog.tools.values()].filter((t) => t.provider === p).map((t) => ({ id: t.spec.id, title: t.spec.title, description: firstSentence(t.spec.description), credits: t.spec.credits })),
+      }));
+      sendPage(ctx, render('catalog', { title: 'Add a tool', section: 'servers', ...frame }, { server: publicServer(server), groups }));
+    }),
+  );
+
+  router.get(
+    '/keys',
+    signedInPage(async (ctx, s, frame) => {
+      const ownerId = s.owner._id;
+      const servers = await d.servers.list(ownerId);
+      const names = new Map(servers.map((sv) => [sv._id, sv.name]));
+      const perServer = await Promise.all(servers.map((sv) => d.keys.listForServer(ownerId, sv._id)));
+      const serverKeys = perServer.flat().filter((k) => k.kind === 'server');
+      const globals = await d.keys.listGlobal(ownerId);
+      const withNames = (k: ApiKeyDoc) => ({
+        ...keyView(k),
+        server_name: k.server_id ? names.get(k.server_id) : undefined,
+        links: k.linked_server_ids.map((id) => ({ id, name: names.get(id) ?? id })),
+        linkable: servers.filter((sv) => !k.linked_server_ids.includes(sv._id)).map((sv) => ({ id: sv._id, name: sv.name })),
+      });
+      sendPage(ctx, render('keys', { title: 'API keys', section: 'keys', ...frame }, { servers: servers.map(publicServer), serverKeys: serverKeys.map(withNames), globalKeys: globals.map(withNames) }));
+    }),
+  );
+
+  router.get(
+    '/settings',
+    signedInPage(async (ctx, s, frame) => {
+      const tokens = await d.owners.listTokens(s.owner._id);
+      sendPage(ctx, render('settings', { title: 'Settings', section: 'settings', ...frame }, { changed: ctx.query.changed === '1', owner: { email: s.owner.email, created_at: s.owner.created_at }, tokens: tokens.map((t) => ({ id: t._id, name: t.name, prefix: t.prefix, created_at: t.created_at, last_used_at: t.last_used_at })) }));
+    }),
+  );
+
+  return router;
+}
+
+/** Any other page a person types in gets a page that says so; machines keep their JSON 404. */
+export function pageNotFound(d: ApiDeps) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    if (ctx.method !== 'GET' || NOT_PAGES.test(ctx.path) || ctx.accepts('json', 'html') !== 'html') return next();
+    await securityHeaders(ctx, async () => notFoundPage(ctx, await sessionOwner(d, ctx)));
+  };
+}
+
+function notFoundPage(ctx: Context, s: SignedIn | null): void {
+  sendPage(ctx, render('not-found', { title: 'Not found', email: s?.owner.email, csrfToken: s?.csrfToken }, { path: ctx.path }));
+  ctx.status = 404;
+}
+
+function sendPage(ctx: Context, html: string): void {
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.set('Cache-Control', 'no-store');
+  ctx.body = html;
+}
+
+async function securityHeaders(ctx: Context, next: Next): Promise<void> {
+  ctx.set('Content-Security-Policy', CSP);
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.set('Referrer-Policy', 'same-origin');
+  ctx.set('X-Frame-Options', 'DENY');
+  ctx.set('Cross-Origin-Opener-Policy', 'same-origin');
+  await next();
+}
+
+function keyView(k: ApiKeyDoc) {
+  return { ...publicKey(k), linked_server_ids: k.linked_server_ids };
+}
+
+const firstSentence = (text: string) => text.trim().split(/(?<=\.)\s/)[0];

@@ -1,0 +1,79 @@
+// The demo data set: the four provider simulators on loopback and the service with an owner who can sign in
+// to the dashboard, sandbox accounts, one server exposing every base tool, and a server key. Used by
+// `npm run demo` and by the screenshot script.
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { startJiraSimulator } from '../test/simulators/jira/index.ts';
+import { startN8nSimulator } from '../test/simulators/n8n/index.ts';
+import { startNotionSimulator } from '../test/simulators/notion/index.ts';
+import { startPostgrestSimulator } from '../test/simulators/postgrest/index.ts';
+import { loadConfig } from './config.ts';
+import { type RunningService, startService } from './service.ts';
+
+export interface Demo {
+  service: RunningService;
+  owner: { id: string; email: string; password: string; token: string };
+  serverId: string;
+  apiKey: string;
+  close(): Promise<void>;
+}
+
+export async function startDemo(env: NodeJS.ProcessEnv = process.env): Promise<Demo> {
+  const [jira, n8n, notion, postgrest] = await Promise.all([startJiraSimulator(), startN8nSimulator(), startNotionSimulator(), startPostgrestSimulator()]);
+  const sandboxAccounts: Record<string, Record<string, string>> = {
+    tracker: { name: 'Sandbox Jira', site_url: jira.url, email: jira.credentials.email, api_token: jira.credentials.apiToken },
+    automation: { name: 'Sandbox n8n', base_url: n8n.url, api_key: n8n.apiKey },
+    workspace: { name: 'Sandbox Notion', integration_token: notion.token, api_url: notion.url },
+    database: { name: 'Sandbox Supabase (anon key)', url: postgrest.url, key: postgrest.anonKey },
+  };
+  const config = loadConfig({
+    ...env,
+    DATA_DIR: env.DATA_DIR || (await mkdtemp(path.join(tmpdir(), 'tool-server-demo-'))),
+    // The simulators live on loopback: the demo opens the outbound guard for loopback only.
+    ALLOW_PRIVATE_NETWORKS: env.ALLOW_PRIVATE_NETWORKS || 'loopback',
+    SIGNUP: 'open',
+    STARTING_CREDITS: '1000',
+  });
+  const service = await startService({ config, logDestination: pino.destination(2) });
+
+  const api = async (method: string, p: string, auth: { token?: string; cookie?: string }, body?: unknown) => {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (auth.token) headers.authorization = `Bearer ${auth.token}`;
+    const res = await fetch(service.url + p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const json = (await res.json()) as Record<string, any>;
+    if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
+    return { json, res };
+  };
+  // The owner signs up like a person would, so the dashboard can be opened with the printed password.
+  const email = `demo-${Date.now().toString(36)}@example.com`;
+  const password = `demo ${Math.random().toString(36).slice(2, 10)} password`;
+  const { json: signedUp, res } = await api('POST', '/api/auth/signup', {}, { email, password });
+  const cookie = res.headers.getSetCookie()[0].split(';')[0];
+  const csrf = signedUp.csrf_token as string;
+  const tokenRes = await fetch(`${service.url}/api/me/tokens`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf, origin: service.url }, body: JSON.stringify({ name: 'demo script' }) });
+  const token = ((await tokenRes.json()) as { token: string }).token;
+
+  const accountByKind = new Map<string, string>();
+  for (const provider of service.catalog.current.providers.values()) {
+    const kind = provider.spec.account.kind;
+    const account = (await api('POST', '/api/accounts', { token }, { kind, ...sandboxAccounts[kind] })).json;
+    accountByKind.set(kind, account.id as string);
+  }
+  const server = (await api('POST', '/api/servers', { token }, { name: 'Demo server', id: `demo-${Date.now().toString(36)}` })).json;
+  for (const tool of service.catalog.current.tools.values()) {
+    await api('POST', `/api/servers/${server.id}/tools`, { token }, { base_tool: tool.spec.id, account_id: accountByKind.get(tool.provider.spec.account.kind) });
+  }
+  const key = (await api('POST', `/api/servers/${server.id}/api-keys`, { token }, { name: 'demo key' })).json;
+  return {
+    service,
+    owner: { id: signedUp.id as string, email, password, token },
+    serverId: server.id as string,
+    apiKey: key.key as string,
+    async close() {
+      await service.close();
+      await Promise.all([jira.close(), n8n.close(), notion.close(), postgrest.close()]);
+    },
+  };
+}
