@@ -38,6 +38,8 @@ export interface Config {
   /** A dashboard session ends after this long without a request, and in any case after sessionMaxDays. */
   sessionIdleMinutes: number;
   sessionMaxDays: number;
+  /** Behind a reverse proxy: take the client address from X-Forwarded-For (sign-in throttling is per address). */
+  trustProxy: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -106,6 +108,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     startingCredits: int('STARTING_CREDITS', 100, 0, 1_000_000_000),
     sessionIdleMinutes: int('SESSION_IDLE_MINUTES', 720, 1, 60 * 24 * 90),
     sessionMaxDays: int('SESSION_MAX_DAYS', 14, 1, 365),
+    trustProxy: bool('TRUST_PROXY', false),
   };
   config.publicUrl = env.PUBLIC_URL ? new URL(env.PUBLIC_URL).origin : defaultPublicUrl(config.host, config.port);
   if (problems.length) throw new ConfigError(`Invalid configuration:\n- ${problems.join('\n- ')}`);

@@ -100,7 +100,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const metrics = new Metrics();
   const gateway = new Gateway({ keys, servers, tools, accounts, credits, usage, rateLimiter, engine, logger, metrics });
 
-  const app = new Koa();
+  const app = new Koa({ proxy: config.trustProxy });
   app.silent = true;
   app.on('error', (err) => logger.error({ err }, 'request failed'));
   let closing = false;
