@@ -196,7 +196,9 @@ describe('refusalReason', () => {
     expect(refusalReason('192.168.8.9', oneNet)).toBe('private network address');
 
     const all = parseAllowList('all');
-    for (const ip of ['127.0.0.1', '10.0.0.1', '169.254.169.254', 'fd00::1']) expect(refusalReason(ip, all)).toBeNull();
+    for (const ip of ['127.0.0.1', '10.0.0.1', '169.254.1.1', 'fd00::1']) expect(refusalReason(ip, all)).toBeNull();
+    // Metadata endpoints stay closed under every range; http-guard-table.test.ts has the full table.
+    expect(refusalReason('169.254.169.254', all)).toBe('cloud metadata address');
   });
 });
 

@@ -46,13 +46,14 @@ const cidr = (text: string): Cidr => ipaddr.parseCIDR(text);
 const LOOPBACK = ['127.0.0.0/8', '::1/128'].map(cidr);
 const PRIVATE = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', 'fc00::/7', 'fec0::/10'].map(cidr);
 
-// First match wins: specific ranges (metadata) come before the wider ones that contain them.
+/**
+ * Cloud metadata endpoints hand out the machine's own credentials: refused even when an allow-list range
+ * (private, all, 0.0.0.0/0, 100.64.0.0/10...) covers them; only naming the exact address opens one.
+ */
+const METADATA = ['169.254.169.254', '169.254.170.2', '100.100.100.200', 'fd00:ec2::254'].map((a) => ipaddr.parse(a));
+
+// First match wins: specific ranges come before the wider ones that contain them.
 const BLOCKED: Array<{ range: Cidr; reason: string }> = [
-  ...[
-    '169.254.169.254/32', // AWS, GCP, Azure, OpenStack...
-    '100.100.100.200/32', // Alibaba Cloud
-    'fd00:ec2::254/128', // AWS over IPv6
-  ].map((r) => ({ range: cidr(r), reason: 'cloud metadata address' })),
   { range: cidr('0.0.0.0/8'), reason: 'unspecified address' },
   { range: cidr('::/128'), reason: 'unspecified address' },
   ...LOOPBACK.map((range) => ({ range, reason: 'loopback address' })),
@@ -78,9 +79,19 @@ const BLOCKED: Array<{ range: Cidr; reason: string }> = [
   ].map((r) => ({ range: cidr(r), reason: 'reserved address' })),
 ];
 
+const EMBEDDING = {
+  translated: cidr('::ffff:0:0:0/96'),
+  nat64: cidr('64:ff9b::/96'),
+  nat64Local: cidr('64:ff9b:1::/48'),
+  sixToFour: cidr('2002::/16'),
+  teredo: cidr('2001::/32'),
+};
+
 /**
- * IPv6 forms that carry an IPv4 address are judged as that IPv4 address:
- * IPv4-mapped (::ffff:a.b.c.d), NAT64 (64:ff9b::a.b.c.d) and 6to4 (2002:AABB:CCDD::).
+ * IPv6 forms that carry an IPv4 address are judged as that IPv4 address (a gateway on the way delivers them
+ * there): IPv4-mapped (::ffff:a.b.c.d), IPv4-translated (::ffff:0:a.b.c.d), NAT64 (64:ff9b::a.b.c.d and the
+ * local-use 64:ff9b:1::/48 of RFC 8215, laid out as RFC 6052 says for a /48), 6to4 (2002:AABB:CCDD::) and
+ * Teredo (2001:0::, the client's IPv4 in the last 32 bits, inverted).
  */
 function embeddedIPv4(address: Address): ipaddr.IPv4 | undefined {
   if (address.kind() === 'ipv4') return undefined;
@@ -88,8 +99,10 @@ function embeddedIPv4(address: Address): ipaddr.IPv4 | undefined {
   if (v6.isIPv4MappedAddress()) return v6.toIPv4Address();
   const p = v6.parts;
   const fromWords = (hi: number, lo: number) => new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
-  if (v6.match(cidr('64:ff9b::/96'))) return fromWords(p[6], p[7]);
-  if (v6.match(cidr('2002::/16'))) return fromWords(p[1], p[2]);
+  if (v6.match(EMBEDDING.translated) || v6.match(EMBEDDING.nat64)) return fromWords(p[6], p[7]);
+  if (v6.match(EMBEDDING.nat64Local)) return new ipaddr.IPv4([p[3] >> 8, p[3] & 0xff, p[4] & 0xff, p[5] >> 8]);
+  if (v6.match(EMBEDDING.sixToFour)) return fromWords(p[1], p[2]);
+  if (v6.match(EMBEDDING.teredo)) return fromWords(p[6] ^ 0xffff, p[7] ^ 0xffff);
   return undefined;
 }
 
@@ -100,6 +113,9 @@ function normalize(address: Address): Address {
 function inRange(address: Address, range: Cidr): boolean {
   return address.kind() === range[0].kind() && address.match(range);
 }
+
+const fullPrefix = (a: Address) => (a.kind() === 'ipv4' ? 32 : 128);
+const sameAddress = (a: Address, b: Address) => a.kind() === b.kind() && a.toNormalizedString() === b.toNormalizedString();
 
 /** Parses ALLOW_PRIVATE_NETWORKS: comma-separated CIDRs or IPs, and the keywords loopback, private, all (or *). */
 export function parseAllowList(value: string | undefined): AllowList {
@@ -135,8 +151,11 @@ function parseRange(entry: string): Cidr {
 export function refusalReason(ip: string, allow: AllowList): string | null {
   const bare = ip.replace(/^\[(.*)\]$/, '$1');
   if (!ipaddr.isValid(bare)) return 'not a valid IP address';
-  if (allow.all) return null;
   const address = normalize(ipaddr.parse(bare));
+  if (METADATA.some((m) => sameAddress(m, address))) {
+    return allow.ranges.some(([a, bits]) => bits === fullPrefix(a) && sameAddress(a, address)) ? null : 'cloud metadata address';
+  }
+  if (allow.all) return null;
   const blocked = BLOCKED.find((b) => inRange(address, b.range));
   if (!blocked) return null;
   return allow.ranges.some((r) => inRange(address, r)) ? null : blocked.reason;
