@@ -38,6 +38,10 @@ export interface Config {
   /** A dashboard session ends after this long without a request, and in any case after sessionMaxDays. */
   sessionIdleMinutes: number;
   sessionMaxDays: number;
+  /** A client must send its headers within headersTimeoutMs and its whole request within requestTimeoutMs (slow clients are cut off). */
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
   /** Behind a reverse proxy: take the client address from X-Forwarded-For (sign-in throttling is per address). */
   trustProxy: boolean;
 }
@@ -109,8 +113,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sessionIdleMinutes: int('SESSION_IDLE_MINUTES', 720, 1, 60 * 24 * 90),
     sessionMaxDays: int('SESSION_MAX_DAYS', 14, 1, 365),
     trustProxy: bool('TRUST_PROXY', false),
+    headersTimeoutMs: int('HEADERS_TIMEOUT_MS', 10_000, 500, 120_000),
+    requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
+    keepAliveTimeoutMs: int('KEEP_ALIVE_TIMEOUT_MS', 65_000, 1000, 600_000),
   };
   config.publicUrl = env.PUBLIC_URL ? new URL(env.PUBLIC_URL).origin : defaultPublicUrl(config.host, config.port);
+  if (config.headersTimeoutMs > config.requestTimeoutMs) problems.push('HEADERS_TIMEOUT_MS must not be larger than REQUEST_TIMEOUT_MS');
   if (problems.length) throw new ConfigError(`Invalid configuration:\n- ${problems.join('\n- ')}`);
   return config;
 }

@@ -1,6 +1,6 @@
 // Composition: config -> store -> spec catalog -> repositories -> Koa app -> listen.
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
+import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
 import Koa from 'koa';
@@ -184,10 +184,17 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   });
 
   const server: Server = await new Promise((resolve, reject) => {
-    const s = app.listen(config.port, config.host, () => resolve(s));
+    // Slow clients (slowloris) cannot hold a connection: headers and the whole request have deadlines, and
+    // connections are checked every second (Node's default is every 30 s). The answer itself is not limited:
+    // a webhook tool may wait up to 300 s.
+    const s = createServer(
+      { headersTimeout: config.headersTimeoutMs, requestTimeout: config.requestTimeoutMs, connectionsCheckingInterval: 1000 },
+      app.callback(),
+    );
+    s.keepAliveTimeout = config.keepAliveTimeoutMs;
+    s.listen(config.port, config.host, () => resolve(s));
     s.once('error', reject);
   });
-  server.keepAliveTimeout = 65_000;
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   if (config.port === 0 && site.publicUrl.endsWith(':0')) site.publicUrl = `http://${host}:${port}`;

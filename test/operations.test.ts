@@ -39,6 +39,13 @@ describe('configuration', () => {
     for (const name of ['PORT must be an integer', 'LOG_LEVEL must be one of', 'MASTER_KEY must be 32 bytes', 'ALLOW_PRIVATE_NETWORKS:']) expect(out).toContain(name);
   });
 
+  it('refuses WORKERS > 1 on the embedded store, saying what it needs', async () => {
+    const p = start({ WORKERS: '2', DATA_DIR: await mkdtemp(path.join(tmpdir(), 'ops-')) });
+    p.url.catch(() => undefined);
+    expect(await p.exit).toBe(1);
+    expect(p.output()).toContain('WORKERS > 1 needs MONGODB_URL: the embedded store belongs to a single process');
+  });
+
   it('refuses to start on a bad spec set, with file, line and column', async () => {
     const specs = await mkdtemp(path.join(tmpdir(), 'ops-specs-'));
     await cp(path.resolve('test/fixtures/specs'), specs, { recursive: true });

@@ -3,6 +3,9 @@ import type Router from '@koa/router';
 import { type ApiDeps, type Guards } from './context.ts';
 import { ApiError, jsonBody, notFound, str } from './http.ts';
 
+/** The largest credit grant or debit in one request: balances stay exact integers (far below 2^53). */
+export const MAX_GRANT = 1_000_000_000;
+
 export function adminRoutes(router: Router, d: ApiDeps, g: Guards): void {
   router.post('/admin/owners', g.operator, async (ctx) => {
     const body = await jsonBody(ctx, d.maxBodyBytes);
@@ -18,7 +21,9 @@ export function adminRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const body = await jsonBody(ctx, d.maxBodyBytes);
     if (!(await d.owners.get(ctx.params.id))) throw notFound('Owner');
     const amount = body.amount;
-    if (typeof amount !== 'number' || !Number.isInteger(amount)) throw new ApiError(400, '"amount" must be an integer (negative to debit)');
+    if (typeof amount !== 'number' || !Number.isInteger(amount) || Math.abs(amount) > MAX_GRANT) {
+      throw new ApiError(400, `"amount" must be a whole number from -${MAX_GRANT} to ${MAX_GRANT} (negative to debit)`);
+    }
     ctx.body = { balance: await d.credits.grant(ctx.params.id, amount) };
   });
 }

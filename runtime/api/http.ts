@@ -76,3 +76,22 @@ export function onlyFields(body: Record<string, unknown>, allowed: string[]): vo
 }
 
 
+
+/**
+ * Refuses a user-supplied object the store cannot keep as given: a key starting with "$" or containing "." or
+ * NUL (MongoDB and the embedded store read those as operators and paths). The message names the key.
+ */
+export function storableKeys(value: unknown, field: string): void {
+  const stack: Array<[unknown, string]> = [[value, field]];
+  while (stack.length) {
+    const [v, at] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    for (const [k, child] of Object.entries(v)) {
+      const path = Array.isArray(v) ? `${at}[${k}]` : `${at}.${k}`;
+      if (!Array.isArray(v) && (k.startsWith('$') || k.includes('.') || k.includes('\0'))) {
+        throw new ApiError(400, `"${field}" cannot hold the key ${JSON.stringify(k)} (at ${path}): keys may not start with "$" or contain "." or NUL`);
+      }
+      stack.push([child, path]);
+    }
+  }
+}

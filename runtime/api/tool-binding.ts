@@ -6,7 +6,7 @@ import { createArgumentsAjv } from '../spec/loader.ts';
 import type { LoadedTool } from '../spec/catalog.ts';
 import type { CatalogSource } from '../spec/live.ts';
 import { TOOL_NAME_PATTERN, type ToolDoc } from '../servers/tools.ts';
-import { ApiError } from './http.ts';
+import { ApiError, storableKeys } from './http.ts';
 
 type Binding = Pick<ToolDoc, 'name' | 'base_tool' | 'account_id' | 'defaults' | 'locked' | 'description'>;
 
@@ -38,6 +38,7 @@ export async function checkToolBinding(d: { catalog: CatalogSource; accounts: Ac
 
   const defaults = body.defaults ?? {};
   if (defaults === null || typeof defaults !== 'object' || Array.isArray(defaults)) throw new ApiError(400, '"defaults" must be an object of parameter values');
+  storableKeys(defaults, 'defaults');
   let validate = defaultsValidators.get(base);
   if (!validate) {
     const { required: _required, ...schema } = base.spec.input;

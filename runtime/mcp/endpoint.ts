@@ -127,8 +127,8 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
   async function handleBatch(exchange: Exchange, items: unknown[]): Promise<void> {
     const { ctx } = exchange;
     if (items.length === 0) return sendJson(ctx, 400, rpcError(null, ErrorCode.InvalidRequest, 'Invalid request: empty batch'));
-    // The POST counted as one request; every further request of the batch counts too.
-    const extra = items.filter((item) => classify(item).kind === 'request').length - 1;
+    // The POST counted as one request; every further item of the batch counts too, invalid ones included.
+    const extra = items.length - 1;
     if (extra > 0) {
       const rate = await backend.rateLimit(exchange.principal, extra);
       ctx.set(rate.headers);
@@ -203,6 +203,10 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     if (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args))) {
       // 2025-11-25 and later: input validation errors are tool results, so the model can correct itself.
       return errorResult(new ToolError('invalid_arguments', 'Invalid arguments: "arguments" must be an object'), exchange.version);
+    }
+    // Checked before anything else (validation, charge, templates): deep values exhaust recursive code.
+    if (args !== undefined && nestedDeeperThan(args, MAX_ARGUMENT_DEPTH)) {
+      return errorResult(new ToolError('invalid_arguments', `Invalid arguments: values are nested more than ${MAX_ARGUMENT_DEPTH} levels deep (the limit)`), exchange.version);
     }
     // The upstream call stops when the client goes away or cancels the request.
     const controller = new AbortController();
@@ -295,3 +299,18 @@ function sendHttpError(ctx: Context, status: number, body: { error: string; mess
   sendJson(ctx, status, body);
 }
 
+
+/** How deep tool arguments may nest (objects and arrays); their size is bounded by MAX_BODY_BYTES. */
+export const MAX_ARGUMENT_DEPTH = 32;
+
+/** True when `value` has objects or arrays nested more than `limit` levels deep (walked without recursion). */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > limit) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+  }
+  return false;
+}
