@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 
-const USAGE = 'usage: npm run admin -- create-owner <email> | grant <owner-id> <amount>';
+const USAGE = 'usage: npm run admin -- create-owner <email> | grant <owner-id> <amount> | check-ledger [owner-id]';
 
 async function operatorToken(): Promise<string> {
   if (process.env.OPERATOR_TOKEN) return process.env.OPERATOR_TOKEN;
@@ -22,21 +22,29 @@ async function operatorToken(): Promise<string> {
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   const base = process.env.ADMIN_URL || `http://127.0.0.1:${process.env.PORT || 3000}`;
-  let request: { path: string; body: unknown };
+  let request: { path: string; body?: unknown };
   if (command === 'create-owner' && rest.length === 1) request = { path: '/api/admin/owners', body: { email: rest[0] } };
   else if (command === 'grant' && rest.length === 2 && /^-?\d+$/.test(rest[1])) {
     request = { path: `/api/admin/owners/${encodeURIComponent(rest[0])}/credits`, body: { amount: Number(rest[1]) } };
+  } else if (command === 'check-ledger' && rest.length <= 1) {
+    request = { path: `/api/admin/ledger/check${rest[0] ? `?owner=${encodeURIComponent(rest[0])}` : ''}` };
   } else throw new Error(USAGE);
   const token = await operatorToken();
   let res: Response;
   try {
-    res = await fetch(base + request.path, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(request.body) });
+    res = await fetch(base + request.path, {
+      method: request.body === undefined ? 'GET' : 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: request.body === undefined ? undefined : JSON.stringify(request.body),
+    });
   } catch {
     throw new Error(`The service is not reachable at ${base}. Start it (npm start) or set ADMIN_URL: admin commands go through the running service and never write its store directly.`);
   }
   const text = await res.text();
   if (!res.ok) throw new Error(`${res.status}: ${text}`);
   console.log(text);
+  // check-ledger: a broken invariant is a failure of the command too.
+  if (command === 'check-ledger' && !(JSON.parse(text) as { ok: boolean }).ok) process.exitCode = 2;
 }
 
 main(process.argv.slice(2)).catch((err: Error) => {

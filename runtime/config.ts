@@ -42,6 +42,8 @@ export interface Config {
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
+  /** Per-call ledger records are kept this long, then rolled into hourly aggregates. */
+  ledgerRetentionDays: number;
   /** Behind a reverse proxy: take the client address from X-Forwarded-For (sign-in throttling is per address). */
   trustProxy: boolean;
 }
@@ -113,6 +115,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sessionIdleMinutes: int('SESSION_IDLE_MINUTES', 720, 1, 60 * 24 * 90),
     sessionMaxDays: int('SESSION_MAX_DAYS', 14, 1, 365),
     trustProxy: bool('TRUST_PROXY', false),
+    ledgerRetentionDays: int('LEDGER_RETENTION_DAYS', 30, 1, 3650),
     headersTimeoutMs: int('HEADERS_TIMEOUT_MS', 10_000, 500, 120_000),
     requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
     keepAliveTimeoutMs: int('KEEP_ALIVE_TIMEOUT_MS', 65_000, 1000, 600_000),

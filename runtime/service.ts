@@ -15,7 +15,7 @@ import { KeyRateLimiter } from './access/rate-limit.ts';
 import { createApiRouter } from './api/index.ts';
 import { createDashboardRouter, pageNotFound } from './dashboard/index.ts';
 import { Credits } from './billing/credits.ts';
-import { Usage } from './billing/usage.ts';
+import { Ledger } from './billing/ledger.ts';
 import type { Config } from './config.ts';
 import { Engine } from './engine/index.ts';
 import { createHttpClient } from './http/client.ts';
@@ -31,6 +31,9 @@ import { CustomTools } from './servers/tools.ts';
 import { LiveCatalog } from './spec/live.ts';
 import { loadCatalog } from './spec/loader.ts';
 import { type Store, openStore } from './store/index.ts';
+
+/** No call lasts longer: the longest webhook wait (300 s) plus the retries and the answer, with margin. */
+const MAX_CALL_MS = 15 * 60_000;
 
 export const SERVICE_INFO = { name: 'tool-server', title: 'Tool Server', version: '0.1.0' };
 
@@ -49,7 +52,7 @@ export interface RunningService {
   catalog: LiveCatalog;
   store: Store;
   logger: Logger;
-  /** Writes buffered usage and last-used times now. */
+  /** Writes buffered last-used times of keys now. */
   flush(): Promise<void>;
   close(): Promise<void>;
 }
@@ -68,6 +71,7 @@ const INDEXES = [
   { collection: 'tools', fields: ['server_id', 'name'], unique: true },
   { collection: 'usage', fields: ['owner_id', 'hour'] },
   { collection: 'calls', fields: ['owner_id', 'at'] },
+  { collection: 'calls', fields: ['at'] },
 ];
 
 export async function startService(opts: ServiceOptions): Promise<RunningService> {
@@ -95,10 +99,18 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const tools = new CustomTools(store, catalog, config.keyCacheMs);
   const accounts = new Accounts(store, catalog, new Vault(parseMasterKey(masterKey)), config.keyCacheMs);
   const credits = new Credits(store);
-  const usage = new Usage(store);
+  const ledger = new Ledger(store, credits);
+  // Charges of calls that a crash interrupted are refunded (and recorded) before any new call. On MongoDB
+  // other instances may be running calls: only charges older than any call can last are settled, at start
+  // and then periodically.
+  const reconcile = async () => {
+    const refunded = await ledger.reconcile(store.kind === 'embedded' ? new Date() : new Date(Date.now() - MAX_CALL_MS));
+    if (refunded) logger.warn({ refunded }, 'refunded the charges of calls interrupted by a stop');
+  };
+  await reconcile();
   const rateLimiter = new KeyRateLimiter(config.rateLimit, store.mongo);
   const metrics = new Metrics();
-  const gateway = new Gateway({ keys, servers, tools, accounts, credits, usage, rateLimiter, engine, logger, metrics });
+  const gateway = new Gateway({ keys, servers, tools, accounts, credits, ledger, rateLimiter, engine, logger, metrics });
 
   const app = new Koa({ proxy: config.trustProxy });
   app.silent = true;
@@ -171,7 +183,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   // The public URL is completed once the port is known (PORT=0 in tests).
   const site = { publicUrl: config.publicUrl, signup: config.signup, startingCredits: config.startingCredits };
   const signInLimits = new SignInLimits(undefined, store.mongo);
-  const apiDeps = { owners, servers, keys, tools, accounts, credits, usage, catalog, engine, sessions, signInLimits, operatorToken, maxBodyBytes: config.maxBodyBytes, site };
+  const apiDeps = { owners, servers, keys, tools, accounts, credits, ledger, catalog, engine, sessions, signInLimits, operatorToken, maxBodyBytes: config.maxBodyBytes, site };
   const api = createApiRouter(apiDeps);
   const dashboard = createDashboardRouter(apiDeps);
   app.use(router.routes()).use(router.allowedMethods());
@@ -200,11 +212,17 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   if (config.port === 0 && site.publicUrl.endsWith(':0')) site.publicUrl = `http://${host}:${port}`;
 
   const flush = async () => {
-    await Promise.all([usage.flush(), keys.flush()]);
+    await keys.flush();
   };
   const flusher = setInterval(() => flush().catch((err) => logger.error({ err }, 'flush failed')), 2000);
   flusher.unref();
-  const sessionSweeper = setInterval(() => sessions.sweep().catch((err) => logger.error({ err }, 'session sweep failed')), 3_600_000);
+  // Hourly housekeeping: expired sessions, ledger records past retention rolled into hourly aggregates,
+  // and (on MongoDB) charges left open by instances that died.
+  const sessionSweeper = setInterval(() => {
+    sessions.sweep().catch((err) => logger.error({ err }, 'session sweep failed'));
+    ledger.rollUp(config.ledgerRetentionDays * 86_400_000).catch((err) => logger.error({ err }, 'ledger roll-up failed'));
+    if (store.kind === 'mongodb') reconcile().catch((err) => logger.error({ err }, 'ledger reconciliation failed'));
+  }, 3_600_000);
   sessionSweeper.unref();
   if (config.watchSpecs) catalog.watch(config.toolSpecsDir, plugins, logger);
   logger.info({ port, store: store.kind, tools: catalog.current.tools.size, providers: catalog.current.providers.size }, 'tool server listening');

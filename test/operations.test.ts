@@ -1,33 +1,13 @@
 // `npm start` as a real process: configuration errors named at once, health and readiness, and a graceful
 // SIGTERM that lets an in-flight tools/call finish, keeps its usage, and exits 0.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServiceProcess as start } from './support/process.ts';
 import { type DemoUpstream, startDemoUpstream } from './support/upstream.ts';
 
 const OPERATOR_TOKEN = 'op_test_token_0123456789abcdef';
-
-function start(env: Record<string, string>): { child: ChildProcess; output: () => string; url: Promise<string>; exit: Promise<number | null> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'runtime/main.ts'], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', WATCH_SPECS: 'false', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const url = new Promise<string>((resolve, reject) => {
-    const check = () => {
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]);
-    };
-    child.stderr!.on('data', check);
-    child.once('exit', () => reject(new Error(`exited before listening: ${out}`)));
-  });
-  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, output: () => out, url, exit };
-}
 
 describe('configuration', () => {
   it('refuses to start and names every bad variable', async () => {

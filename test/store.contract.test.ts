@@ -286,6 +286,14 @@ function storeContract(open: () => Promise<Store>): void {
       expect(await docs.updateOne({ _id: 'y' }, { $pull: { tags: 'a' } })).toEqual({ matched: 1, modified: 0, upserted: false });
     });
 
+    it('a conditional update on a dotted path through an array of sub-documents (open charges of the ledger)', async () => {
+      await docs.insertOne({ _id: 'w', name: 'w', balance: 10, open: [{ id: 'c1', cost: 1 }, { id: 'c2', cost: 2 }] });
+      const close = (id: string, refund: number) => docs.updateOne({ _id: 'w', 'open.id': id }, { $pull: { open: { id } }, $inc: { balance: refund } });
+      expect(await close('c2', 2)).toMatchObject({ matched: 1, modified: 1 });
+      expect(await close('c2', 2)).toMatchObject({ matched: 0, modified: 0 });
+      expect(await docs.findOne({ _id: 'w' })).toMatchObject({ balance: 12, open: [{ id: 'c1', cost: 1 }] });
+    });
+
     it('updateMany updates every match; updateOne only one', async () => {
       await docs.insertOne({ _id: 'z', name: 'z', n: 1 });
       expect(await docs.updateOne({ n: 1 }, { $inc: { n: 10 } })).toEqual({ matched: 1, modified: 1, upserted: false });

@@ -26,4 +26,13 @@ export function adminRoutes(router: Router, d: ApiDeps, g: Guards): void {
     }
     ctx.body = { balance: await d.credits.grant(ctx.params.id, amount) };
   });
+
+  // balance = granted - kept - open, for one owner or all (after reconciliation at start, open is only
+  // what is running now).
+  router.get('/admin/ledger/check', g.operator, async (ctx) => {
+    const owner = typeof ctx.query.owner === 'string' ? ctx.query.owner : undefined;
+    if (owner && !(await d.owners.get(owner))) throw notFound('Owner');
+    const owners = await d.ledger.check(owner);
+    ctx.body = { ok: owners.every((o) => o.ok), owners };
+  });
 }

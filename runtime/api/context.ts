@@ -6,7 +6,7 @@ import type { OwnerDoc, Owners } from '../access/owners.ts';
 import { SESSION_COOKIE, type Sessions, csrfTokenOf } from '../access/sessions.ts';
 import type { SignInLimits } from '../access/sign-in-limits.ts';
 import type { Credits } from '../billing/credits.ts';
-import type { Usage } from '../billing/usage.ts';
+import type { Ledger } from '../billing/ledger.ts';
 import type { Engine } from '../engine/index.ts';
 import { sameSecret } from '../secrets.ts';
 import type { ServerDoc, Servers } from '../servers/servers.ts';
@@ -21,7 +21,7 @@ export interface ApiDeps {
   tools: CustomTools;
   accounts: Accounts;
   credits: Credits;
-  usage: Usage;
+  ledger: Ledger;
   catalog: CatalogSource;
   engine: Engine;
   sessions: Sessions;

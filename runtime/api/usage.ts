@@ -11,8 +11,8 @@ export function usageRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const limit = ctx.query.limit === undefined ? 50 : Number(ctx.query.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new ApiError(400, '"limit" must be an integer from 1 to 500');
     const server = typeof ctx.query.server === 'string' ? ctx.query.server : undefined;
-    const calls = await d.usage.latest(me(ctx)._id, limit, server);
-    ctx.body = { calls: calls.map(({ _id, owner_id: _owner, ...c }) => ({ id: _id, ...c })) };
+    const calls = await d.ledger.latest(me(ctx)._id, limit, server);
+    ctx.body = { calls: calls.map(({ _id, owner_id: _owner, charged: _charged, ...c }) => ({ id: _id, ...c })) };
   });
   router.get('/usage', g.owner, async (ctx) => {
     const q = ctx.query;
@@ -24,7 +24,7 @@ export function usageRoutes(router: Router, d: ApiDeps, g: Guards): void {
       return t;
     };
     const text = (name: string) => (typeof q[name] === 'string' ? (q[name] as string) : undefined);
-    const rows = await d.usage.query(me(ctx)._id, { server: text('server'), key: text('key'), tool: text('tool'), from: date('from'), to: date('to') });
+    const rows = await d.ledger.usage(me(ctx)._id, { server: text('server'), key: text('key'), tool: text('tool'), from: date('from'), to: date('to') });
     ctx.body = {
       usage: rows.map((r) => ({ server_id: r.server_id, key_id: r.key_id, tool: r.tool, hour: r.hour, calls: r.calls, credits: r.credits, errors: r.errors, refunds: r.refunds })),
       total_credits: rows.reduce((s, r) => s + r.credits, 0),

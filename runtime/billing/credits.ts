@@ -1,12 +1,24 @@
 // Credit balances. A charge is ONE conditional atomic update (never below zero, also under
-// concurrency); a refund is one increment. `granted` tracks what the operator gave, so that
-// granted - balance = sum of kept charges.
+// concurrency) that also lists the charge as open on the same document; the call's end closes it (with a
+// refund when the failure was ours) once the ledger holds its record. `granted` tracks what was given, so
+// that granted - balance = credits kept by recorded calls + open charges (ledger.ts checks it).
 import type { Collection, Doc, Store } from '../store/index.ts';
+
+/** A charge whose call has not ended yet: what the ledger needs to record it if the process dies. */
+export interface OpenCharge {
+  id: string;
+  cost: number;
+  at: Date;
+  server_id: string;
+  key_id: string;
+  tool: string;
+}
 
 export interface CreditDoc extends Doc {
   /** _id is the owner id. */
   balance: number;
   granted: number;
+  open?: OpenCharge[];
 }
 
 export class Credits {
@@ -42,15 +54,23 @@ export class Credits {
     }
   }
 
-  /** Takes `cost` credits if the balance allows; false (nothing taken) otherwise. */
-  async charge(ownerId: string, cost: number): Promise<boolean> {
-    if (cost === 0) return true;
-    const doc = await this.credits.findOneAndUpdate({ _id: ownerId, balance: { $gte: cost } }, { $inc: { balance: -cost } });
+  /** Takes the charge's cost and lists it as open, in one atomic update, if the balance allows; false (nothing taken) otherwise. */
+  async charge(ownerId: string, charge: OpenCharge): Promise<boolean> {
+    const doc = await this.credits.findOneAndUpdate({ _id: ownerId, balance: { $gte: charge.cost } }, { $inc: { balance: -charge.cost }, $push: { open: charge } });
     return doc !== null;
   }
 
-  async refund(ownerId: string, cost: number): Promise<void> {
-    if (cost === 0) return;
-    await this.credits.updateOne({ _id: ownerId }, { $inc: { balance: cost } });
+  /** Closes an open charge, giving `refund` credits back in the same update; a no-op when it is closed already. */
+  async close(ownerId: string, chargeId: string, refund: number): Promise<void> {
+    await this.credits.updateOne({ _id: ownerId, 'open.id': chargeId }, { $pull: { open: { id: chargeId } }, ...(refund ? { $inc: { balance: refund } } : {}) });
+  }
+
+  /** Owners with open charges (at start, after a crash: one read of every balance). */
+  async withOpenCharges(): Promise<CreditDoc[]> {
+    return (await this.credits.find({})).filter((d) => d.open?.length);
+  }
+
+  all(ownerId?: string): Promise<CreditDoc[]> {
+    return this.credits.find(ownerId ? { _id: ownerId } : {});
   }
 }

@@ -70,8 +70,8 @@ export function createDashboardRouter(d: ApiDeps): Router {
       const since = new Date(Date.now() - CHART_DAYS * 86_400_000);
       const [balance, rows, calls, servers, accounts, keys] = await Promise.all([
         d.credits.balance(ownerId),
-        d.usage.query(ownerId, { from: since }),
-        d.usage.latest(ownerId, 20),
+        d.ledger.usage(ownerId, { from: since }),
+        d.ledger.latest(ownerId, 20),
         d.servers.list(ownerId),
         d.accounts.list(ownerId),
         d.keys.listGlobal(ownerId),

@@ -1,6 +1,6 @@
 // The overview's figures from the hourly usage rows: totals over 1 / 7 / 30 days and a per-day, per-tool
 // chart drawn as SVG on the server (no chart library, readable without JavaScript, with a table beside it).
-import type { UsageDoc } from '../billing/usage.ts';
+import type { UsageRow } from '../billing/ledger.ts';
 
 const DAY = 86_400_000;
 export const CHART_DAYS = 30;
@@ -38,7 +38,7 @@ export interface OverviewFigures {
 
 const CHART = { width: 720, height: 160, gap: 4 };
 
-export function overviewFigures(rows: UsageDoc[], now = Date.now()): OverviewFigures {
+export function overviewFigures(rows: UsageRow[], now = Date.now()): OverviewFigures {
   const sum = (since: number): Totals =>
     rows.filter((r) => r.hour.getTime() > since).reduce((t, r) => ({ calls: t.calls + r.calls, credits: t.credits + r.credits }), { calls: 0, credits: 0 });
   const today = Math.floor(now / DAY) * DAY;

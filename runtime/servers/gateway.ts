@@ -1,11 +1,13 @@
 // The MCP backend: authenticate -> authorize -> rate limit, then for tools/call
-// find the custom tool -> merge defaults -> validate -> charge -> execute -> refund or keep -> record usage.
+// find the custom tool -> merge defaults -> validate -> charge -> execute -> record in the ledger -> refund or keep.
 import type { Accounts } from '../accounts/accounts.ts';
 import type { ApiKeys } from '../access/keys.ts';
 import { KEY_PREFIX } from '../access/keys.ts';
 import type { KeyRateLimiter } from '../access/rate-limit.ts';
 import type { Credits } from '../billing/credits.ts';
-import type { Usage } from '../billing/usage.ts';
+import { type Ledger, recordOf } from '../billing/ledger.ts';
+import type { OpenCharge } from '../billing/credits.ts';
+import { randomId } from '../secrets.ts';
 import type { Engine } from '../engine/index.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
@@ -20,7 +22,7 @@ export interface GatewayDeps {
   tools: CustomTools;
   accounts: Accounts;
   credits: Credits;
-  usage: Usage;
+  ledger: Ledger;
   rateLimiter: KeyRateLimiter;
   engine: Engine;
   logger: Logger;
@@ -56,10 +58,13 @@ export class Gateway implements McpBackend {
     if (!bound) return undefined;
     const cost = bound.base.spec.credits;
     const started = performance.now();
-    const record = (credits: number, failed: boolean, refunded: boolean, outcome: string) => {
-      const latencyMs = Math.round(performance.now() - started);
-      this.d.usage.record({ ownerId: principal.ownerId, serverId: principal.serverId, keyId: principal.keyId, tool: name, credits, failed, refunded, code: outcome, latencyMs });
-      this.d.metrics.toolCall(name, outcome, credits);
+    const charge: OpenCharge = { id: randomId('call_'), cost, at: new Date(), server_id: principal.serverId, key_id: principal.keyId, tool: name };
+    const latency = () => Math.round(performance.now() - started);
+    /** A call refused before any charge: recorded, nothing to settle. */
+    const rejected = async (error: ToolError): Promise<CallOutcome> => {
+      await this.d.ledger.record(recordOf({ ...charge, cost: 0 }, principal.ownerId, 'rejected', error.code, 0, latency()));
+      this.d.metrics.toolCall(name, error.code, 0);
+      return { ok: false, error };
     };
 
     let validated: Record<string, unknown>;
@@ -67,30 +72,32 @@ export class Gateway implements McpBackend {
       validated = this.d.engine.validateArguments(bound.base, mergeArguments(bound, args as Record<string, unknown>));
     } catch (err) {
       if (!(err instanceof ToolError)) throw err;
-      record(0, true, false, err.code);
-      return { ok: false, error: err };
+      return rejected(err);
     }
     const account = bound.doc.account_id ? await this.d.accounts.credentials(principal.ownerId, bound.doc.account_id) : null;
     if (bound.doc.account_id && !account) {
-      record(0, true, false, 'account_missing');
-      return { ok: false, error: new ToolError('account_missing', `The account bound to ${name} no longer exists; bind another account to the tool`) };
+      return rejected(new ToolError('account_missing', `The account bound to ${name} no longer exists; bind another account to the tool`));
     }
-    if (!(await this.d.credits.charge(principal.ownerId, cost))) {
+    if (!(await this.d.credits.charge(principal.ownerId, charge))) {
       const balance = await this.d.credits.balance(principal.ownerId);
-      record(0, true, false, 'insufficient_credits');
-      return { ok: false, error: new ToolError('insufficient_credits', `Insufficient credits: ${name} costs ${cost} credit${cost === 1 ? '' : 's'} and the balance is ${balance}`) };
+      return rejected(new ToolError('insufficient_credits', `Insufficient credits: ${name} costs ${cost} credit${cost === 1 ? '' : 's'} and the balance is ${balance}`));
     }
+    // From here the charge is open on the balance: its record is written before the answer leaves, and a
+    // crash before that is refunded by Ledger.reconcile at the next start.
+    let outcome: CallOutcome;
+    let failure: ToolError | undefined;
     try {
-      const result = await this.d.engine.run(bound.base, validated, account, options);
-      record(cost, false, false, 'ok');
-      return { ok: true, result };
+      outcome = { ok: true, result: await this.d.engine.run(bound.base, validated, account, options) };
     } catch (err) {
-      const failure = err instanceof ToolError ? err : new ToolError('internal_error', 'The tool failed inside the service', { refund: true });
+      failure = err instanceof ToolError ? err : new ToolError('internal_error', 'The tool failed inside the service', { refund: true });
       if (!(err instanceof ToolError)) this.d.logger.error({ err, tool: name, keyId: principal.keyId }, 'tool failed unexpectedly');
-      if (failure.refund) await this.d.credits.refund(principal.ownerId, cost);
-      record(failure.refund ? 0 : cost, true, failure.refund, failure.code);
-      return { ok: false, error: failure };
+      outcome = { ok: false, error: failure };
     }
+    const refund = failure?.refund === true;
+    const kept = refund ? 0 : cost;
+    await this.d.ledger.settle(recordOf(charge, principal.ownerId, !failure ? 'ok' : refund ? 'refunded' : 'tool_error', failure?.code ?? 'ok', kept, latency()), refund);
+    this.d.metrics.toolCall(name, failure?.code ?? 'ok', kept);
+    return outcome;
   }
 }
 

@@ -1,0 +1,81 @@
+// The ledger and the credits it settles, on the embedded store (in memory and on disk): group-committed
+// records, reconciliation of charges a crash left open, and roll-up past retention without double counting.
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { type OpenCharge, Credits } from '../runtime/billing/credits.ts';
+import { Ledger, recordOf } from '../runtime/billing/ledger.ts';
+import { openEmbeddedStore, type Store } from '../runtime/store/index.ts';
+
+const HOUR = 3_600_000;
+const charge = (id: string, at = new Date(), cost = 2): OpenCharge => ({ id, cost, at, server_id: 'srv', key_id: 'key_1', tool: 'tracker_get_issue' });
+
+describe.each([
+  ['in memory', () => openEmbeddedStore()],
+  ['on disk', async () => openEmbeddedStore({ dir: await mkdtemp(path.join(tmpdir(), 'ledger-')) })],
+])('ledger %s', (_name, open: () => Promise<Store>) => {
+  async function setup(balance = 100) {
+    const store = await open();
+    const credits = new Credits(store);
+    await credits.grant('own_1', balance);
+    return { store, credits, ledger: new Ledger(store, credits) };
+  }
+
+  it('writes the records of concurrent calls together, each call awaiting its own', async () => {
+    const { ledger, store } = await setup();
+    const records = Array.from({ length: 50 }, (_, i) => recordOf(charge(`call_${i}`), 'own_1', 'ok', 'ok', 2, 5));
+    await Promise.all(records.map((r) => ledger.record(r)));
+    expect((await ledger.latest('own_1', 100)).length).toBe(50);
+    await store.close();
+  });
+
+  it('settles what a crash left open: recorded outcomes kept, unrecorded calls refunded and recorded', async () => {
+    const { credits, ledger, store } = await setup(100);
+    for (const id of ['done', 'refund-pending', 'lost']) expect(await credits.charge('own_1', charge(id))).toBe(true);
+    expect(await credits.balance('own_1')).toBe(94);
+    // "done" finished normally; "refund-pending" was recorded as refunded but died before its refund; "lost" has no record.
+    await ledger.settle(recordOf(charge('done'), 'own_1', 'ok', 'ok', 2, 10), false);
+    await ledger.record(recordOf(charge('refund-pending'), 'own_1', 'refunded', 'upstream_unavailable', 0, 10));
+    expect((await ledger.check('own_1'))[0]).toMatchObject({ open: 4, kept: 2, difference: 0 });
+
+    expect(await ledger.reconcile()).toBe(2);
+    expect(await credits.balance('own_1')).toBe(98);
+    const calls = await ledger.latest('own_1', 10);
+    expect(calls.find((c) => c._id === 'lost')).toMatchObject({ outcome: 'refunded', code: 'interrupted', credits: 0, charged: 2 });
+    expect((await ledger.check('own_1'))[0]).toMatchObject({ granted: 100, balance: 98, kept: 2, open: 0, difference: 0, ok: true });
+    // Reconciling again changes nothing.
+    expect(await ledger.reconcile()).toBe(0);
+    expect(await credits.balance('own_1')).toBe(98);
+    await store.close();
+  });
+
+  it('leaves charges younger than the cut-off to the instance that runs them', async () => {
+    const { credits, ledger, store } = await setup(10);
+    await credits.charge('own_1', charge('running', new Date()));
+    expect(await ledger.reconcile(new Date(Date.now() - 60_000))).toBe(0);
+    expect((await ledger.check('own_1'))[0]).toMatchObject({ open: 2, difference: 0 });
+    await store.close();
+  });
+
+  it('rolls records past retention into hourly aggregates, once, with the same totals', async () => {
+    const { ledger, store } = await setup();
+    const now = Date.UTC(2026, 10, 20, 12, 30);
+    const old = (i: number, h: number) => recordOf(charge(`old_${h}_${i}`, new Date(now - h * HOUR - 1000)), 'own_1', i % 3 === 0 ? 'refunded' : 'ok', 'ok', i % 3 === 0 ? 0 : 2, 5);
+    await Promise.all([...Array.from({ length: 6 }, (_, i) => old(i, 48)), ...Array.from({ length: 4 }, (_, i) => old(i, 50)), old(0, 1)].map((r) => ledger.record(r)));
+    const before = await ledger.usage('own_1', {});
+    const totals = (rows: typeof before) => rows.reduce((t, r) => ({ calls: t.calls + r.calls, credits: t.credits + r.credits, refunds: t.refunds + r.refunds }), { calls: 0, credits: 0, refunds: 0 });
+
+    expect(await ledger.rollUp(24 * HOUR, now)).toBe(10);
+    expect(totals(await ledger.usage('own_1', {}))).toEqual(totals(before));
+    expect((await ledger.latest('own_1', 100)).length).toBe(1);
+    expect((await ledger.check('own_1'))[0].kept).toBe(totals(before).credits);
+    // A second run never adds twice; records left behind by a crash after their hour's aggregate was written are
+    // deleted without being counted again.
+    expect(await ledger.rollUp(24 * HOUR, now)).toBe(0);
+    await ledger.record(old(7, 48));
+    await ledger.rollUp(24 * HOUR, now);
+    expect(totals(await ledger.usage('own_1', {})).calls).toBe(totals(before).calls);
+    await store.close();
+  });
+});
