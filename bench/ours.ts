@@ -1,6 +1,8 @@
-// This service for the benchmark: in-memory store, the demo provider of test/fixtures/specs pointed at the
+// This service for the benchmark: in-memory store (BENCH_STORE=file: the file-backed store `npm start` uses), the demo provider of test/fixtures/specs pointed at the
 // fake upstream, one server with demo_ping, a key, plenty of credits, limits out of the way. Logs are kept
 // at info and written to /dev/null, so their cost is measured.
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../runtime/config.ts';
@@ -14,9 +16,9 @@ const config = loadConfig({
   TOOL_SPECS_DIR: path.resolve('test/fixtures/specs'),
   RATE_LIMIT_BURST: '1000000',
   RATE_LIMIT_PER_MINUTE: '10000000',
-  DATA_DIR: '/tmp/tool-server-bench',
+  DATA_DIR: await mkdtemp(path.join(tmpdir(), 'tool-server-bench-')),
 });
-config.inMemory = true;
+config.inMemory = process.env.BENCH_STORE !== 'file';
 const service = await startService({ config, logDestination: pino.destination('/dev/null') });
 const api = async (p: string, token: string, body?: unknown) => {
   const res = await fetch(service.url + p, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body ?? {}) });
@@ -28,5 +30,5 @@ const account = await api('/api/accounts', owner.token, { kind: 'demo', name: 'b
 const server = await api('/api/servers', owner.token, { name: 'bench', id: 'bench' });
 await api(`/api/servers/${server.id}/tools`, owner.token, { base_tool: 'demo_ping', account_id: account.id });
 const key = await api(`/api/servers/${server.id}/api-keys`, owner.token, { name: 'bench' });
-console.log(JSON.stringify({ url: `${service.url}/mcp/${server.id}`, key: key.key }));
+console.log(JSON.stringify({ url: `${service.url}/mcp/${server.id}`, key: key.key, metrics: `${service.url}/metrics`, operator: service.operatorToken }));
 process.once('SIGINT', () => process.exit(0));

@@ -2,26 +2,12 @@
 // loopback only, with a bare Koa+got proxy as the floor. Each server runs in its own process; autocannon drives tools/list and tools/call at
 // concurrency 1 and 32. Prints req/s, p50 and p99 per row, then the ratios; the last line is
 // `tools/call c=32 ours/reference <ratio>`. BENCH_SECONDS sets the length of each run (default 5).
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
+import { children, launch } from './processes.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 5);
 /** This service: key auth + rate limits + credit charge + tool spec + usage, i.e. the full pipeline. */
 const OURS = 'ours (full pipeline)';
-const children: ChildProcess[] = [];
-
-/** Starts `tsx bench/<file>` and waits for the JSON line it prints. */
-async function launch(file: string, ...args: string[]): Promise<Record<string, string>> {
-  const child = spawn(process.execPath, ['--import', 'tsx', `bench/${file}`, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(child);
-  const lines = createInterface({ input: child.stdout! });
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
-    lines.once('line', (line) => resolve(JSON.parse(line) as Record<string, string>));
-  });
-}
-
 const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
 const BODIES = {
   'tools/list': JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
