@@ -39,6 +39,8 @@ export interface SendOptions {
    * idempotentHint: a webhook that starts a workflow must never run twice because of us.
    */
   retry?: boolean;
+  /** Follow redirects (default true); false returns the 3xx answer itself. */
+  followRedirects?: boolean;
 }
 
 /** The provider client bound to the call's account: base URL, authentication, default headers, guard. */

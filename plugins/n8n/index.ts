@@ -95,7 +95,10 @@ function callerHeaders(headers: unknown): Record<string, string> {
 
 const WITH_BODY: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
 
-/** Calls an n8n webhook URL with the caller's method, body, query and headers; no account credentials. */
+/**
+ * Calls an n8n webhook URL with the caller's method, body, query and headers; no account credentials. Any
+ * answer is the tool's result ({status_code, headers, body}); only no answer (timeout, network, guard) fails.
+ */
 export const triggerWebhookPlugin: CallPlugin = {
   name: 'n8n.trigger_webhook',
   hook: 'call',
@@ -115,7 +118,9 @@ export const triggerWebhookPlugin: CallPlugin = {
           timeoutMs: request.timeoutMs,
         },
         // Webhook authentication travels in the caller's headers or query; the API key is not for webhooks.
-        { withAuth: false },
+        // The webhook's answer is the result, whatever its status (a Respond to Webhook node may answer a
+        // 4xx or a redirect on purpose): it is returned as it is, a redirect included, never followed.
+        { withAuth: false, expectOk: false, followRedirects: false },
       );
     } catch (err) {
       if (err instanceof ToolError && err.code === 'timeout') {

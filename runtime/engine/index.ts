@@ -116,7 +116,7 @@ export class Engine {
   private bind(provider: LoadedProvider, account: AccountCredentials | null, signal?: AbortSignal, idempotent = true): ProviderHttp {
     const { headers, auth, base, baseOrigin } = accountFacts(provider, account);
     return {
-      send: async (req, { expectOk = true, withAuth = true, retry = idempotent } = {}) => {
+      send: async (req, { expectOk = true, withAuth = true, retry = idempotent, followRedirects = true } = {}) => {
         let url: URL;
         if (req.url) url = new URL(req.url);
         else if (base) url = new URL(base + req.path);
@@ -132,6 +132,7 @@ export class Engine {
           timeoutMs: req.timeoutMs ?? this.options.defaultTimeoutMs,
           signal,
           retry,
+          followRedirects,
         });
         if (expectOk && (res.status < 200 || res.status > 299)) throw new UpstreamStatusError(res);
         return res;

@@ -17,6 +17,8 @@ export interface UpstreamRequest {
   signal?: AbortSignal;
   /** Allow got's retries (idempotent methods only); false for calls that must never repeat. */
   retry?: boolean;
+  /** Follow redirects (each hop through the guard); false returns a 3xx answer as it is. Default true. */
+  followRedirects?: boolean;
 }
 
 export interface UpstreamResponse {
@@ -97,6 +99,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         timeout: { request: req.timeoutMs ?? options.timeoutMs },
         ...(req.signal ? { signal: req.signal } : {}),
         ...(req.retry === false ? { retry: { limit: 0 } } : {}),
+        ...(req.followRedirects === false ? { followRedirect: false } : {}),
       });
       let cut = false;
       const cutOff = () => {
