@@ -44,6 +44,8 @@ export interface Config {
   keepAliveTimeoutMs: number;
   /** Per-call ledger records are kept this long, then rolled into hourly aggregates. */
   ledgerRetentionDays: number;
+  /** On the embedded store (all in memory), at most this many per-call records; older ones are rolled up. */
+  ledgerMaxRecords: number;
   /** Behind a reverse proxy: take the client address from X-Forwarded-For (sign-in throttling is per address). */
   trustProxy: boolean;
 }
@@ -116,6 +118,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sessionMaxDays: int('SESSION_MAX_DAYS', 14, 1, 365),
     trustProxy: bool('TRUST_PROXY', false),
     ledgerRetentionDays: int('LEDGER_RETENTION_DAYS', 30, 1, 3650),
+    ledgerMaxRecords: int('LEDGER_MAX_RECORDS', 10_000, 100, 10_000_000),
     headersTimeoutMs: int('HEADERS_TIMEOUT_MS', 10_000, 500, 120_000),
     requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
     keepAliveTimeoutMs: int('KEEP_ALIVE_TIMEOUT_MS', 65_000, 1000, 600_000),

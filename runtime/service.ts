@@ -99,7 +99,12 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const tools = new CustomTools(store, catalog, config.keyCacheMs);
   const accounts = new Accounts(store, catalog, new Vault(parseMasterKey(masterKey)), config.keyCacheMs);
   const credits = new Credits(store);
-  const ledger = new Ledger(store, credits);
+  // The embedded store keeps every document in memory: there the ledger keeps at most LEDGER_MAX_RECORDS
+  // records (older ones live on as hourly aggregates).
+  const ledger = new Ledger(store, credits, {
+    maxRecords: store.kind === 'embedded' ? config.ledgerMaxRecords : Infinity,
+    onRollError: (err) => logger.error({ err }, 'ledger roll-up failed'),
+  });
   // Charges of calls that a crash interrupted are refunded (and recorded) before any new call. On MongoDB
   // other instances may be running calls: only charges older than any call can last are settled, at start
   // and then periodically.
@@ -220,7 +225,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   // and (on MongoDB) charges left open by instances that died.
   const sessionSweeper = setInterval(() => {
     sessions.sweep().catch((err) => logger.error({ err }, 'session sweep failed'));
-    ledger.rollUp(config.ledgerRetentionDays * 86_400_000).catch((err) => logger.error({ err }, 'ledger roll-up failed'));
+    ledger.rollUp(new Date(Date.now() - config.ledgerRetentionDays * 86_400_000)).catch((err) => logger.error({ err }, 'ledger roll-up failed'));
     if (store.kind === 'mongodb') reconcile().catch((err) => logger.error({ err }, 'ledger reconciliation failed'));
   }, 3_600_000);
   sessionSweeper.unref();

@@ -4,8 +4,10 @@
 // refunds each charge whose call never finished and records that it did.
 //
 // Records of concurrent calls are written together (group commit: one insertMany per turn of the event
-// loop, each call awaiting its batch). Hourly usage is computed from the records; records older than the
-// retention are rolled into hourly aggregates (collection `usage`) and deleted, so the ledger stays bounded.
+// loop, each call awaiting its batch). Hourly usage is computed from the records plus hourly aggregates
+// (collection `usage`) into which records are rolled, and then deleted, once they are older than the
+// retention or, on the embedded store (which keeps every document in memory), beyond the newest
+// `maxRecords`: the ledger stays bounded.
 import type { Collection, Doc, Filter, Store } from '../store/index.ts';
 import type { CreditDoc, Credits, OpenCharge } from './credits.ts';
 
@@ -13,6 +15,7 @@ import type { CreditDoc, Credits, OpenCharge } from './credits.ts';
 export type CallOutcome = 'ok' | 'tool_error' | 'refunded' | 'rejected';
 
 export interface CallDoc extends Doc {
+  /** When the record was written: the end of the call (so records arrive in time order). */
   at: Date;
   owner_id: string;
   server_id: string;
@@ -42,7 +45,10 @@ export interface UsageRow {
   refunds: number;
 }
 
-interface RolledDoc extends Doc, UsageRow {}
+interface RolledDoc extends Doc, UsageRow {
+  /** The aggregate holds every record of its hour written before this time. */
+  through: Date;
+}
 
 export interface UsageFilter {
   server?: string;
@@ -66,16 +72,21 @@ export interface InvariantReport {
 }
 
 const HOUR = 3_600_000;
+/** Records are rolled up only once they are this old: a record being written is never missed. */
+const SETTLED_MS = 60_000;
 
 export class Ledger {
   private readonly calls: Collection<CallDoc>;
   private readonly rolled: Collection<RolledDoc>;
   private batch: CallDoc[] = [];
   private written: Promise<void> | null = null;
+  private sinceRoll = 0;
+  private rolling: Promise<unknown> | null = null;
 
   constructor(
     store: Store,
     private readonly credits: Credits,
+    private readonly options: { maxRecords: number; onRollError?: (err: unknown) => void } = { maxRecords: Infinity },
   ) {
     this.calls = store.collection<CallDoc>('calls');
     this.rolled = store.collection<RolledDoc>('usage');
@@ -90,9 +101,27 @@ export class Ledger {
         this.batch = [];
         this.written = null;
         this.calls.insertMany(docs).then(resolve, reject);
+        this.sinceRoll += docs.length;
+        if (this.sinceRoll >= this.options.maxRecords / 4) this.rollBeyondMax();
       }),
     );
     return this.written;
+  }
+
+  /** Rolls up what lies beyond the newest maxRecords records (in the background, one roll at a time). */
+  private rollBeyondMax(): void {
+    if (this.rolling) return;
+    this.sinceRoll = 0;
+    this.rolling = (async () => {
+      const [boundary] = await this.calls.find({}, { sort: { at: -1 }, skip: this.options.maxRecords, limit: 1 });
+      if (boundary) await this.rollUp(new Date(Math.min(boundary.at.getTime() + 1, Date.now() - SETTLED_MS)));
+    })()
+      .catch((err) => this.options.onRollError?.(err))
+      .finally(() => {
+        this.rolling = null;
+        // Records that came in while rolling may call for another round.
+        if (this.sinceRoll >= this.options.maxRecords / 4) this.rollBeyondMax();
+      });
   }
 
   /** Records the outcome of a charged call, then closes its open charge (refunding it when asked). */
@@ -137,46 +166,56 @@ export class Ledger {
     if (f.key) filter.key_id = f.key;
     if (f.tool) filter.tool = f.tool;
     const range = (field: string) => (f.from || f.to ? { [field]: { ...(f.from ? { $gte: f.from } : {}), ...(f.to ? { $lt: f.to } : {}) } } : {});
-    const [rolled, records] = await Promise.all([this.rolled.find({ ...filter, ...range('hour') }), this.calls.find({ ...filter, ...range('at') })]);
+    return this.merged(filter, range('hour'), range('at'));
+  }
+
+  /** Rolled aggregates plus the records they do not hold yet, per hour, server, key and tool. */
+  private async merged(filter: Filter, hourRange: Filter = {}, atRange: Filter = {}): Promise<UsageRow[]> {
+    const [rolled, records] = await Promise.all([this.rolled.find({ ...filter, ...hourRange }), this.calls.find({ ...filter, ...atRange })]);
     const rows = new Map<string, UsageRow>();
-    const add = (r: UsageRow) => {
-      const id = `${r.server_id}|${r.key_id}|${r.tool}|${r.hour.getTime()}`;
-      const row = rows.get(id) ?? { owner_id: ownerId, server_id: r.server_id, key_id: r.key_id, tool: r.tool, hour: r.hour, calls: 0, credits: 0, errors: 0, refunds: 0 };
+    const through = new Map<string, Date>();
+    const add = (id: string, r: UsageRow) => {
+      const row = rows.get(id) ?? { owner_id: r.owner_id, server_id: r.server_id, key_id: r.key_id, tool: r.tool, hour: r.hour, calls: 0, credits: 0, errors: 0, refunds: 0 };
       row.calls += r.calls;
       row.credits += r.credits;
       row.errors += r.errors;
       row.refunds += r.refunds;
       rows.set(id, row);
     };
-    for (const r of rolled) add(r);
-    for (const c of records) add(hourly(c));
+    for (const r of rolled) {
+      add(r._id, r);
+      through.set(r._id, r.through);
+    }
+    for (const c of records) {
+      const id = bucketId(c);
+      // A record left behind by a crash during a roll-up is already in its aggregate.
+      if (c.at < (through.get(id) ?? new Date(0))) continue;
+      add(id, hourly(c));
+    }
     return [...rows.values()].sort((a, b) => a.hour.getTime() - b.hour.getTime() || a.tool.localeCompare(b.tool));
   }
 
   /**
-   * Rolls whole hours older than `retentionMs` into hourly aggregates and deletes their records. An hour's
-   * aggregate is written whole and marked before its records go, so a crash in between never counts twice.
+   * Rolls the records written before `cutoff` into hourly aggregates and deletes them. Each aggregate says
+   * up to when it holds its hour's records (`through`) and moves forward in one conditional update, so a
+   * crash between rolling and deleting never counts a record twice: it is skipped, then deleted.
    */
-  async rollUp(retentionMs: number, now = Date.now()): Promise<number> {
-    const before = new Date(Math.floor((now - retentionMs) / HOUR) * HOUR);
-    const old = await this.calls.find({ at: { $lt: before } });
-    const buckets = new Map<string, RolledDoc>();
-    for (const c of old) {
-      const row = hourly(c);
-      const id = `${c.owner_id}|${row.server_id}|${row.key_id}|${row.tool}|${row.hour.toISOString()}`;
-      const b = buckets.get(id) ?? { _id: id, ...row, calls: 0, credits: 0, errors: 0, refunds: 0 };
-      b.calls += row.calls;
-      b.credits += row.credits;
-      b.errors += row.errors;
-      b.refunds += row.refunds;
-      buckets.set(id, b);
+  async rollUp(cutoff: Date): Promise<number> {
+    const limit = new Date(Math.min(cutoff.getTime(), Date.now() - SETTLED_MS));
+    const groups = new Map<string, CallDoc[]>();
+    for (const c of await this.calls.find({ at: { $lt: limit } })) {
+      const id = bucketId(c);
+      groups.set(id, [...(groups.get(id) ?? []), c]);
     }
-    for (const b of buckets.values()) {
-      const { _id, ...fields } = b;
-      // The records of a whole hour are all here, so the aggregate is replaced, never added to twice.
-      if (!(await this.rolled.findOne({ _id }))) await this.rolled.insertOne({ _id, ...fields });
+    for (const [_id, records] of groups) {
+      const existing = await this.rolled.findOne({ _id });
+      const fresh = records.filter((c) => !existing || c.at >= existing.through).map(hourly);
+      const sum = (k: 'calls' | 'credits' | 'errors' | 'refunds') => fresh.reduce((t, r) => t + r[k], 0);
+      const totals = { calls: sum('calls'), credits: sum('credits'), errors: sum('errors'), refunds: sum('refunds') };
+      if (!existing) await this.rolled.insertOne({ _id, ...fresh[0], ...totals, through: limit });
+      else if (existing.through < limit) await this.rolled.updateOne({ _id, through: existing.through }, { $inc: totals, $set: { through: limit } });
     }
-    return this.calls.deleteMany({ at: { $lt: before } });
+    return this.calls.deleteMany({ at: { $lt: limit } });
   }
 
   /** Checks balance = granted - kept - open for one owner or all. */
@@ -184,8 +223,7 @@ export class Ledger {
     const docs: CreditDoc[] = await this.credits.all(ownerId);
     return Promise.all(
       docs.map(async (doc) => {
-        const [records, rolled] = await Promise.all([this.calls.find({ owner_id: doc._id }, { projection: { credits: 1 } }), this.rolled.find({ owner_id: doc._id }, { projection: { credits: 1 } })]);
-        const kept = [...records, ...rolled].reduce((s, r) => s + r.credits, 0);
+        const kept = (await this.merged({ owner_id: doc._id })).reduce((s, r) => s + r.credits, 0);
         const open = (doc.open ?? []).reduce((s, c) => s + c.cost, 0);
         const difference = doc.granted - kept - open - doc.balance;
         return { owner_id: doc._id, granted: doc.granted, balance: doc.balance, kept, open, difference, ok: difference === 0 };
@@ -196,8 +234,11 @@ export class Ledger {
 
 /** The record of a call that was charged (from its open charge). */
 export function recordOf(charge: OpenCharge, ownerId: string, outcome: CallOutcome, code: string, kept: number, latencyMs: number | null): CallDoc {
-  return { _id: charge.id, at: charge.at, owner_id: ownerId, server_id: charge.server_id, key_id: charge.key_id, tool: charge.tool, outcome, code, charged: charge.cost, credits: kept, latency_ms: latencyMs };
+  return { _id: charge.id, at: new Date(), owner_id: ownerId, server_id: charge.server_id, key_id: charge.key_id, tool: charge.tool, outcome, code, charged: charge.cost, credits: kept, latency_ms: latencyMs };
 }
+
+const hourOf = (at: Date) => new Date(Math.floor(at.getTime() / HOUR) * HOUR);
+const bucketId = (c: CallDoc) => `${c.owner_id}|${c.server_id}|${c.key_id}|${c.tool}|${hourOf(c.at).toISOString()}`;
 
 function hourly(c: CallDoc): UsageRow {
   return {
@@ -205,7 +246,7 @@ function hourly(c: CallDoc): UsageRow {
     server_id: c.server_id,
     key_id: c.key_id,
     tool: c.tool,
-    hour: new Date(Math.floor(c.at.getTime() / HOUR) * HOUR),
+    hour: hourOf(c.at),
     calls: 1,
     credits: c.credits,
     errors: c.outcome === 'ok' ? 0 : 1,
