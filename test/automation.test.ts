@@ -220,12 +220,23 @@ describe('automation_Get_Workflow', () => {
       createdAt: original.createdAt,
       updatedAt: original.updatedAt,
       tags: original.tags.map((t) => ({ id: t.id, name: t.name })),
-      nodes: original.nodes.map((n) => ({ id: n.id, name: n.name, type: n.type, parameters: n.parameters })),
+      // Nodes as n8n gives them (issue 13, point 9): webhookId, typeVersion, position... are the user's to see.
+      nodes: original.nodes,
       connections: original.connections,
       settings: original.settings,
       pinData: null,
     });
     expect(result.connections.Webhook.main[0][0].node).toBe('Respond to Webhook');
+    expect(result.nodes[0]).toMatchObject({ webhookId: expect.any(String), typeVersion: 2, position: [0, 0] });
+  });
+
+  it('keeps disabled nodes, notes and retry settings, and only the id and name of credential references', async () => {
+    const nightly = ok(await s.call(GET, { workflow_id: sim.ids.nightly }));
+    expect(nightly.nodes.find((n: { name: string }) => n.name === 'Fetch contacts')).toMatchObject({ notes: 'Paged by the CRM: 100 contacts a call', notesInFlow: true, retryOnFail: true, maxTries: 3 });
+    expect(nightly.nodes.find((n: { name: string }) => n.name === 'Old export')).toMatchObject({ disabled: true });
+    const secured = ok(await s.call(GET, { workflow_id: sim.ids.headerAuth }));
+    const webhook = secured.nodes.find((n: { credentials?: unknown }) => n.credentials);
+    expect(Object.values(webhook.credentials)).toEqual([{ id: expect.any(String), name: expect.any(String) }]);
   });
 
   it('keeps or drops pinned data', async () => {

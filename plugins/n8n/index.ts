@@ -12,7 +12,6 @@ const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' 
 const pick = (from: Json, keys: readonly string[]): Json => Object.fromEntries(keys.filter((k) => Object.hasOwn(from, k)).map((k) => [k, from[k]]));
 
 const LIST_FIELDS = ['id', 'name', 'active', 'createdAt', 'updatedAt'] as const;
-const NODE_FIELDS = ['id', 'name', 'type', 'parameters'] as const;
 // pinData is only present when n8n sent it (exclude_pinned_data leaves it out).
 const DETAIL_FIELDS = ['connections', 'settings', 'pinData'] as const;
 
@@ -22,10 +21,21 @@ export function workflowFields(workflow: unknown, shape: Shape): unknown {
   const out = pick(workflow, LIST_FIELDS);
   out.tags = Array.isArray(workflow.tags) ? workflow.tags.map((t) => (isObject(t) ? pick(t, ['id', 'name']) : t)) : [];
   if (shape === 'detail') {
-    out.nodes = Array.isArray(workflow.nodes) ? workflow.nodes.map((n) => (isObject(n) ? pick(n, NODE_FIELDS) : n)) : [];
+    out.nodes = Array.isArray(workflow.nodes) ? workflow.nodes.map(nodeAsGiven) : [];
     Object.assign(out, pick(workflow, DETAIL_FIELDS));
   }
   return out;
+}
+
+/**
+ * A node as n8n gives it (typeVersion, position, webhookId, disabled, notes, retry settings...). n8n's API
+ * never returns credential data, only references by type; each reference is kept to its id and name, so
+ * nothing else that a future n8n might put there can leak through.
+ */
+function nodeAsGiven(node: unknown): unknown {
+  if (!isObject(node) || !isObject(node.credentials)) return node;
+  const credentials = Object.fromEntries(Object.entries(node.credentials).map(([type, ref]) => [type, isObject(ref) ? pick(ref, ['id', 'name']) : ref]));
+  return { ...node, credentials };
 }
 
 /** Shapes the workflow(s) of the result: the whole result, or those at `pointer` (e.g. /data/*). */

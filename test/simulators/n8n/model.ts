@@ -12,6 +12,9 @@ export interface N8nNode {
   credentials?: Record<string, { id: string; name: string }>;
   disabled?: boolean;
   notes?: string;
+  notesInFlow?: boolean;
+  retryOnFail?: boolean;
+  maxTries?: number;
 }
 
 export type N8nConnections = Record<string, { main: Array<Array<{ node: string; type: 'main'; index: number }>> }>;

@@ -222,7 +222,8 @@ function otherSeeds(): WorkflowSeed[] {
   const nightly = nodeMaker('nightly');
   const nightlyNodes = [
     nightly('Schedule Trigger', NODE_TYPES.schedule, { rule: { interval: [{ field: 'cronExpression', expression: '0 2 * * *' }] } }),
-    nightly('Fetch contacts', NODE_TYPES.httpRequest, { url: 'https://crm.example.com/api/contacts' }),
+    nightly('Fetch contacts', NODE_TYPES.httpRequest, { url: 'https://crm.example.com/api/contacts' }, { notes: 'Paged by the CRM: 100 contacts a call', notesInFlow: true, retryOnFail: true, maxTries: 3 }),
+    nightly('Old export', NODE_TYPES.set, { values: {} }, { disabled: true }),
   ];
   const scratch = nodeMaker('scratch');
   const scratchNodes = [scratch("When clicking 'Execute workflow'", 'n8n-nodes-base.manualTrigger', {})];
