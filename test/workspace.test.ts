@@ -344,13 +344,17 @@ describe('query_data_source', () => {
     expect(Object.keys(first.results[0]).sort()).toEqual(['id', 'properties']);
   });
 
-  it('sends filter_properties as repeated query parameters of property ids', async () => {
+  it('sends filter_properties as repeated query parameters of property ids, each encoded exactly once', async () => {
     const ds = await ok('retrieve_data_source', { data_source_id: sim.ids.tasksDataSource });
+    // Notion shows ids URL-encoded; the query string must carry ":UJq" encoded once ("%3AUJq"), not "%253AUJq".
+    expect(ds.properties.Status.id).toBe('%3AUJq');
     const before = sim.requests.length;
-    const res = await ok('query_data_source', { data_source_id: sim.ids.tasksDataSource, filter_properties: ['Name', 'Status'], page_size: 3 });
-    const query = requestsSince(before).find((r) => r.path.endsWith('/query'))!;
-    expect(query.query.getAll('filter_properties')).toEqual([ds.properties.Name.id, ds.properties.Status.id]);
-    for (const row of res.results) expect(Object.keys(row.properties).sort()).toEqual(['Name', 'Status']);
+    for (const wanted of [['Name', 'Status'], ['title', '%3AUJq']]) {
+      const res = await ok('query_data_source', { data_source_id: sim.ids.tasksDataSource, filter_properties: wanted, page_size: 3 });
+      const query = requestsSince(before).filter((r) => r.path.endsWith('/query')).at(-1)!;
+      expect(query.query.getAll('filter_properties')).toEqual(['title', ':UJq']);
+      for (const row of res.results) expect(Object.keys(row.properties).sort()).toEqual(['Name', 'Status']);
+    }
   });
 
   it('refuses malformed JSON text naming the argument, before any request and without charge', async () => {

@@ -111,6 +111,8 @@ async function dataSourceSchema(http: ProviderHttp, id: string): Promise<Schema>
 /**
  * filter_properties takes property ids; callers know names. Resolves each name of the repeated
  * `filter_properties` query parameter through the schema of args.data_source_id (ids pass as they are).
+ * Notion shows ids URL-encoded ("%3AUJq"): each is decoded once here, because the query string encodes it
+ * again on the way out; sent as shown, Notion would read "%3AUJq" and match nothing.
  */
 export const propertyIdsPlugin: RequestPlugin = {
   name: 'notion.filter_property_ids',
@@ -125,7 +127,7 @@ export const propertyIdsPlugin: RequestPlugin = {
       if (!prop) {
         throw new ToolError('invalid_property', `Invalid property: "${name}" is not a property of this data source (properties: ${Object.keys(schema).join(', ')})`);
       }
-      return prop.id;
+      return decodeURIComponent(prop.id);
     });
     req.query = [...req.query.filter(([k]) => k !== 'filter_properties'), ...ids.map((id): [string, string] => ['filter_properties', id])];
     return req;

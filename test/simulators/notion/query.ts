@@ -273,12 +273,18 @@ export function compileSorts(ws: Workspace, ds: DataSourceRecord, raw: unknown):
   };
 }
 
-/** `filter_properties` entries (ids or names) → the property ids to keep. */
+/**
+ * `filter_properties` entries → the property ids to keep. Notion reads each value once-decoded from the query
+ * string and compares it with the property's raw id: the id it shows in JSON is URL-encoded ("%3AUJq" for
+ * ":UJq"), so a client must decode it once before putting it in the query, as the official SDK does
+ * (notion-sdk-js src/api-endpoints: filter_properties is a query parameter of property ids; src/Client.ts
+ * builds the query with URLSearchParams, which encodes once). An id encoded twice does not match.
+ */
 export function selectProperties(ds: DataSourceRecord | undefined, keys: string[]): Set<string> | undefined {
   if (!keys.length) return undefined;
   return new Set(
     keys.map((key) => {
-      const prop = ds ? findProperty(ds.schema, key) : key === 'title' ? { id: 'title' } : undefined;
+      const prop = ds ? ds.schema.find((p) => decodeURIComponent(p.id) === key) : key === 'title' ? { id: 'title' } : undefined;
       if (!prop) throw validation(`Could not find property with name or id: ${key}`);
       return prop.id;
     }),

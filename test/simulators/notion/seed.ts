@@ -143,7 +143,9 @@ export function seedWorkspace(ws: Workspace): SeedIds {
   const priority = prop('Priority', 'select', { options: [option('High', 'red'), option('Medium', 'yellow'), option('Low', 'green')] });
   const tags = prop('Tags', 'multi_select', { options: [option('backend', 'blue'), option('frontend', 'purple'), option('docs', 'gray')] });
   const statusOptions = [option('Not started', 'default'), option('In progress', 'blue'), option('Done', 'green')];
+  // Notion shows property ids URL-encoded (":UJq" as "%3AUJq"); a fixed one keeps that case in every run.
   const status = prop('Status', 'status', {
+    id: '%3AUJq',
     options: statusOptions,
     groups: [['To-do', 'gray'], ['In progress', 'blue'], ['Complete', 'green']].map(([name, color], i) => ({ id: newId(), name, color, option_ids: [statusOptions[i].id] })),
   });
