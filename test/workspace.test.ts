@@ -188,6 +188,13 @@ describe('create_page', () => {
     expect(content.markdown).toBe(markdown);
   }, 30_000);
 
+  it('keeps the words of links Notion would refuse (relative, #anchor, mailto:, javascript:, data:) as plain text', async () => {
+    const markdown = 'See [the docs](https://example.com/docs), [setup](./setup.md), [top](#top), [mail](mailto:a@example.com), [x](javascript:alert(1)) and [pixel](data:text/plain,hi).';
+    const created = await ok('create_page', { title: 'Links', parent_page_id: sim.ids.welcomePage, content: markdown });
+    const content = await ok('get_page_content', { page_id: created.id });
+    expect(content.markdown).toBe('See [the docs](https://example.com/docs), setup, top, mail, x and pixel.');
+  });
+
   it('says which part was written when appending content fails after the page exists', async () => {
     const markdown = Array.from({ length: 150 }, (_, i) => `Line ${i + 1}`).join('\n\n');
     sim.faults.push({ method: 'PATCH', pathPrefix: '/v1/blocks/', status: 503, body: { object: 'error', status: 503, code: 'service_unavailable', message: 'Notion is unavailable.' } });

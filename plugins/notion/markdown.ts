@@ -126,6 +126,20 @@ function normalizeRuns(runs: RichText[]): RichText[] {
   return merged.flatMap((run) => chunks(run.text.content).map((piece) => textRun(piece, run.annotations, run.text.link?.url ?? null)));
 }
 
+/**
+ * The URL of a link as Notion takes it, or null: Notion accepts only absolute http(s) URLs in a text link
+ * and refuses the whole request otherwise ("Invalid URL for link."), so a relative link, an #anchor,
+ * mailto:, javascript: or data: keeps its words as plain text.
+ */
+function linkUrl(href: string): string | null {
+  try {
+    const url = new URL(href);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname ? href : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Inline tokens -> rich-text runs, carrying the annotations and link of enclosing tokens. */
 function inlineRuns(tokens: Token[] | undefined, style: Annotations, url: string | null): RichText[] {
   const runs: RichText[] = [];
@@ -144,10 +158,10 @@ function inlineRuns(tokens: Token[] | undefined, style: Annotations, url: string
         runs.push(textRun(token.text, { ...style, code: true }, url));
         break;
       case 'link':
-        runs.push(...inlineRuns(token.tokens, style, token.href));
+        runs.push(...inlineRuns(token.tokens, style, linkUrl(token.href)));
         break;
       case 'image':
-        runs.push(textRun(token.text || token.href, style, token.href));
+        runs.push(textRun(token.text || token.href, style, linkUrl(token.href)));
         break;
       case 'br':
         runs.push(textRun('\n', style, url));

@@ -207,6 +207,15 @@ describe('pages and blocks', () => {
     expect((await pub.json()).parent).toEqual({ type: 'workspace', workspace: true });
   });
 
+  it('refuses a text link that is not an absolute http(s) URL, as Notion does', async () => {
+    const page = sim.ids.meetingNotes[5];
+    const linked = (url: string) => ({ paragraph: { rich_text: [{ type: 'text', text: { content: 'docs', link: { url } } }] } });
+    for (const url of ['./setup.md', '#top', 'mailto:a@example.com', 'javascript:alert(1)', 'data:text/plain,hi', 'example.com/docs']) {
+      expectError(await call('PATCH', `/blocks/${page}/children`, { children: [linked(url)] }), 400, 'validation_error', 'Content creation Failed. Fix the following: \nInvalid URL for link.');
+    }
+    expect((await ok('PATCH', `/blocks/${page}/children`, { children: [linked('https://example.com/docs')] })).results).toHaveLength(1);
+  });
+
   it('appends at most 100 blocks, two levels deep, with valid languages', async () => {
     const page = sim.ids.meetingNotes[0];
     const para = { paragraph: { rich_text: text('p') } };

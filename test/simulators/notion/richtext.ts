@@ -1,5 +1,5 @@
 // Rich text: request forms checked against Notion's limits, stored in response form.
-import { invalidField, fixOne } from './errors.ts';
+import { invalidField, fixOne, validation } from './errors.ts';
 import { isObject, type Json } from './util.ts';
 
 export const COLORS = ['default', 'gray', 'brown', 'orange', 'yellow', 'green', 'blue', 'purple', 'pink', 'red'] as const;
@@ -70,6 +70,7 @@ function parseItem(item: unknown, path: string, resolveMention: MentionResolver)
     if (link !== undefined && link !== null) {
       if (!isObject(link) || typeof link.url !== 'string') throw invalidField(`${path}.text.link.url`, 'a string', isObject(link) ? link.url : link);
       url = link.url;
+      if (!isLinkUrl(url)) throw validation('Content creation Failed. Fix the following: \nInvalid URL for link.');
     }
     return { type: 'text', text: { content, link: url ? { url } : null }, annotations, plain_text: content, href: url };
   }
@@ -99,4 +100,18 @@ export function textItems(content: string, annotations: Partial<Annotations> = {
       href: url,
     },
   ];
+}
+
+/**
+ * Notion accepts only absolute http(s) URLs in a text link; anything else (a relative path, "#anchor",
+ * "mailto:", "javascript:", "data:") is answered 400 validation_error "Invalid URL for link." (the message
+ * seen in reports against the real API, e.g. tryfabric/martian#41; http(s) only: dvanoni/notero#459).
+ */
+function isLinkUrl(url: string): boolean {
+  try {
+    const u = new URL(url);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
 }
