@@ -32,3 +32,6 @@ await api(`/api/servers/${server.id}/tools`, owner.token, { base_tool: 'demo_pin
 const key = await api(`/api/servers/${server.id}/api-keys`, owner.token, { name: 'bench' });
 console.log(JSON.stringify({ url: `${service.url}/mcp/${server.id}`, key: key.key, metrics: `${service.url}/metrics`, operator: service.operatorToken }));
 process.once('SIGINT', () => process.exit(0));
+// The soak collects garbage before each memory sample (node --expose-gc), so samples compare live memory.
+const gc = (globalThis as { gc?: () => void }).gc;
+if (gc) process.on('SIGUSR2', () => gc());

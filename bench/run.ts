@@ -3,7 +3,7 @@
 // concurrency 1 and 32. Prints req/s, p50 and p99 per row, then the ratios; the last line is
 // `tools/call c=32 ours/reference <ratio>`. BENCH_SECONDS sets the length of each run (default 5).
 import autocannon from 'autocannon';
-import { children, launch } from './processes.ts';
+import { launch, runBench } from './processes.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 5);
 /** This service: key auth + rate limits + credit charge + tool spec + usage, i.e. the full pipeline. */
@@ -79,11 +79,4 @@ async function main(): Promise<void> {
   console.log(lines.join('\n'));
 }
 
-main()
-  .catch((err) => {
-    console.error(err);
-    process.exitCode = 1;
-  })
-  .finally(() => {
-    for (const c of children) c.kill();
-  });
+runBench(main);

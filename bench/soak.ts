@@ -1,9 +1,9 @@
 // `npm run soak`: 100,000 tools/call through the full pipeline on loopback (32 connections, in steps of
-// 10,000), sampling the service's resident memory and V8 heap (from its /metrics) after each step and a
-// short pause. Writes the figures to docs/soak.md. SOAK_CALLS and SOAK_STORE (memory | file) change the run.
+// 10,000), sampling the service's resident memory and V8 heap (from its /metrics) after each step, a full
+// garbage collection and a short pause. Writes the figures to docs/soak.md. SOAK_CALLS and SOAK_STORE (memory | file) change the run.
 import { writeFile } from 'node:fs/promises';
 import autocannon from 'autocannon';
-import { children, launch } from './processes.ts';
+import { children, launch, runBench } from './processes.ts';
 
 const TOTAL = Number(process.env.SOAK_CALLS || 100_000);
 const STEP = 10_000;
@@ -20,13 +20,15 @@ interface Sample {
 async function memory(metricsUrl: string, operator: string): Promise<{ rssMb: number; heapMb: number }> {
   const text = await (await fetch(metricsUrl, { headers: { authorization: `Bearer ${operator}` } })).text();
   const read = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) / 1024 / 1024;
-  return { rssMb: read('process_resident_memory_bytes'), heapMb: read('nodejs_heap_size_used_bytes') };
+  return { rssMb: read('tool_server_process_resident_memory_bytes'), heapMb: read('tool_server_nodejs_heap_size_used_bytes') };
 }
 
 async function main(): Promise<void> {
   const upstream = (await launch('upstream.ts')).url;
   process.env.BENCH_STORE = STORE;
+  process.env.BENCH_NODE_FLAGS = '--expose-gc';
   const ours = await launch('ours.ts', upstream);
+  const pid = children.at(-1)!.pid!;
   const samples: Sample[] = [];
   let done = 0;
   const started = Date.now();
@@ -40,6 +42,8 @@ async function main(): Promise<void> {
       body: BODY,
     });
     done += STEP;
+    // A full garbage collection first, then the sample: live memory, not what the collector has not freed yet.
+    process.kill(pid, 'SIGUSR2');
     await new Promise((r) => setTimeout(r, 1000));
     samples.push({ calls: done, ...(await memory(ours.metrics, ours.operator)), errors: result.errors + result.non2xx + result.timeouts });
     console.log(`${done} calls: rss ${samples.at(-1)!.rssMb.toFixed(1)} MB, heap ${samples.at(-1)!.heapMb.toFixed(1)} MB, errors ${samples.at(-1)!.errors}`);
@@ -47,8 +51,11 @@ async function main(): Promise<void> {
   const seconds = (Date.now() - started) / 1000;
   const first = samples[0];
   const last = samples.at(-1)!;
-  const ratio = `rss ${last.calls}/${first.calls} calls ${(last.rssMb / first.rssMb).toFixed(2)}`;
-  const heapRatio = `heap ${last.calls}/${first.calls} calls ${(last.heapMb / first.heapMb).toFixed(2)}`;
+  // The ledger keeps up to LEDGER_MAX_RECORDS (10,000) records in memory on the embedded store: memory
+  // grows until it is full, so the middle sample shows whether anything grows after that.
+  const middle = samples[Math.floor(samples.length / 2) - 1] ?? first;
+  const ratio = `rss ${last.calls}/${first.calls} calls ${(last.rssMb / first.rssMb).toFixed(2)}, ${last.calls}/${middle.calls} calls ${(last.rssMb / middle.rssMb).toFixed(2)}`;
+  const heapRatio = `heap ${last.calls}/${first.calls} calls ${(last.heapMb / first.heapMb).toFixed(2)}, ${last.calls}/${middle.calls} calls ${(last.heapMb / middle.heapMb).toFixed(2)}`;
   console.log(ratio);
   console.log(heapRatio);
   const table = samples.map((s) => `| ${s.calls.toLocaleString('en-US')} | ${s.rssMb.toFixed(1)} | ${s.heapMb.toFixed(1)} | ${s.errors} |`).join('\n');
@@ -59,7 +66,7 @@ async function main(): Promise<void> {
 \`npm run soak\`: ${TOTAL.toLocaleString('en-US')} tools/call through the full pipeline (key authentication, rate limits, credit
 charge with its open entry, the spec's request through the guarded client, the ledger record) on loopback,
 32 connections, store: ${STORE}. Memory of the service process from its \`/metrics\` after each step of
-${STEP.toLocaleString('en-US')} calls and a 1 s pause. ${seconds.toFixed(0)} s in all, on a 2-core machine.
+${STEP.toLocaleString('en-US')} calls, a full garbage collection and a 1 s pause. ${seconds.toFixed(0)} s in all, on a 2-core machine.
 
 | calls | RSS MB | V8 heap used MB | errors |
 |---|---|---|---|
@@ -70,11 +77,4 @@ ${table}
   );
 }
 
-main()
-  .catch((err) => {
-    console.error(err);
-    process.exitCode = 1;
-  })
-  .finally(() => {
-    for (const c of children) c.kill();
-  });
+runBench(main);
