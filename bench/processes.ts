@@ -4,10 +4,14 @@ import { createInterface } from 'node:readline';
 
 export const children: ChildProcess[] = [];
 
-/** Starts `tsx bench/<file>` and waits for the JSON line it prints (BENCH_NODE_FLAGS adds node flags). */
-export async function launch(file: string, ...args: string[]): Promise<Record<string, string>> {
-  const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...flags, '--import', 'tsx', `bench/${file}`, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+/**
+ * Starts `tsx bench/<file>` and waits for the JSON line it prints. `env` adds to the environment;
+ * BENCH_NODE_FLAGS there adds node flags.
+ */
+export async function launch(file: string, args: string[] = [], env: Record<string, string> = {}): Promise<Record<string, string>> {
+  const all = { ...process.env, ...env };
+  const flags = (all.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...flags, '--import', 'tsx', `bench/${file}`, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: all });
   children.push(child);
   const lines = createInterface({ input: child.stdout! });
   return new Promise((resolve, reject) => {

@@ -8,6 +8,8 @@ import { launch, runBench } from './processes.ts';
 const SECONDS = Number(process.env.BENCH_SECONDS || 5);
 /** This service: key auth + rate limits + credit charge + tool spec + usage, i.e. the full pipeline. */
 const OURS = 'ours (full pipeline)';
+/** The same on the file-backed embedded store that `npm start` uses. */
+const OURS_FILE = 'ours (file store)';
 const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
 const BODIES = {
   'tools/list': JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
@@ -43,9 +45,16 @@ async function measure(target: string, url: string, method: keyof typeof BODIES 
 
 async function main(): Promise<void> {
   const upstream = (await launch('upstream.ts')).url;
-  const [ours, v1, v2, bare] = await Promise.all([launch('ours.ts', upstream), launch('reference-v1.ts', upstream), launch('reference-v2.ts', upstream), launch('bare-proxy.ts', upstream)]);
+  const [ours, oursFile, v1, v2, bare] = await Promise.all([
+    launch('ours.ts', [upstream]),
+    launch('ours.ts', [upstream], { BENCH_STORE: 'file' }),
+    launch('reference-v1.ts', [upstream]),
+    launch('reference-v2.ts', [upstream]),
+    launch('bare-proxy.ts', [upstream]),
+  ]);
   const targets: Array<[string, string, Record<string, string>]> = [
     [OURS, ours.url, { authorization: `Bearer ${ours.key}` }],
+    [OURS_FILE, oursFile.url, { authorization: `Bearer ${oursFile.key}` }],
     ['reference (SDK v1)', v1.url, {}],
     ['SDK v2 handler', v2.url, {}],
   ];
@@ -73,6 +82,7 @@ async function main(): Promise<void> {
     lines.push(`tools/list c=${c} ours/reference ${(rps(OURS, 'tools/list', c) / rps('reference (SDK v1)', 'tools/list', c)).toFixed(2)}`);
     lines.push(`tools/call c=${c} ours/sdk-v2 ${(rps(OURS, 'tools/call', c) / rps('SDK v2 handler', 'tools/call', c)).toFixed(2)}`);
     lines.push(`tools/call c=${c} ours/bare-proxy ${(rps(OURS, 'tools/call', c) / rps('bare Koa+got proxy', 'tools/call', c)).toFixed(2)}`);
+    lines.push(`tools/call c=${c} ours-file/bare-proxy ${(rps(OURS_FILE, 'tools/call', c) / rps('bare Koa+got proxy', 'tools/call', c)).toFixed(2)}`);
   }
   lines.push(`tools/call c=1 ours/reference ${(rps(OURS, 'tools/call', 1) / rps('reference (SDK v1)', 'tools/call', 1)).toFixed(2)}`);
   lines.push(`tools/call c=32 ours/reference ${(rps(OURS, 'tools/call', 32) / rps('reference (SDK v1)', 'tools/call', 32)).toFixed(2)}`);

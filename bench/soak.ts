@@ -25,9 +25,7 @@ async function memory(metricsUrl: string, operator: string): Promise<{ rssMb: nu
 
 async function main(): Promise<void> {
   const upstream = (await launch('upstream.ts')).url;
-  process.env.BENCH_STORE = STORE;
-  process.env.BENCH_NODE_FLAGS = '--expose-gc';
-  const ours = await launch('ours.ts', upstream);
+  const ours = await launch('ours.ts', [upstream], { BENCH_STORE: STORE, BENCH_NODE_FLAGS: '--expose-gc' });
   const pid = children.at(-1)!.pid!;
   const samples: Sample[] = [];
   let done = 0;
