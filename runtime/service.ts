@@ -52,7 +52,7 @@ export interface RunningService {
   catalog: LiveCatalog;
   store: Store;
   logger: Logger;
-  /** Writes buffered last-used times of keys now. */
+  /** Writes buffered last-used times of keys and prunes settled charges now. */
   flush(): Promise<void>;
   close(): Promise<void>;
 }
@@ -217,7 +217,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   if (config.port === 0 && site.publicUrl.endsWith(':0')) site.publicUrl = `http://${host}:${port}`;
 
   const flush = async () => {
-    await keys.flush();
+    await Promise.all([keys.flush(), ledger.flush()]);
   };
   const flusher = setInterval(() => flush().catch((err) => logger.error({ err }, 'flush failed')), 2000);
   flusher.unref();

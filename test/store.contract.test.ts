@@ -292,6 +292,9 @@ function storeContract(open: () => Promise<Store>): void {
       expect(await close('c2', 2)).toMatchObject({ matched: 1, modified: 1 });
       expect(await close('c2', 2)).toMatchObject({ matched: 0, modified: 0 });
       expect(await docs.findOne({ _id: 'w' })).toMatchObject({ balance: 12, open: [{ id: 'c1', cost: 1 }] });
+      await docs.updateOne({ _id: 'w' }, { $push: { open: { $each: [{ id: 'c3', cost: 3 }, { id: 'c4', cost: 4 }] } } });
+      await docs.updateOne({ _id: 'w' }, { $pull: { open: { id: { $in: ['c1', 'c4', 'c9'] } } } });
+      expect((await docs.findOne({ _id: 'w' }))!.open).toEqual([{ id: 'c3', cost: 3 }]);
     });
 
     it('updateMany updates every match; updateOne only one', async () => {

@@ -1,7 +1,8 @@
 // Credit balances. A charge is ONE conditional atomic update (never below zero, also under
-// concurrency) that also lists the charge as open on the same document; the call's end closes it (with a
-// refund when the failure was ours) once the ledger holds its record. `granted` tracks what was given, so
-// that granted - balance = credits kept by recorded calls + open charges (ledger.ts checks it).
+// concurrency) that also lists the charge as open on the same document. Once the ledger holds the call's
+// record, a refund closes the charge in the same update that gives the credits back; kept charges are
+// dropped from the list in batches. `granted` tracks what was given, so that granted - balance = credits
+// kept by recorded calls + charges with no record yet (ledger.ts checks it).
 import type { Collection, Doc, Store } from '../store/index.ts';
 
 /** A charge whose call has not ended yet: what the ledger needs to record it if the process dies. */
@@ -63,6 +64,11 @@ export class Credits {
   /** Closes an open charge, giving `refund` credits back in the same update; a no-op when it is closed already. */
   async close(ownerId: string, chargeId: string, refund: number): Promise<void> {
     await this.credits.updateOne({ _id: ownerId, 'open.id': chargeId }, { $pull: { open: { id: chargeId } }, ...(refund ? { $inc: { balance: refund } } : {}) });
+  }
+
+  /** Drops charges whose calls are recorded as kept, in one update (their credits stay charged). */
+  async prune(ownerId: string, chargeIds: string[]): Promise<void> {
+    await this.credits.updateOne({ _id: ownerId }, { $pull: { open: { id: { $in: chargeIds } } } });
   }
 
   /** Owners with open charges (at start, after a crash: one read of every balance). */

@@ -64,7 +64,7 @@ export interface InvariantReport {
   balance: number;
   /** Credits kept by recorded calls (records and rolled aggregates). */
   kept: number;
-  /** Charges of calls still running (none after reconciliation at start). */
+  /** Charges of calls still running: no record yet (none after reconciliation at start). */
   open: number;
   /** granted - kept - open - balance: always 0. */
   difference: number;
@@ -82,6 +82,9 @@ export class Ledger {
   private written: Promise<void> | null = null;
   private sinceRoll = 0;
   private rolling: Promise<unknown> | null = null;
+  /** Kept charges to drop from their owner's open list, per owner; pruned once per turn of the event loop. */
+  private kept = new Map<string, string[]>();
+  private pruning: Promise<void> | null = null;
 
   constructor(
     store: Store,
@@ -124,10 +127,26 @@ export class Ledger {
       });
   }
 
-  /** Records the outcome of a charged call, then closes its open charge (refunding it when asked). */
+  /**
+   * Records the outcome of a charged call. A refund then closes the charge in the same update that gives
+   * the credits back; a kept charge needs nothing more (its record settles it) and is dropped from the open
+   * list in a batch, so a call costs one credits update, not two.
+   */
   async settle(doc: CallDoc, refund: boolean): Promise<void> {
     await this.record(doc);
-    await this.credits.close(doc.owner_id, doc._id, refund ? doc.charged : 0);
+    if (refund) return this.credits.close(doc.owner_id, doc._id, doc.charged);
+    const ids = this.kept.get(doc.owner_id) ?? [];
+    ids.push(doc._id);
+    this.kept.set(doc.owner_id, ids);
+    this.pruning ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
+  }
+
+  /** Drops the kept charges waiting to leave their owners' open lists (also at shutdown). */
+  async flush(): Promise<void> {
+    const batch = this.kept;
+    this.kept = new Map();
+    this.pruning = null;
+    await Promise.all([...batch].map(([owner, ids]) => this.credits.prune(owner, ids)));
   }
 
   /**
@@ -224,7 +243,12 @@ export class Ledger {
     return Promise.all(
       docs.map(async (doc) => {
         const kept = (await this.merged({ owner_id: doc._id })).reduce((s, r) => s + r.credits, 0);
-        const open = (doc.open ?? []).reduce((s, c) => s + c.cost, 0);
+        // A charge recorded as kept is settled (counted in kept) even before it leaves the open list; one with
+        // no record, or recorded as refunded while still listed (its refund is not applied yet), is open.
+        const openIds = (doc.open ?? []).map((c) => c.id);
+        const records = await this.calls.find({ _id: { $in: openIds } }, { projection: { _id: 1, outcome: 1 } });
+        const settled = new Set(records.filter((c) => c.outcome !== 'refunded').map((c) => c._id));
+        const open = (doc.open ?? []).filter((c) => !settled.has(c.id)).reduce((s, c) => s + c.cost, 0);
         const difference = doc.granted - kept - open - doc.balance;
         return { owner_id: doc._id, granted: doc.granted, balance: doc.balance, kept, open, difference, ok: difference === 0 };
       }),
