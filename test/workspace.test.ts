@@ -188,6 +188,25 @@ describe('create_page', () => {
     expect(content.markdown).toBe(markdown);
   }, 30_000);
 
+  it('splits text of more than 100 rich-text items (Notion\'s limit per array) into following blocks, losing no word', async () => {
+    // 150 words alternating plain and bold make about 300 rich-text items in one paragraph and one list item.
+    const words = Array.from({ length: 150 }, (_, i) => (i % 2 ? `**w${i}**` : `w${i}`)).join(' ');
+    const longCode = Array.from({ length: 120 }, (_, i) => `line ${i} ${'x'.repeat(1990)}`).join('\n'); // > 200,000 characters
+    const markdown = `${words}\n\n- ${words}\n\n\`\`\`\n${longCode}\n\`\`\``;
+    const before = sim.requests.length;
+    const created = await ok('create_page', { title: 'Many runs', parent_page_id: sim.ids.welcomePage, content: markdown });
+    for (const w of requestsSince(before).filter((r) => r.method !== 'GET')) {
+      const check = (blocks: Block[]) => blocks.forEach((b) => {
+        expect((notionBody(b).rich_text ?? []).length).toBeLessThanOrEqual(100);
+        check(notionBody(b).children ?? []);
+      });
+      check(bodyOf(w).children ?? []);
+    }
+    const content = await ok('get_page_content', { page_id: created.id });
+    for (let i = 0; i < 150; i++) expect(content.markdown).toContain(i % 2 ? `**w${i}**` : `w${i}`);
+    expect(content.markdown.match(/line \d+ x+/g)).toHaveLength(120);
+  });
+
   it('keeps the words of links Notion would refuse (relative, #anchor, mailto:, javascript:, data:) as plain text', async () => {
     const markdown = 'See [the docs](https://example.com/docs), [setup](./setup.md), [top](#top), [mail](mailto:a@example.com), [x](javascript:alert(1)) and [pixel](data:text/plain,hi).';
     const created = await ok('create_page', { title: 'Links', parent_page_id: sim.ids.welcomePage, content: markdown });

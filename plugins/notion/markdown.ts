@@ -5,6 +5,8 @@ import { Lexer, type Token, type Tokens } from 'marked';
 
 /** Notion's limit on one rich-text object's `text.content`. */
 export const MAX_TEXT_LENGTH = 2000;
+/** Notion takes at most 100 items in one rich_text array (developers.notion.com/reference/request-limits). */
+export const MAX_RICH_TEXT_ITEMS = 100;
 
 /** Notion's code block languages (anything else is answered with a validation error). */
 export const NOTION_CODE_LANGUAGES: readonly string[] = [
@@ -231,7 +233,28 @@ function blocksFrom(tokens: Token[]): NotionBlock[] {
         if (token.raw.trim()) blocks.push(block('paragraph', { rich_text: normalizeRuns([textRun(token.raw.trim(), PLAIN, null)]), color: 'default' }));
     }
   }
-  return blocks;
+  return blocks.flatMap(withinRichTextLimit);
+}
+
+/** Block types whose text reads on naturally in a following block of the same type. */
+const CONTINUES_AS_ITSELF = new Set(['paragraph', 'quote', 'code']);
+
+/**
+ * A block with more rich-text items than Notion takes (long text is already cut into 2,000-character
+ * items) keeps the first 100; the rest follows in blocks of its own type (paragraph, quote, code) or in
+ * paragraphs (after a heading or list item), right after it. Nothing is dropped.
+ */
+function withinRichTextLimit(b: NotionBlock): NotionBlock[] {
+  const body = b[b.type] as BlockBody;
+  const items = body.rich_text;
+  if (!items || items.length <= MAX_RICH_TEXT_ITEMS) return [b];
+  const continued = CONTINUES_AS_ITSELF.has(b.type);
+  const out: NotionBlock[] = [block(b.type, { ...body, rich_text: items.slice(0, MAX_RICH_TEXT_ITEMS) })];
+  for (let i = MAX_RICH_TEXT_ITEMS; i < items.length; i += MAX_RICH_TEXT_ITEMS) {
+    const rich_text = items.slice(i, i + MAX_RICH_TEXT_ITEMS);
+    out.push(continued ? block(b.type, { ...body, rich_text, children: [] }) : block('paragraph', { rich_text, color: 'default' }));
+  }
+  return out;
 }
 
 /** Converts markdown into Notion blocks; nested list items and quote paragraphs go under `children`. */
