@@ -64,7 +64,7 @@ async function fails(name: string, args: Record<string, unknown>): Promise<{ cod
 const balance = async () => (await svc.call('GET', '/api/credits', { token: owner.token })).body.balance as number;
 const requestsSince = (n: number) => sim.requests.slice(n);
 const bodyOf = (r: { body: string }) => JSON.parse(r.body);
-const notionBody = (b: Block) => b[b.type] as { children?: Block[] };
+const notionBody = (b: Block) => b[b.type] as { children?: Block[]; rich_text?: unknown[] };
 /** Deepest nesting of blocks in a request body (1 = no children). */
 const depth = (blocks: Block[]): number => Math.max(0, ...blocks.map((b) => 1 + depth(notionBody(b).children ?? [])));
 const countTree = (blocks: Block[]): number => blocks.reduce((n, b) => n + 1 + countTree(b.children ?? []), 0);

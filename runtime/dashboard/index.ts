@@ -48,9 +48,9 @@ export function createDashboardRouter(d: ApiDeps): Router {
   });
 
   // Signed-out pages: a signed-in visitor goes straight on.
-  const signedOutPage = (page: string, title: string, extra: (ctx: Context) => Record<string, unknown> = () => ({})) => async (ctx: Context) => {
+  const signedOutPage = (page: string, title: string) => async (ctx: Context) => {
     if (await sessionOwner(d, ctx)) return ctx.redirect(safeNext(ctx.query.next));
-    sendPage(ctx, render(page, { title }, { next: safeNext(ctx.query.next), signupOpen: d.site.signup === 'open', ...extra(ctx) }));
+    sendPage(ctx, render(page, { title }, { next: safeNext(ctx.query.next), signupOpen: d.site.signup === 'open' }));
   };
   router.get('/login', signedOutPage('login', 'Sign in'));
   router.get('/signup', signedOutPage('signup', 'Create your account'));
