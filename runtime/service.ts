@@ -103,7 +103,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   // records (older ones live on as hourly aggregates).
   const ledger = new Ledger(store, credits, {
     maxRecords: store.kind === 'embedded' ? config.ledgerMaxRecords : Infinity,
-    onRollError: (err) => logger.error({ err }, 'ledger roll-up failed'),
+    onBackgroundError: (err) => logger.error({ err }, 'ledger housekeeping failed'),
   });
   // Charges of calls that a crash interrupted are refunded (and recorded) before any new call. On MongoDB
   // other instances may be running calls: only charges older than any call can last are settled, at start

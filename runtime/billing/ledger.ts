@@ -89,7 +89,7 @@ export class Ledger {
   constructor(
     store: Store,
     private readonly credits: Credits,
-    private readonly options: { maxRecords: number; onRollError?: (err: unknown) => void } = { maxRecords: Infinity },
+    private readonly options: { maxRecords: number; onBackgroundError?: (err: unknown) => void } = { maxRecords: Infinity },
   ) {
     this.calls = store.collection<CallDoc>('calls');
     this.rolled = store.collection<RolledDoc>('usage');
@@ -119,7 +119,7 @@ export class Ledger {
       const [boundary] = await this.calls.find({}, { sort: { at: -1 }, skip: this.options.maxRecords, limit: 1 });
       if (boundary) await this.rollUp(new Date(Math.min(boundary.at.getTime() + 1, Date.now() - SETTLED_MS)));
     })()
-      .catch((err) => this.options.onRollError?.(err))
+      .catch((err) => this.options.onBackgroundError?.(err))
       .finally(() => {
         this.rolling = null;
         // Records that came in while rolling may call for another round.
@@ -138,7 +138,10 @@ export class Ledger {
     const ids = this.kept.get(doc.owner_id) ?? [];
     ids.push(doc._id);
     this.kept.set(doc.owner_id, ids);
-    this.pruning ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
+    this.pruning ??= new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.flush())
+      // A failed prune leaves the ids listed; their records settle them, and the next start prunes them.
+      .catch((err) => this.options.onBackgroundError?.(err));
   }
 
   /** Drops the kept charges waiting to leave their owners' open lists (also at shutdown). */
