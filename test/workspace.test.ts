@@ -1,4 +1,5 @@
 // Workspace tools (Notion 2025-09-03) end to end: the official MCP client -> our service -> the Notion simulator.
+import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { markdownToBlocks } from '../plugins/notion/markdown.ts';
@@ -264,6 +265,34 @@ describe('create_page', () => {
     expect(p.Link.url).toBe('https://example.com/release');
     expect(p.Contact.email).toBe('release@example.com');
     expect((await ok('get_page_content', { page_id: created.id })).markdown).toBe('Checklist:\n\n- [ ] tag\n- [ ] publish');
+  });
+
+  it('get_page reads every relation and people reference, past the 25 a Notion page object holds', async () => {
+    const people = Array.from({ length: 30 }, () => ({ id: randomUUID() }));
+    const created = await ok('create_page', { title: 'Big team', parent_data_source_id: sim.ids.tasksDataSource });
+    // 30 people and a relation of 40 pages, set on the simulator's records (more people than the seed has users;
+    // the tools do not write relations).
+    const ds = sim.dataSource(sim.ids.tasksDataSource)!;
+    sim.page(created.id)!.properties[ds.schema.find((p) => p.name === 'Assignee')!.id] = people.map((p) => p.id);
+    ds.schema.push({ id: '%5Brel', name: 'Blocked by', type: 'relation', description: null, relation: { dataSourceId: ds.id, databaseId: ds.databaseId } });
+    const related = Array.from({ length: 40 }, () => randomUUID());
+    sim.page(created.id)!.properties['%5Brel'] = related;
+    // What Notion itself answers: 25 of each (the relation says has_more).
+    const raw = sim.pageJson(created.id) as { properties: Record<string, any> };
+    expect(raw.properties.Assignee.people).toHaveLength(25);
+    expect(raw.properties['Blocked by']).toMatchObject({ has_more: true });
+    expect(raw.properties['Blocked by'].relation).toHaveLength(25);
+
+    const before = sim.requests.length;
+    const credits = await balance();
+    const page = await ok('get_page', { page_id: created.id });
+    expect(page.properties.Assignee.people.map((u: { id: string }) => u.id)).toEqual(people.map((p) => p.id));
+    expect(page.properties['Blocked by']).toMatchObject({ has_more: false, relation: related.map((id) => ({ id })) });
+    // The property endpoint was asked with the id as shown ("%5Brel" is "[rel" encoded once).
+    const reads = requestsSince(before).filter((r) => r.path.includes('/properties/'));
+    expect(reads.map((r) => r.path)).toEqual([`/v1/pages/${created.id}/properties/${raw.properties.Assignee.id}`, `/v1/pages/${created.id}/properties/%5Brel`]);
+    expect(await balance()).toBe(credits - 1);
+    ds.schema.pop();
   });
 
   it('creates rows from the default template and from a template id; content and a template do not mix', async () => {

@@ -257,6 +257,49 @@ export const pickPlugin: ResponsePlugin<{ pointers: string[]; keys: string[] }> 
   },
 };
 
+/** A page object carries at most 25 references of a relation or people property. */
+const PAGE_REFERENCE_LIMIT = 25;
+
+interface ReferenceProperty {
+  id: string;
+  type: string;
+  relation?: unknown[];
+  people?: unknown[];
+  has_more?: boolean;
+}
+
+/**
+ * Notion cuts relation and people properties of a page object at 25 references (a relation says so with
+ * has_more; people do not, so a list of exactly 25 is read again). The full list comes from the page
+ * property endpoint, 100 at a time; the property id goes into the path as Notion shows it (already
+ * URL-encoded). The call's credit does not change.
+ */
+export const fullReferencesPlugin: ResponsePlugin = {
+  name: 'notion.full_references',
+  hook: 'response',
+  description: 'Reads the relation and people references a page object leaves out (Notion returns at most 25) from the page property endpoint.',
+  async apply(result, { http }) {
+    const page = result as { id?: string; properties?: Record<string, ReferenceProperty> };
+    if (!page.id || !page.properties) return result;
+    for (const prop of Object.values(page.properties)) {
+      const list = prop.type === 'relation' ? prop.relation : prop.type === 'people' ? prop.people : undefined;
+      if (!Array.isArray(list) || !(prop.has_more === true || (prop.type === 'people' && list.length >= PAGE_REFERENCE_LIMIT))) continue;
+      const all: unknown[] = [];
+      let cursor: string | null = null;
+      do {
+        const query: Array<[string, string]> = [['page_size', '100'], ...(cursor ? [['start_cursor', cursor] as [string, string]] : [])];
+        const res = await http.send(request('GET', `/v1/pages/${enc(page.id)}/properties/${prop.id}`, undefined, query));
+        const body = res.body as { results?: Array<Record<string, unknown>>; has_more?: boolean; next_cursor?: string | null };
+        all.push(...(body.results ?? []).map((item) => item[prop.type]));
+        cursor = body.has_more && body.next_cursor ? body.next_cursor : null;
+      } while (cursor);
+      if (prop.type === 'relation') Object.assign(prop, { relation: all, has_more: false });
+      else prop.people = all;
+    }
+    return result;
+  },
+};
+
 export const notionPlugins: Plugin[] = [
   parentPlugin,
   searchFilterPlugin,
@@ -268,4 +311,5 @@ export const notionPlugins: Plugin[] = [
   blocksToMarkdownPlugin,
   searchItemsPlugin,
   pickPlugin,
+  fullReferencesPlugin,
 ];

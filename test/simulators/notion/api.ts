@@ -2,7 +2,7 @@
 import { copyBlocks, insertBlocks, parseChildren, requireChildrenAllowed } from './blocks.ts';
 import { archivedEdit, fixOne, invalidField, NotionError, validation } from './errors.ts';
 import type { DatabaseRecord, DataSourceRecord, PageRecord, ParentRef, Workspace } from './model.ts';
-import { defaultValues, parsePatchedSchema, parseSchema, parseValues } from './properties.ts';
+import { defaultValues, parsePatchedSchema, parseSchema, parseValues, propertyValue, referenceItems } from './properties.ts';
 import { compileFilter, compileSorts, selectProperties } from './query.ts';
 import { parseRichText, plainText, type RichTextItem } from './richtext.ts';
 import { isObject, newId, normalizeId, rejectUnknownKeys, requireId, type Json } from './util.ts';
@@ -90,6 +90,7 @@ export class NotionApi {
   handle(req: Request): unknown {
     const [resource, rawId, sub, ...rest] = req.segments;
     const route = `${req.method} ${resource ?? ''}${rawId === undefined ? '' : '/:id'}${sub === undefined ? '' : `/${sub}`}`;
+    if (route === 'GET pages/:id/properties' && rest.length === 1) return this.pageProperty(requireId(rawId, 'path.page_id'), decodeURIComponent(rest[0]), req.query);
     if (rest.length) throw new NotionError(400, 'invalid_request_url', 'Invalid request URL.');
     const id = (param: string) => requireId(rawId, `path.${param}`);
     switch (route) {
@@ -183,6 +184,33 @@ export class NotionApi {
   private retrievePage(id: string, query: URLSearchParams): unknown {
     const page = this.ws.page(id);
     return this.ws.pageJson(page, selectProperties(this.ws.rowSource(page), query.getAll('filter_properties')));
+  }
+
+  /**
+   * GET /v1/pages/{id}/properties/{property_id}: the full list of a relation or people property, paginated
+   * (page_size up to 100). The property id in the path is the id as shown in JSON, decoded once by the URL.
+   */
+  private pageProperty(pageId: string, propertyId: string, query: URLSearchParams): unknown {
+    const page = this.ws.page(pageId);
+    const source = this.ws.rowSource(page);
+    const prop = source?.schema.find((p) => decodeURIComponent(p.id) === propertyId);
+    if (!prop) throw validation(`Could not find property with name or id: ${propertyId}`);
+    if (prop.type !== 'relation' && prop.type !== 'people') return propertyValue(prop, page, this.ws);
+    const items = referenceItems(prop, page, this.ws);
+    const size = pageSize(query.get('page_size') ?? undefined, 'query');
+    const cursor = query.get('start_cursor');
+    const at = cursor === null ? 0 : Number(cursor);
+    if (!Number.isInteger(at) || at < 0 || at >= items.length) throw validation(`The start_cursor provided is invalid: ${cursor}`);
+    const results = items.slice(at, at + size);
+    const next = at + size < items.length ? String(at + size) : null;
+    return {
+      object: 'list',
+      results,
+      next_cursor: next,
+      has_more: next !== null,
+      type: 'property_item',
+      property_item: { id: prop.id, next_url: next === null ? null : `/v1/pages/${page.id}/properties/${prop.id}?start_cursor=${next}`, type: prop.type, [prop.type]: {} },
+    };
   }
 
   /** A page's parent in a create body; returns where it goes and the schema its properties follow. */

@@ -326,6 +326,14 @@ function parseValue(ws: Workspace, prop: PropSchema, raw: unknown, path: string,
 
 const optionJson = (o: SelectOption) => ({ id: o.id, name: o.name, color: o.color });
 
+export const PAGE_REFERENCE_LIMIT = 25;
+
+/** Every reference of a relation or people property, as property items (the page property endpoint). */
+export function referenceItems(prop: PropSchema, page: PageRecord, ws: Workspace): Json[] {
+  const ids = (page.properties[prop.id] as string[] | undefined) ?? [];
+  return ids.map((id) => ({ object: 'property_item', id: prop.id, type: prop.type, [prop.type]: prop.type === 'people' ? ws.user(id) : { id } }));
+}
+
 /** A page's value of one property in response form. */
 export function propertyValue(prop: PropSchema, page: PageRecord, ws: Workspace): Json {
   const stored = page.properties[prop.id];
@@ -348,11 +356,16 @@ export function propertyValue(prop: PropSchema, page: PageRecord, ws: Workspace)
     case 'checkbox':
       value = stored ?? false;
       break;
+    // A page object carries at most 25 references of a relation or people property; the rest come from the
+    // page property endpoint (developers.notion.com/reference/retrieve-a-page: "limited to 25 ... use the
+    // Retrieve a page property endpoint"). Relations say so with has_more; people do not.
     case 'people':
-      value = ((stored as string[] | undefined) ?? []).map((id) => ws.user(id));
+      value = ((stored as string[] | undefined) ?? []).slice(0, PAGE_REFERENCE_LIMIT).map((id) => ws.user(id));
       break;
-    case 'relation':
-      return { id: prop.id, type: 'relation', relation: ((stored as string[] | undefined) ?? []).map((id) => ({ id })), has_more: false };
+    case 'relation': {
+      const ids = (stored as string[] | undefined) ?? [];
+      return { id: prop.id, type: 'relation', relation: ids.slice(0, PAGE_REFERENCE_LIMIT).map((id) => ({ id })), has_more: ids.length > PAGE_REFERENCE_LIMIT };
+    }
     case 'files':
       value = stored ?? [];
       break;
