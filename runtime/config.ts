@@ -48,6 +48,11 @@ export interface Config {
   ledgerMaxRecords: number;
   /** Behind a reverse proxy: take the client address from X-Forwarded-For (sign-in throttling is per address). */
   trustProxy: boolean;
+  /** PEM file of extra certificate authorities the outbound client trusts (providers or OAuth client hosts behind a private CA). */
+  outboundCaFile?: string;
+  /** Lifetimes of OAuth access tokens and refresh tokens. */
+  oauthAccessMinutes: number;
+  oauthRefreshDays: number;
 }
 
 export class ConfigError extends Error {}
@@ -122,6 +127,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     headersTimeoutMs: int('HEADERS_TIMEOUT_MS', 10_000, 500, 120_000),
     requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
     keepAliveTimeoutMs: int('KEEP_ALIVE_TIMEOUT_MS', 65_000, 1000, 600_000),
+    outboundCaFile: env.OUTBOUND_CA_FILE ? path.resolve(env.OUTBOUND_CA_FILE) : undefined,
+    oauthAccessMinutes: int('OAUTH_ACCESS_TOKEN_MINUTES', 60, 1, 24 * 60),
+    oauthRefreshDays: int('OAUTH_REFRESH_TOKEN_DAYS', 30, 1, 365),
   };
   config.publicUrl = env.PUBLIC_URL ? new URL(env.PUBLIC_URL).origin : defaultPublicUrl(config.host, config.port);
   if (config.headersTimeoutMs > config.requestTimeoutMs) problems.push('HEADERS_TIMEOUT_MS must not be larger than REQUEST_TIMEOUT_MS');

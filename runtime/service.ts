@@ -1,5 +1,6 @@
 // Composition: config -> store -> spec catalog -> repositories -> Koa app -> listen.
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
@@ -24,6 +25,9 @@ import { Metrics } from './metrics.ts';
 import { createMcpEndpoint, sendJson } from './mcp/endpoint.ts';
 import { rpcError } from './mcp/protocol.ts';
 import type { PluginRegistry } from './plugin-api.ts';
+import { METADATA_FETCH_LIMITS, OAuthClients } from './oauth/clients.ts';
+import { OAuthGrants } from './oauth/grants.ts';
+import { createOAuthRouter, resourceMetadataUrl } from './oauth/routes.ts';
 import { generatedSecret, randomToken, sameSecret } from './secrets.ts';
 import { Gateway } from './servers/gateway.ts';
 import { Servers } from './servers/servers.ts';
@@ -72,6 +76,12 @@ const INDEXES = [
   { collection: 'usage', fields: ['owner_id', 'hour'] },
   { collection: 'calls', fields: ['owner_id', 'at'] },
   { collection: 'calls', fields: ['at'] },
+  { collection: 'oauth_grants', fields: ['owner_id', 'server_id'] },
+  { collection: 'oauth_access_tokens', fields: ['grant_id'] },
+  { collection: 'oauth_access_tokens', fields: ['expires_at'] },
+  { collection: 'oauth_refresh_tokens', fields: ['grant_id'] },
+  { collection: 'oauth_refresh_tokens', fields: ['expires_at'] },
+  { collection: 'oauth_codes', fields: ['expires_at'] },
 ];
 
 export async function startService(opts: ServiceOptions): Promise<RunningService> {
@@ -90,7 +100,10 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const masterKey = config.masterKey ?? (await secretFile('master.key', () => randomBytes(32).toString('hex')));
   const operatorToken = config.operatorToken ?? (await secretFile('operator-token', () => randomToken('mcpop_')));
 
-  const http = createHttpClient({ timeoutMs: config.upstreamTimeoutMs, maxResponseBytes: config.maxResponseBytes, allow: config.allowPrivateNetworks, retries: 2, maxRetryAfterMs: 3000 });
+  const ca = config.outboundCaFile ? await readFile(config.outboundCaFile, 'utf8') : undefined;
+  const http = createHttpClient({ timeoutMs: config.upstreamTimeoutMs, maxResponseBytes: config.maxResponseBytes, allow: config.allowPrivateNetworks, retries: 2, maxRetryAfterMs: 3000, ca });
+  // OAuth client ID metadata documents: the same guard, no retries, a small document only.
+  const metadataHttp = createHttpClient({ ...METADATA_FETCH_LIMITS, allow: config.allowPrivateNetworks, retries: 0, maxRetryAfterMs: 0, ca });
   const engine = new Engine(http, { defaultTimeoutMs: config.upstreamTimeoutMs });
   const owners = new Owners(store);
   const sessions = new Sessions(store, { idleMs: config.sessionIdleMinutes * 60_000, maxMs: config.sessionMaxDays * 86_400_000 });
@@ -99,6 +112,10 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const tools = new CustomTools(store, catalog, config.keyCacheMs);
   const accounts = new Accounts(store, catalog, new Vault(parseMasterKey(masterKey)), config.keyCacheMs);
   const credits = new Credits(store);
+  const oauth = {
+    clients: new OAuthClients(store, metadataHttp),
+    grants: new OAuthGrants(store, { accessMs: config.oauthAccessMinutes * 60_000, refreshMs: config.oauthRefreshDays * 86_400_000, cacheMs: config.keyCacheMs }),
+  };
   // The embedded store keeps every document in memory: there the ledger keeps at most LEDGER_MAX_RECORDS
   // records (older ones live on as hourly aggregates).
   const ledger = new Ledger(store, credits, {
@@ -115,7 +132,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   await reconcile();
   const rateLimiter = new KeyRateLimiter(config.rateLimit, store.mongo);
   const metrics = new Metrics();
-  const gateway = new Gateway({ keys, servers, tools, accounts, credits, ledger, rateLimiter, engine, logger, metrics });
+  const gateway = new Gateway({ keys, oauth: oauth.grants, servers, tools, accounts, credits, ledger, rateLimiter, engine, logger, metrics });
 
   const app = new Koa({ proxy: config.trustProxy });
   app.silent = true;
@@ -143,6 +160,8 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     }
   });
 
+  // The public URL is completed once the port is known (PORT=0 in tests).
+  const site = { publicUrl: config.publicUrl, signup: config.signup, startingCredits: config.startingCredits };
   const router = new Router();
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
@@ -178,6 +197,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       toolsTtlMs: 30_000,
       serverInfo: SERVICE_INFO,
       instructions: 'Tools of this server act on third-party accounts (Jira, n8n, Notion, Supabase). Each call costs credits, shown in the tool description.',
+      resourceMetadataUrl: (serverId) => resourceMetadataUrl(site.publicUrl, serverId),
     }),
   );
   router.all('/mcp/:serverId', (ctx) => {
@@ -185,13 +205,12 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     ctx.set('Allow', 'POST');
     sendJson(ctx, 405, rpcError(null, -32000, 'Method not allowed.'));
   });
-  // The public URL is completed once the port is known (PORT=0 in tests).
-  const site = { publicUrl: config.publicUrl, signup: config.signup, startingCredits: config.startingCredits };
   const signInLimits = new SignInLimits(undefined, store.mongo);
-  const apiDeps = { owners, servers, keys, tools, accounts, credits, ledger, catalog, engine, sessions, signInLimits, operatorToken, maxBodyBytes: config.maxBodyBytes, site };
+  const apiDeps = { owners, servers, keys, tools, accounts, credits, ledger, catalog, engine, sessions, signInLimits, oauth, operatorToken, maxBodyBytes: config.maxBodyBytes, site };
   const api = createApiRouter(apiDeps);
   const dashboard = createDashboardRouter(apiDeps);
   app.use(router.routes()).use(router.allowedMethods());
+  app.use(createOAuthRouter({ ...oauth, signInLimits, site, maxBodyBytes: config.maxBodyBytes }).routes());
   app.use(api.routes()).use(api.allowedMethods());
   app.use(dashboard.routes());
   app.use(pageNotFound(apiDeps));
@@ -217,7 +236,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   if (config.port === 0 && site.publicUrl.endsWith(':0')) site.publicUrl = `http://${host}:${port}`;
 
   const flush = async () => {
-    await Promise.all([keys.flush(), ledger.flush()]);
+    await Promise.all([keys.flush(), oauth.grants.flush(), ledger.flush()]);
   };
   const flusher = setInterval(() => flush().catch((err) => logger.error({ err }, 'flush failed')), 2000);
   flusher.unref();
@@ -225,6 +244,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   // and (on MongoDB) charges left open by instances that died.
   const sessionSweeper = setInterval(() => {
     sessions.sweep().catch((err) => logger.error({ err }, 'session sweep failed'));
+    oauth.grants.sweep().catch((err) => logger.error({ err }, 'OAuth token sweep failed'));
     ledger.rollUp(new Date(Date.now() - config.ledgerRetentionDays * 86_400_000)).catch((err) => logger.error({ err }, 'ledger roll-up failed'));
     if (store.kind === 'mongodb') reconcile().catch((err) => logger.error({ err }, 'ledger reconciliation failed'));
   }, 3_600_000);
@@ -257,6 +277,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       clearTimeout(deadline);
       await flush();
       http.close();
+      metadataHttp.close();
       await store.close();
     },
   };

@@ -18,10 +18,11 @@ export class TtlCache<K, V> {
     return e.value;
   }
 
-  set(key: K, value: V): void {
-    if (this.ttlMs <= 0) return;
+  /** Keeps `value` for the cache's lifetime, or for `ttlMs` when given. */
+  set(key: K, value: V, ttlMs = this.ttlMs): void {
+    if (ttlMs <= 0) return;
     if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value as K);
-    this.entries.set(key, { value, expires: Date.now() + this.ttlMs });
+    this.entries.set(key, { value, expires: Date.now() + ttlMs });
   }
 
   delete(key: K): void {

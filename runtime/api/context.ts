@@ -8,6 +8,8 @@ import type { SignInLimits } from '../access/sign-in-limits.ts';
 import type { Credits } from '../billing/credits.ts';
 import type { Ledger } from '../billing/ledger.ts';
 import type { Engine } from '../engine/index.ts';
+import type { OAuthClients } from '../oauth/clients.ts';
+import type { OAuthGrants } from '../oauth/grants.ts';
 import { sameSecret } from '../secrets.ts';
 import type { ServerDoc, Servers } from '../servers/servers.ts';
 import type { CustomTools } from '../servers/tools.ts';
@@ -26,6 +28,7 @@ export interface ApiDeps {
   engine: Engine;
   sessions: Sessions;
   signInLimits: SignInLimits;
+  oauth: { clients: OAuthClients; grants: OAuthGrants };
   operatorToken: string;
   maxBodyBytes: number;
   /** Public base URL (links, the dashboard's own origin), sign-up policy and credits of a new owner. */

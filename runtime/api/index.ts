@@ -6,6 +6,7 @@ import { adminRoutes } from './admin.ts';
 import { type ApiDeps, guards } from './context.ts';
 import { apiErrors } from './http.ts';
 import { keysRoutes } from './keys.ts';
+import { oauthRoutes } from './oauth.ts';
 import { serversRoutes } from './servers.ts';
 import { toolsRoutes } from './tools.ts';
 import { usageRoutes } from './usage.ts';
@@ -16,6 +17,6 @@ export function createApiRouter(d: ApiDeps): Router {
   const router = new Router({ prefix: '/api' });
   router.use(apiErrors);
   const g = guards(d);
-  for (const routes of [authRoutes, adminRoutes, serversRoutes, keysRoutes, accountsRoutes, toolsRoutes, usageRoutes]) routes(router, d, g);
+  for (const routes of [authRoutes, adminRoutes, serversRoutes, keysRoutes, accountsRoutes, toolsRoutes, usageRoutes, oauthRoutes]) routes(router, d, g);
   return router;
 }

@@ -16,7 +16,9 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
   });
   router.post('/servers/:id/api-keys/revoke-all', g.owner, async (ctx) => {
     await ownServer(d, ctx, ctx.params.id);
-    ctx.body = await d.keys.revokeAll(me(ctx)._id, ctx.params.id);
+    // Connected apps hold credentials for the server too: "revoke all" leaves nothing that can call it.
+    const keys = await d.keys.revokeAll(me(ctx)._id, ctx.params.id);
+    ctx.body = { ...keys, oauth_grants_revoked: await d.oauth.grants.revokeForServer(me(ctx)._id, ctx.params.id, 'all keys of the server revoked') };
   });
   router.post('/servers/:id/api-keys', g.owner, async (ctx) => {
     const body = await jsonBody(ctx, d.maxBodyBytes);

@@ -41,8 +41,9 @@ export function serversRoutes(router: Router, d: ApiDeps, g: Guards): void {
   });
   router.delete('/servers/:id', g.owner, async (ctx) => {
     await ownServer(d, ctx, ctx.params.id);
-    // Its keys die with it and global keys forget it.
+    // Its keys and connected apps die with it and global keys forget it (a new server may take its id later).
     await d.keys.revokeAll(me(ctx)._id, ctx.params.id);
+    await d.oauth.grants.revokeForServer(me(ctx)._id, ctx.params.id, 'server deleted');
     await d.tools.deleteForServer(me(ctx)._id, ctx.params.id);
     await d.servers.delete(me(ctx)._id, ctx.params.id);
     ctx.status = 204;

@@ -7,7 +7,9 @@ import { publicKey, type ApiKeyDoc } from '../access/keys.ts';
 import { publicAccount } from '../accounts/accounts.ts';
 import { type ApiDeps, type SignedIn, sessionOwner } from '../api/context.ts';
 import { publicServer, type ServerDoc } from '../servers/servers.ts';
+import { checkAuthorizationRequest } from '../oauth/authorize.ts';
 import { connectSnippets } from './connect.ts';
+import { consentView } from './consent.ts';
 import { accountFields, schemaFields } from './forms.ts';
 import { CHART_DAYS, CHART_SIZE, overviewFigures } from './overview.ts';
 import { assets, render } from './views.ts';
@@ -210,6 +212,22 @@ export function createDashboardRouter(d: ApiDeps): Router {
       sendPage(ctx, render('keys', { title: 'API keys', section: 'keys', ...frame }, { servers: servers.map(publicServer), serverKeys: serverKeys.map(withNames), globalKeys: globals.map(withNames) }));
     }),
   );
+
+  // OAuth consent (the authorization endpoint). A request naming an unknown client or redirect URI is shown
+  // here and never redirected; any other bad request goes back to the client with the RFC's error.
+  router.get('/oauth/authorize', async (ctx) => {
+    const checked = await checkAuthorizationRequest(ctx.query, d.oauth.clients, d.site.publicUrl);
+    if (!checked.ok && 'redirectTo' in checked) return ctx.redirect(checked.redirectTo);
+    const s = await sessionOwner(d, ctx);
+    if (!checked.ok) {
+      sendPage(ctx, render('consent', { title: 'Authorization refused', csrfToken: s?.csrfToken }, { problem: checked.page, email: s?.owner.email, switchUrl: '/login' }));
+      ctx.status = 400;
+      return;
+    }
+    if (!s) return ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`);
+    const view = await consentView(d, s, checked.request, `/login?next=${encodeURIComponent(ctx.originalUrl)}`);
+    sendPage(ctx, render('consent', { title: `Authorize ${checked.request.client.client_name}`, csrfToken: s.csrfToken }, view));
+  });
 
   router.get(
     '/settings',

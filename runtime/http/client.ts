@@ -3,6 +3,7 @@
 // a response size cap, and errors that never carry secrets.
 import http from 'node:http';
 import https from 'node:https';
+import tls from 'node:tls';
 import got, { type Got, type Method, type Response, RequestError } from 'got';
 import { ToolError } from '../tool-error.ts';
 import { type AllowList, BadHeaderError, OutboundRefusedError, checkOutboundHeaders, checkUrl, guardedLookup } from './guard.ts';
@@ -37,6 +38,8 @@ export interface HttpClientOptions {
   retries: number;
   /** Longest Retry-After we wait for ourselves; longer ones are reported to the caller. */
   maxRetryAfterMs: number;
+  /** Extra certificate authorities (PEM) trusted besides Node's own list. */
+  ca?: string;
 }
 
 export interface HttpClient {
@@ -50,7 +53,7 @@ const REDIRECT_SAFE_HEADERS = new Set(['accept', 'accept-encoding', 'content-typ
 export function createHttpClient(options: HttpClientOptions): HttpClient {
   const agents = {
     http: new http.Agent({ keepAlive: true, maxSockets: 256, scheduling: 'lifo' }),
-    https: new https.Agent({ keepAlive: true, maxSockets: 256, scheduling: 'lifo' }),
+    https: new https.Agent({ keepAlive: true, maxSockets: 256, scheduling: 'lifo', ...(options.ca ? { ca: [...tls.rootCertificates, options.ca] } : {}) }),
   };
   const client: Got = got.extend({
     agent: agents,

@@ -6,12 +6,14 @@ import type { ToolError } from '../tool-error.ts';
 import type { ToolAnnotations } from '../spec/types.ts';
 
 export interface Principal {
+  /** The API key, or the OAuth grant of an access token (limits and the ledger count per credential). */
   keyId: string;
   ownerId: string;
   serverId: string;
 }
 
-export type AuthOutcome = { ok: true; principal: Principal } | { ok: false; status: 401 | 403 };
+/** `tokenError`: why a presented OAuth access token is refused (sent as RFC 6750's error_description). */
+export type AuthOutcome = { ok: true; principal: Principal } | { ok: false; status: 401 | 403; tokenError?: string };
 
 export interface RateOutcome {
   allowed: boolean;
@@ -38,7 +40,7 @@ export interface CallOptions {
 }
 
 export interface McpBackend {
-  /** Authenticates the bearer key and authorizes it for the server (design.md section 5). */
+  /** Authenticates the bearer key or OAuth access token and authorizes it for the server (design.md section 5). */
   authenticate(serverId: string, authorization: string | undefined): Promise<AuthOutcome>;
   /** Counts `requests` JSON-RPC requests against the key's limits (a batch counts each of its requests). */
   rateLimit(principal: Principal, requests?: number): Promise<RateOutcome>;

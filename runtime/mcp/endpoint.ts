@@ -20,6 +20,7 @@ import {
   rpcError,
 } from './protocol.ts';
 import { callResult, describeTool, errorResult } from './tools.ts';
+import { SCOPE } from '../oauth/grants.ts';
 import { type Negotiated, modernResultFields, negotiate } from './negotiation.ts';
 
 export interface McpEndpointOptions {
@@ -33,6 +34,8 @@ export interface McpEndpointOptions {
   toolsTtlMs: number;
   serverInfo: { name: string; title: string; version: string };
   instructions?: string;
+  /** The protected resource metadata URL of a server, named in every 401 (RFC 9728 section 5.1). */
+  resourceMetadataUrl: (serverId: string) => string;
 }
 
 const AUTH_BODIES = {
@@ -80,7 +83,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
 
     const auth = await backend.authenticate(ctx.params.serverId, ctx.get('authorization') || undefined);
     if (!auth.ok) {
-      if (auth.status === 401) ctx.set('WWW-Authenticate', 'Bearer');
+      if (auth.status === 401) ctx.set('WWW-Authenticate', bearerChallenge(opts.resourceMetadataUrl(ctx.params.serverId), auth.tokenError));
       return sendHttpError(ctx, auth.status, AUTH_BODIES[auth.status]);
     }
     const principal = auth.principal;
@@ -287,6 +290,17 @@ function originAllowed(origin: string, ctx: Context, allowed: string[]): boolean
 function accepted(ctx: Context): void {
   ctx.body = null;
   ctx.status = 202;
+}
+
+/**
+ * RFC 6750 section 3 with RFC 9728's resource_metadata, from which an OAuth client discovers how to sign in.
+ * An error code only when an OAuth token was presented and refused (a request without credentials gets none).
+ */
+function bearerChallenge(metadataUrl: string, tokenError?: string): string {
+  const quoted = (v: string) => `"${v.replace(/["\\]/g, '')}"`;
+  const parts = [`resource_metadata=${quoted(metadataUrl)}`, `scope=${quoted(SCOPE)}`];
+  if (tokenError) parts.push('error="invalid_token"', `error_description=${quoted(tokenError)}`);
+  return `Bearer ${parts.join(', ')}`;
 }
 
 export function sendJson(ctx: Context, status: number, body: unknown): void {

@@ -11,6 +11,7 @@ import { randomId } from '../secrets.ts';
 import type { Engine } from '../engine/index.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
+import { ACCESS_PREFIX, type OAuthGrants } from '../oauth/grants.ts';
 import type { AuthOutcome, CallOptions, CallOutcome, ExposedTool, McpBackend, Principal, RateOutcome } from '../mcp/backend.ts';
 import { ToolError } from '../tool-error.ts';
 import type { Servers } from './servers.ts';
@@ -18,6 +19,7 @@ import type { BoundTool, CustomTools } from './tools.ts';
 
 export interface GatewayDeps {
   keys: ApiKeys;
+  oauth: OAuthGrants;
   servers: Servers;
   tools: CustomTools;
   accounts: Accounts;
@@ -34,6 +36,7 @@ export class Gateway implements McpBackend {
 
   async authenticate(serverId: string, authorization: string | undefined): Promise<AuthOutcome> {
     const m = /^Bearer +(\S+)$/i.exec(authorization ?? '');
+    if (m?.[1].startsWith(ACCESS_PREFIX)) return this.authenticateToken(serverId, m[1]);
     if (!m || !m[1].startsWith(KEY_PREFIX)) return { ok: false, status: 401 };
     const key = await this.d.keys.lookup(m[1]);
     if (!key || key.revoked_at) return { ok: false, status: 401 };
@@ -43,6 +46,15 @@ export class Gateway implements McpBackend {
     if (key.kind === 'global' && !key.linked_server_ids.includes(serverId)) return { ok: false, status: 403 };
     this.d.keys.touch(key._id);
     return { ok: true, principal: { keyId: key._id, ownerId: key.owner_id, serverId } };
+  }
+
+  /** An OAuth access token: valid, for this very server (audience), whose server is still its owner's and active. */
+  private async authenticateToken(serverId: string, token: string): Promise<AuthOutcome> {
+    const auth = await this.d.oauth.authenticate(token, serverId);
+    if (!auth.ok) return { ok: false, status: 401, tokenError: auth.reason };
+    const server = await this.d.servers.lookup(serverId);
+    if (!server || server.owner_id !== auth.principal.ownerId || !server.active) return { ok: false, status: 403 };
+    return { ok: true, principal: { keyId: auth.principal.grantId, ownerId: auth.principal.ownerId, serverId } };
   }
 
   rateLimit(principal: Principal, requests = 1): Promise<RateOutcome> {

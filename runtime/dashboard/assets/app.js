@@ -46,6 +46,7 @@ function formBody(form) {
   const body = {};
   for (const el of form.elements) {
     if (!el.name || el.disabled || el.type === 'submit' || el.type === 'button') continue;
+    if (el.type === 'radio' && !el.checked) continue;
     if (el.type === 'checkbox') {
       if (el.dataset.type === 'list') {
         const list = (body[el.name] ??= []);
@@ -122,6 +123,8 @@ async function after(el, result) {
   if (then === 'reload') return location.reload();
   if (then.startsWith('go:')) return location.assign(fill(then.slice(3), result.body));
   if (then === 'next') return location.assign(new URLSearchParams(location.search).get('next')?.match(/^\/(?![/\\])/) ? new URLSearchParams(location.search).get('next') : '/');
+  // The OAuth decision: back to the application (its redirect URI), wherever that is.
+  if (then === 'redirect') return location.assign(result.body.redirect_to);
   if (then === 'reveal') return reveal(el.dataset.revealTitle || 'Copy it now', result.body.key ?? result.body.token);
   if (then === 'verify') {
     const out = el.closest('[data-verify-scope]')?.querySelector('[data-verify-result]');

@@ -1,0 +1,289 @@
+// What an owner's "Approve" creates: an authorization code, then a grant (a "connected app": one client, one
+// server) with its short-lived access tokens and rotating refresh tokens. Every code and token is stored
+// only as its SHA-256; a reused code or refresh token revokes the whole grant (RFC 9700 section 4.14).
+import { createHash } from 'node:crypto';
+import { randomId, randomToken, sha256 } from '../secrets.ts';
+import type { Collection, Doc, Store } from '../store/index.ts';
+import { TtlCache } from '../ttl-cache.ts';
+import type { OAuthClient } from './clients.ts';
+import { OAuthError } from './errors.ts';
+
+/** The one scope: list and call the tools of one server, paid from the owner's credits. */
+export const SCOPE = 'mcp:tools';
+export const ACCESS_PREFIX = 'mcpat_';
+const REFRESH_PREFIX = 'mcprt_';
+const CODE_PREFIX = 'mcpac_';
+const CODE_TTL_MS = 60_000;
+
+export interface GrantDoc extends Doc {
+  owner_id: string;
+  server_id: string;
+  client_id: string;
+  client_name: string;
+  registration: OAuthClient['registration'];
+  redirect_uri: string;
+  /** The canonical URL of the server (RFC 8707 resource) its tokens are for. */
+  resource: string;
+  scope: string;
+  created_at: Date;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+  revoked_reason?: string;
+}
+
+interface CodeDoc extends Doc {
+  client_id: string;
+  client_name: string;
+  registration: OAuthClient['registration'];
+  redirect_uri: string;
+  code_challenge: string;
+  resource: string;
+  scope: string;
+  owner_id: string;
+  server_id: string;
+  expires_at: Date;
+  used_at: Date | null;
+  /** The grant the code was exchanged for (revoked if the code comes back). */
+  grant_id?: string;
+}
+
+interface TokenDoc extends Doc {
+  grant_id: string;
+  client_id: string;
+  server_id: string;
+  owner_id: string;
+  expires_at: Date;
+  /** Refresh tokens only: when it was exchanged (a second exchange is a reuse). */
+  used_at?: Date | null;
+}
+
+export interface TokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  refresh_token: string;
+  scope: string;
+}
+
+export interface Approval {
+  client: OAuthClient;
+  redirectUri: string;
+  codeChallenge: string;
+  resource: string;
+  scope: string;
+  ownerId: string;
+  serverId: string;
+}
+
+export interface OAuthPrincipal {
+  grantId: string;
+  ownerId: string;
+  serverId: string;
+}
+
+/** The list view of a grant (the Keys page's "Connected apps"). */
+export function publicGrant(g: GrantDoc) {
+  return {
+    id: g._id,
+    client_id: g.client_id,
+    client_name: g.client_name,
+    registration: g.registration,
+    redirect_host: new URL(g.redirect_uri).host,
+    server_id: g.server_id,
+    scope: g.scope,
+    created_at: g.created_at,
+    last_used_at: g.last_used_at,
+    revoked_at: g.revoked_at,
+  };
+}
+
+/** base64url(SHA-256(verifier)): the S256 code challenge of RFC 7636. */
+export const s256 = (verifier: string) => createHash('sha256').update(verifier).digest('base64url');
+
+export class OAuthGrants {
+  private readonly grants: Collection<GrantDoc>;
+  private readonly codes: Collection<CodeDoc>;
+  private readonly access: Collection<TokenDoc>;
+  private readonly refresh: Collection<TokenDoc>;
+  /** Hot path: access token hash -> token (null: unknown), grant id -> grant. Revocations here drop entries at once. */
+  private readonly tokenCache: TtlCache<string, TokenDoc | null>;
+  private readonly grantCache: TtlCache<string, GrantDoc | null>;
+  private readonly touched = new Map<string, Date>();
+
+  constructor(
+    store: Store,
+    private readonly opts: { accessMs: number; refreshMs: number; cacheMs: number },
+  ) {
+    this.grants = store.collection<GrantDoc>('oauth_grants');
+    this.codes = store.collection<CodeDoc>('oauth_codes');
+    this.access = store.collection<TokenDoc>('oauth_access_tokens');
+    this.refresh = store.collection<TokenDoc>('oauth_refresh_tokens');
+    this.tokenCache = new TtlCache(opts.cacheMs);
+    this.grantCache = new TtlCache(opts.cacheMs);
+  }
+
+  /** The owner approved: a one-time code, valid for a minute, for this client, redirect URI and PKCE challenge. */
+  async issueCode(a: Approval): Promise<string> {
+    const code = randomToken(CODE_PREFIX);
+    await this.codes.insertOne({
+      _id: sha256(code),
+      client_id: a.client.client_id,
+      client_name: a.client.client_name,
+      registration: a.client.registration,
+      redirect_uri: a.redirectUri,
+      code_challenge: a.codeChallenge,
+      resource: a.resource,
+      scope: a.scope,
+      owner_id: a.ownerId,
+      server_id: a.serverId,
+      expires_at: new Date(Date.now() + CODE_TTL_MS),
+      used_at: null,
+    });
+    return code;
+  }
+
+  /** The authorization_code grant (RFC 6749 section 4.1.3 with PKCE, RFC 7636 section 4.6). */
+  async redeemCode(p: { code: string; client: OAuthClient; redirectUri?: string; verifier?: string; resource?: string }): Promise<TokenResponse> {
+    if (!p.verifier) throw new OAuthError('invalid_request', 'code_verifier is required (PKCE with S256)');
+    if (!/^[A-Za-z0-9\-._~]{43,128}$/.test(p.verifier)) throw new OAuthError('invalid_request', 'code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, "-", ".", "_" and "~"');
+    const id = sha256(p.code);
+    // Marked used first, atomically: of two concurrent exchanges only one gets the tokens.
+    const code = await this.codes.findOneAndUpdate({ _id: id, used_at: null }, { $set: { used_at: new Date() } }, { returnDocument: 'before' });
+    if (!code) {
+      const used = await this.codes.findOne({ _id: id });
+      if (used?.grant_id) await this.revokeGrantById(used.grant_id, 'authorization code used twice');
+      throw new OAuthError('invalid_grant', used ? 'This authorization code was already used; any token issued with it is now revoked. Start the authorization again.' : 'Unknown authorization code');
+    }
+    if (code.expires_at.getTime() < Date.now()) throw new OAuthError('invalid_grant', 'The authorization code expired (codes are valid for 60 seconds); start the authorization again');
+    if (code.client_id !== p.client.client_id) throw new OAuthError('invalid_grant', 'This authorization code was issued to another client');
+    if (p.redirectUri !== code.redirect_uri) throw new OAuthError('invalid_grant', 'redirect_uri must be exactly the one sent in the authorization request');
+    if (s256(p.verifier) !== code.code_challenge) throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge of the authorization request');
+    if (p.resource !== undefined && p.resource !== code.resource) throw new OAuthError('invalid_target', `resource must be the one that was authorized (${code.resource})`);
+
+    const grant: GrantDoc = {
+      _id: randomId('oag_'),
+      owner_id: code.owner_id,
+      server_id: code.server_id,
+      client_id: code.client_id,
+      client_name: code.client_name,
+      registration: code.registration,
+      redirect_uri: code.redirect_uri,
+      resource: code.resource,
+      scope: code.scope,
+      created_at: new Date(),
+      last_used_at: null,
+      revoked_at: null,
+    };
+    await this.grants.insertOne(grant);
+    await this.codes.updateOne({ _id: id }, { $set: { grant_id: grant._id } });
+    return this.issueTokens(grant);
+  }
+
+  /** The refresh_token grant with rotation: the presented token is spent, a new pair comes back. */
+  async refreshTokens(p: { refreshToken: string; client: OAuthClient; resource?: string; scope?: string }): Promise<TokenResponse> {
+    const id = sha256(p.refreshToken);
+    const token = await this.refresh.findOneAndUpdate({ _id: id, used_at: null }, { $set: { used_at: new Date() } }, { returnDocument: 'before' });
+    if (!token) {
+      const spent = await this.refresh.findOne({ _id: id });
+      if (spent && spent.client_id === p.client.client_id) {
+        const grant = await this.grants.findOne({ _id: spent.grant_id });
+        if (grant?.revoked_at) throw new OAuthError('invalid_grant', 'This authorization was revoked; authorize the client again');
+        // A rotated-out token came back: it was copied. Whoever holds the newer one loses it too.
+        await this.revokeGrantById(spent.grant_id, 'refresh token reused');
+        throw new OAuthError('invalid_grant', 'This refresh token was already used. For safety every token of this authorization is now revoked; authorize the client again.');
+      }
+      throw new OAuthError('invalid_grant', 'Unknown refresh token');
+    }
+    if (token.client_id !== p.client.client_id) throw new OAuthError('invalid_grant', 'This refresh token was issued to another client');
+    if (token.expires_at.getTime() < Date.now()) throw new OAuthError('invalid_grant', 'The refresh token expired; authorize the client again');
+    const grant = await this.grants.findOne({ _id: token.grant_id });
+    if (!grant || grant.revoked_at) throw new OAuthError('invalid_grant', 'This authorization was revoked; authorize the client again');
+    if (p.resource !== undefined && p.resource !== grant.resource) throw new OAuthError('invalid_target', `resource must be the one that was authorized (${grant.resource})`);
+    if (p.scope !== undefined && !p.scope.split(' ').every((s) => grant.scope.split(' ').includes(s))) throw new OAuthError('invalid_scope', `A refresh may only narrow the scope; this authorization has "${grant.scope}"`);
+    return this.issueTokens(grant);
+  }
+
+  /** The access token's grant when it is valid at this server, else why not (for the WWW-Authenticate error). */
+  async authenticate(token: string, serverId: string): Promise<{ ok: true; principal: OAuthPrincipal } | { ok: false; reason: string }> {
+    const hash = sha256(token);
+    let doc = this.tokenCache.get(hash);
+    if (doc === undefined) {
+      doc = await this.access.findOne({ _id: hash });
+      this.tokenCache.set(hash, doc);
+    }
+    if (!doc) return { ok: false, reason: 'The access token is not valid' };
+    if (doc.expires_at.getTime() <= Date.now()) return { ok: false, reason: 'The access token expired' };
+    // Audience: a token is for the one server it was authorized for.
+    if (doc.server_id !== serverId) return { ok: false, reason: 'The access token was issued for another server' };
+    const grant = await this.grant(doc.grant_id);
+    if (!grant || grant.revoked_at) return { ok: false, reason: 'The access token was revoked' };
+    this.touched.set(grant._id, new Date());
+    return { ok: true, principal: { grantId: grant._id, ownerId: grant.owner_id, serverId } };
+  }
+
+  /** RFC 7009: revokes the grant of an access or refresh token of this client; unknown tokens are ignored. */
+  async revokeToken(token: string, client: OAuthClient): Promise<void> {
+    const hash = sha256(token);
+    const doc = (await this.refresh.findOne({ _id: hash })) ?? (await this.access.findOne({ _id: hash }));
+    if (!doc) return;
+    if (doc.client_id !== client.client_id) throw new OAuthError('unauthorized_client', 'This token was issued to another client', 400);
+    await this.revokeGrantById(doc.grant_id, 'revoked by the client');
+  }
+
+  list(ownerId: string): Promise<GrantDoc[]> {
+    return this.grants.find({ owner_id: ownerId }, { sort: { created_at: -1 }, limit: 200 });
+  }
+
+  /** The owner revokes one connected app; null when it is not theirs. */
+  async revokeGrant(ownerId: string, grantId: string): Promise<GrantDoc | null> {
+    const grant = await this.grants.findOne({ _id: grantId, owner_id: ownerId });
+    if (!grant) return null;
+    if (!grant.revoked_at) await this.revokeGrantById(grantId, 'revoked by the owner');
+    return this.grants.findOne({ _id: grantId });
+  }
+
+  /** Every grant to a server (the server is deleted, or all its keys are revoked). */
+  async revokeForServer(ownerId: string, serverId: string, reason: string): Promise<number> {
+    const affected = await this.grants.find({ owner_id: ownerId, server_id: serverId, revoked_at: null });
+    await Promise.all(affected.map((g) => this.revokeGrantById(g._id, reason)));
+    return affected.length;
+  }
+
+  /** Writes the pending last-used times. */
+  async flush(): Promise<void> {
+    const pending = [...this.touched.entries()];
+    this.touched.clear();
+    await Promise.all(pending.map(([id, at]) => this.grants.updateOne({ _id: id }, { $max: { last_used_at: at } })));
+  }
+
+  /** Deletes expired codes and tokens (revoked grants stay listed, as revoked). */
+  async sweep(): Promise<void> {
+    const now = new Date();
+    await Promise.all([this.codes.deleteMany({ expires_at: { $lt: now } }), this.access.deleteMany({ expires_at: { $lt: now } }), this.refresh.deleteMany({ expires_at: { $lt: now } })]);
+  }
+
+  private async issueTokens(grant: GrantDoc): Promise<TokenResponse> {
+    const accessToken = randomToken(ACCESS_PREFIX);
+    const refreshToken = randomToken(REFRESH_PREFIX);
+    const base = { grant_id: grant._id, client_id: grant.client_id, server_id: grant.server_id, owner_id: grant.owner_id };
+    const now = Date.now();
+    await this.access.insertOne({ _id: sha256(accessToken), ...base, expires_at: new Date(now + this.opts.accessMs) });
+    await this.refresh.insertOne({ _id: sha256(refreshToken), ...base, expires_at: new Date(now + this.opts.refreshMs), used_at: null });
+    return { access_token: accessToken, token_type: 'Bearer', expires_in: Math.round(this.opts.accessMs / 1000), refresh_token: refreshToken, scope: grant.scope };
+  }
+
+  private async grant(id: string): Promise<GrantDoc | null> {
+    const cached = this.grantCache.get(id);
+    if (cached !== undefined) return cached;
+    const doc = await this.grants.findOne({ _id: id });
+    this.grantCache.set(id, doc);
+    return doc;
+  }
+
+  private async revokeGrantById(id: string, reason: string): Promise<void> {
+    await this.grants.updateOne({ _id: id, revoked_at: null }, { $set: { revoked_at: new Date(), revoked_reason: reason } });
+    // Its tokens go too, so nothing of it can be exchanged or used again.
+    await Promise.all([this.access.deleteMany({ grant_id: id }), this.refresh.updateMany({ grant_id: id, used_at: null }, { $set: { used_at: new Date() } })]);
+    this.grantCache.delete(id);
+  }
+}

@@ -1,0 +1,434 @@
+// MCP authorization (OAuth 2.1) end to end: the official SDK client's own OAuth support connects to a server
+// knowing only its URL (discovery, registration both ways, the consent approved on the real page in
+// Chromium, token, tools/list and tools/call, refresh), then the attacks the RFCs name, over real HTTP.
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { type OAuthClientProvider, UnauthorizedError, auth } from '@modelcontextprotocol/sdk/client/auth.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumAvailable, launchChromium } from './browser/chromium.ts';
+import { listenOnLoopback, type RunningSimulator } from './simulators/harness.ts';
+import { type JiraSimulator, startJiraSimulator } from './simulators/jira/index.ts';
+import { type TestService, createServer, startTestService } from './support/service.ts';
+import { s256 } from '../runtime/oauth/grants.ts';
+
+const PASSWORD = 'a long enough passphrase';
+
+let svc: TestService;
+let jira: JiraSimulator;
+/** Where the browser lands after the consent (a desktop client's loopback callback). */
+let callback: RunningSimulator;
+let lastCallback: URL | undefined;
+/** An https host serving client ID metadata documents, with a certificate the service is told to trust. */
+let documents: https.Server;
+let documentsUrl: string;
+const documentBodies = new Map<string, unknown>();
+
+/** The signed-up owner: e-mail and password for the browser, an owner token for the API. */
+const owner = { email: `oauth-${Date.now()}@example.com`, token: '' };
+let serverId: string;
+let otherServerId: string;
+
+beforeAll(async () => {
+  // A self-signed certificate for 127.0.0.1, trusted by the service through OUTBOUND_CA_FILE.
+  const dir = await mkdtemp(path.join(tmpdir(), 'oauth-test-'));
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  documents = https.createServer({ key: await readFile(path.join(dir, 'key.pem')), cert: await readFile(path.join(dir, 'cert.pem')) }, (req, res) => {
+    const body = documentBodies.get(req.url ?? '');
+    res.writeHead(body === undefined ? 404 : 200, { 'content-type': 'application/json' }).end(JSON.stringify(body ?? { error: 'not found' }));
+  });
+  await new Promise<void>((resolve) => documents.listen(0, '127.0.0.1', resolve));
+  documentsUrl = `https://127.0.0.1:${(documents.address() as AddressInfo).port}`;
+
+  callback = await listenOnLoopback((req, res) => {
+    const url = new URL(req.url!, 'http://127.0.0.1');
+    if (url.pathname === '/callback') lastCallback = url;
+    res.writeHead(200, { 'content-type': 'text/html' }).end('<p>Signed in. You can close this window.</p>');
+  });
+  [svc, jira] = await Promise.all([startTestService({ OUTBOUND_CA_FILE: path.join(dir, 'cert.pem'), KEY_CACHE_MS: '0', STARTING_CREDITS: '100' }), startJiraSimulator()]);
+
+  const signup = await fetch(`${svc.url}/api/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: owner.email, password: PASSWORD }) });
+  const session = { cookie: signup.headers.get('set-cookie')!.split(';')[0], csrf: ((await signup.json()) as { csrf_token: string }).csrf_token };
+  const issued = await fetch(`${svc.url}/api/me/tokens`, { method: 'POST', headers: { 'content-type': 'application/json', cookie: session.cookie, 'x-csrf-token': session.csrf, origin: svc.url }, body: '{"name":"oauth test"}' });
+  owner.token = ((await issued.json()) as { token: string }).token;
+  const ownerRef = { id: '', token: owner.token };
+  const account = { kind: 'tracker', name: 'Jira', site_url: jira.url, email: jira.credentials.email, api_token: jira.credentials.apiToken };
+  ({ serverId } = await createServer(svc, ownerRef, { accounts: { jira: account }, tools: [{ base_tool: 'tracker_get_issue', account: 'jira' }] }));
+  ({ serverId: otherServerId } = await createServer(svc, ownerRef, { tools: [] }));
+});
+
+afterAll(async () => {
+  await Promise.all([svc?.close(), jira?.close(), callback?.close(), new Promise((r) => documents?.close(r))]);
+});
+
+const mcpUrl = (id = serverId) => `${svc.url}/mcp/${id}`;
+const redirectUri = () => `${callback.url}/callback`;
+
+/** What a desktop MCP client keeps between runs, as the SDK asks an OAuthClientProvider to. */
+class MemoryProvider implements OAuthClientProvider {
+  info?: OAuthClientInformationMixed;
+  saved?: OAuthTokens;
+  verifier = '';
+  authorizationUrl?: URL;
+  constructor(readonly clientMetadataUrl?: string) {}
+  get redirectUrl() {
+    return redirectUri();
+  }
+  get clientMetadata(): OAuthClientMetadata {
+    return { client_name: 'Test agent', redirect_uris: [redirectUri()], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+  }
+  clientInformation() {
+    return this.info;
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.info = info;
+  }
+  tokens() {
+    return this.saved;
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.saved = tokens;
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url;
+  }
+  saveCodeVerifier(v: string) {
+    this.verifier = v;
+  }
+  codeVerifier() {
+    return this.verifier;
+  }
+}
+
+async function connect(provider: OAuthClientProvider, id = serverId): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl(id)), { authProvider: provider });
+  const client = new Client({ name: 'oauth-test', version: '1.0.0' });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+/** Raw MCP request with a bearer credential. */
+const mcp = (token: string, id = serverId) =>
+  fetch(mcpUrl(id), { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
+
+const form = (url: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams(fields) });
+
+describe.skipIf(!chromiumAvailable)('an SDK client that knows only the URL, approved in Chromium', () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  /** The person's part: the authorization URL opens, they sign in, look at the consent page, approve. */
+  async function approveInBrowser(url: URL): Promise<string> {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (err) => problems.push(err.message));
+    lastCallback = undefined;
+    await page.goto(url.toString());
+    expect(new URL(page.url()).pathname).toBe('/login');
+    await page.getByLabel('E-mail').fill(owner.email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await Promise.all([page.waitForURL(/\/oauth\/authorize/), page.getByRole('button', { name: 'Sign in' }).click()]);
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toContain('Test agent wants to use your tools');
+    const text = await page.locator('main').textContent();
+    expect(text).toContain('tracker_get_issue');
+    expect(text).toMatch(/1 credit per call/);
+    await Promise.all([page.waitForURL(`${redirectUri()}**`), page.getByRole('button', { name: 'Approve' }).click()]);
+    await context.close();
+    expect(problems).toEqual([]);
+    expect(lastCallback?.searchParams.get('iss')).toBe(svc.url);
+    return lastCallback!.searchParams.get('code')!;
+  }
+
+  async function fullFlow(provider: MemoryProvider) {
+    // 1. No credentials: 401 with the resource metadata URL; the SDK discovers, registers, and sends the person away.
+    await expect(connect(provider)).rejects.toBeInstanceOf(UnauthorizedError);
+    expect(provider.authorizationUrl?.origin).toBe(svc.url);
+    expect(provider.authorizationUrl?.searchParams.get('resource')).toBe(mcpUrl());
+    expect(provider.authorizationUrl?.searchParams.get('code_challenge_method')).toBe('S256');
+    // 2. Approved in the browser; the code comes back to the client's loopback callback.
+    const code = await approveInBrowser(provider.authorizationUrl!);
+    const first = new StreamableHTTPClientTransport(new URL(mcpUrl()), { authProvider: provider });
+    await first.finishAuth(code);
+    expect(provider.saved?.access_token).toMatch(/^mcpat_/);
+    // 3. The client works: tools/list and a paid tools/call.
+    const { client } = await connect(provider);
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['tracker_get_issue']);
+    const before = (await (await fetch(`${svc.url}/api/credits`, { headers: { authorization: `Bearer ${owner.token}` } })).json()) as { balance: number };
+    const result = await client.callTool({ name: 'tracker_get_issue', arguments: { issue_key: 'DEMO-1', fields: 'summary' } });
+    expect(result.isError).toBe(false);
+    const after = (await (await fetch(`${svc.url}/api/credits`, { headers: { authorization: `Bearer ${owner.token}` } })).json()) as { balance: number };
+    expect(before.balance - after.balance).toBe(1);
+    await client.close();
+    // 4. Refresh: a new pair; the old access token still works until it expires, the old refresh token is spent.
+    const old = provider.saved!;
+    expect(await auth(provider, { serverUrl: mcpUrl() })).toBe('AUTHORIZED');
+    expect(provider.saved!.access_token).not.toBe(old.access_token);
+    expect(provider.saved!.refresh_token).not.toBe(old.refresh_token);
+    const again = await connect(provider);
+    expect((await again.client.listTools()).tools).toHaveLength(1);
+    await again.client.close();
+  }
+
+  it('with dynamic client registration', async () => {
+    const provider = new MemoryProvider();
+    await fullFlow(provider);
+    expect(provider.info?.client_id).toMatch(/^mcpc_/);
+    // The app is listed on the Keys page's Connected apps, with the server and its last use.
+    const grants = (await (await fetch(`${svc.url}/api/oauth/grants`, { headers: { authorization: `Bearer ${owner.token}` } })).json()) as { grants: Array<Record<string, unknown>> };
+    expect(grants.grants[0]).toMatchObject({ client_name: 'Test agent', registration: 'dynamic', server_id: serverId, revoked_at: null });
+  });
+
+  it('with a client ID metadata document fetched over https', async () => {
+    const clientId = `${documentsUrl}/clients/test-agent.json`;
+    documentBodies.set('/clients/test-agent.json', { client_id: clientId, client_name: 'Test agent', redirect_uris: [redirectUri()], token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] });
+    const provider = new MemoryProvider(clientId);
+    await fullFlow(provider);
+    expect(provider.info?.client_id).toBe(clientId);
+  });
+});
+
+/** An approval made through the API (the consent page's own call), for the negative cases. */
+async function approve(clientId: string, challenge: string, o: { resource?: string; redirect?: string; server?: string } = {}) {
+  const res = await fetch(`${svc.url}/api/oauth/authorize`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${owner.token}` },
+    body: JSON.stringify({ response_type: 'code', client_id: clientId, redirect_uri: o.redirect ?? redirectUri(), code_challenge: challenge, code_challenge_method: 'S256', resource: o.resource ?? mcpUrl(o.server), state: 'st', decision: 'approve' }),
+  });
+  const body = (await res.json()) as { redirect_to: string; message?: string };
+  if (!res.ok) throw new Error(body.message);
+  return new URL(body.redirect_to).searchParams.get('code')!;
+}
+
+async function register(meta: Record<string, unknown> = {}) {
+  const res = await fetch(`${svc.url}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'Raw client', redirect_uris: [redirectUri()], token_endpoint_auth_method: 'none', ...meta }) });
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+
+const VERIFIER = 'v'.repeat(50);
+const token = (clientId: string, code: string, verifier = VERIFIER, extra: Record<string, string> = {}) =>
+  form(`${svc.url}/oauth/token`, { grant_type: 'authorization_code', client_id: clientId, code, redirect_uri: redirectUri(), code_verifier: verifier, ...extra });
+const refresh = (clientId: string, refreshToken: string) => form(`${svc.url}/oauth/token`, { grant_type: 'refresh_token', client_id: clientId, refresh_token: refreshToken });
+
+async function tokensFor(clientId: string, server = serverId) {
+  const res = await token(clientId, await approve(clientId, s256(VERIFIER), { server }));
+  expect(res.status).toBe(200);
+  return (await res.json()) as { access_token: string; refresh_token: string };
+}
+
+describe('discovery documents', () => {
+  it('a 401 names the resource metadata, which names this authorization server', async () => {
+    const res = await fetch(mcpUrl(), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toEqual({ error: 'Unauthorized', message: 'Invalid or expired API key' });
+    const challenge = res.headers.get('www-authenticate')!;
+    expect(challenge).toBe(`Bearer resource_metadata="${svc.url}/.well-known/oauth-protected-resource/mcp/${serverId}", scope="mcp:tools"`);
+    const prm = await (await fetch(`${svc.url}/.well-known/oauth-protected-resource/mcp/${serverId}`)).json();
+    expect(prm).toMatchObject({ resource: mcpUrl(), authorization_servers: [svc.url], scopes_supported: ['mcp:tools'] });
+    const as = (await (await fetch(`${svc.url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
+    expect(as).toMatchObject({ issuer: svc.url, code_challenge_methods_supported: ['S256'], grant_types_supported: ['authorization_code', 'refresh_token'], client_id_metadata_document_supported: true, response_types_supported: ['code'] });
+    expect(as.grant_types_supported).not.toContain('password');
+  });
+
+  it('says nothing about whether a server exists', async () => {
+    const [mine, none] = await Promise.all([fetch(`${svc.url}/.well-known/oauth-protected-resource/mcp/${serverId}`), fetch(`${svc.url}/.well-known/oauth-protected-resource/mcp/no-such-server`)]);
+    expect(mine.status).toBe(none.status);
+    const other = (await none.json()) as Record<string, unknown>;
+    expect(Object.keys(other)).toEqual(Object.keys((await mine.json()) as object));
+  });
+});
+
+describe('registration and redirect URIs', () => {
+  it('accepts https and loopback http (any port); refuses everything else with invalid_redirect_uri', async () => {
+    expect((await register({ redirect_uris: ['https://app.example/cb', 'http://127.0.0.1:1/cb', 'http://[::1]/cb', 'http://localhost:9/x'] })).status).toBe(201);
+    for (const uri of ['http://app.example/cb', 'javascript:alert(1)', 'https://app.example/cb#frag', 'com.example.app:/cb', 'https://user:pw@app.example/cb', '/relative']) {
+      const res = await register({ redirect_uris: [uri] });
+      expect(res.status, uri).toBe(400);
+      expect(res.body.error, uri).toBe('invalid_redirect_uri');
+    }
+    expect((await register({ grant_types: ['password'] })).body.error).toBe('invalid_client_metadata');
+  });
+
+  it('never redirects to a URI the client did not register (shown as a page instead)', async () => {
+    const { body } = await register();
+    for (const uri of [`${callback.url}/other`, `${redirectUri()}?x=1`, 'https://evil.example/cb']) {
+      const url = `${svc.url}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: body.client_id, redirect_uri: uri, code_challenge: s256(VERIFIER), code_challenge_method: 'S256', resource: mcpUrl() })}`;
+      const res = await fetch(url, { redirect: 'manual', headers: { accept: 'text/html' } });
+      expect(res.status, uri).toBe(400);
+      expect(res.headers.get('location')).toBeNull();
+      expect(await res.text()).toContain('is not one that Raw client registered');
+    }
+  });
+
+  it('sends other bad requests back to the client with the error of RFC 6749', async () => {
+    const { body } = await register();
+    const base = { response_type: 'code', client_id: body.client_id, redirect_uri: redirectUri(), code_challenge: s256(VERIFIER), code_challenge_method: 'S256', resource: mcpUrl(), state: 'xyz' };
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ code_challenge_method: 'plain' }, 'invalid_request'],
+      [{ code_challenge: '' }, 'invalid_request'],
+      [{ response_type: 'token' }, 'unsupported_response_type'],
+      [{ resource: '' }, 'invalid_target'],
+      [{ resource: 'https://elsewhere.example/mcp/x' }, 'invalid_target'],
+      [{ scope: 'admin' }, 'invalid_scope'],
+    ];
+    for (const [change, error] of cases) {
+      const res = await fetch(`${svc.url}/oauth/authorize?${new URLSearchParams({ ...base, ...change })}`, { redirect: 'manual' });
+      expect(res.status, JSON.stringify(change)).toBe(302);
+      const to = new URL(res.headers.get('location')!);
+      expect(to.origin + to.pathname).toBe(redirectUri());
+      expect(to.searchParams.get('error'), JSON.stringify(change)).toBe(error);
+      expect(to.searchParams.get('state')).toBe('xyz');
+    }
+  });
+
+  it('refuses client ID metadata URLs on private addresses through the outbound guard', async () => {
+    for (const clientId of ['https://10.0.0.1/client.json', 'https://169.254.169.254/latest/meta-data', 'https://[fd00::1]/c.json', 'http://127.0.0.1/c.json']) {
+      const url = `${svc.url}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri(), code_challenge: s256(VERIFIER), code_challenge_method: 'S256', resource: mcpUrl() })}`;
+      const res = await fetch(url, { redirect: 'manual', headers: { accept: 'text/html' } });
+      expect(res.status, clientId).toBe(400);
+      expect(res.headers.get('location')).toBeNull();
+      expect(await res.text(), clientId).toMatch(/could not be read|must use https/);
+    }
+  });
+
+  it('refuses a metadata document that does not name itself or carries a secret', async () => {
+    const clientId = `${documentsUrl}/clients/liar.json`;
+    documentBodies.set('/clients/liar.json', { client_id: `${documentsUrl}/clients/other.json`, client_name: 'Liar', redirect_uris: [redirectUri()] });
+    const res = await token(clientId, 'x');
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({ error: 'invalid_client', error_description: expect.stringContaining('must contain "client_id"') });
+  });
+});
+
+describe('codes, tokens and their misuse', () => {
+  let clientId: string;
+  beforeAll(async () => {
+    clientId = (await register()).body.client_id;
+  });
+
+  it('refuses a missing or wrong verifier, and a code of another client', async () => {
+    const code = await approve(clientId, s256(VERIFIER));
+    expect(await (await token(clientId, code, '')).json()).toMatchObject({ error: 'invalid_request' });
+    const other = (await register()).body.client_id;
+    const code2 = await approve(clientId, s256(VERIFIER));
+    const stolen = await token(other, code2);
+    expect(stolen.status).toBe(400);
+    expect(await stolen.json()).toMatchObject({ error: 'invalid_grant', error_description: 'This authorization code was issued to another client' });
+    const code3 = await approve(clientId, s256(VERIFIER));
+    const wrong = await token(clientId, code3, 'w'.repeat(50));
+    expect(await wrong.json()).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('code_verifier does not match') });
+    expect(wrong.headers.get('cache-control')).toBe('no-store');
+  });
+
+  it('a reused code fails and revokes what the first exchange issued', async () => {
+    const code = await approve(clientId, s256(VERIFIER));
+    const first = (await (await token(clientId, code)).json()) as { access_token: string };
+    expect((await mcp(first.access_token)).status).toBe(200);
+    const second = await token(clientId, code);
+    expect(await second.json()).toMatchObject({ error: 'invalid_grant' });
+    expect((await mcp(first.access_token)).status).toBe(401);
+  });
+
+  it('a token is for one server only (audience), and expired tokens are refused', async () => {
+    const t = await tokensFor(clientId);
+    const elsewhere = await mcp(t.access_token, otherServerId);
+    expect(elsewhere.status).toBe(401);
+    expect(elsewhere.headers.get('www-authenticate')).toContain('error="invalid_token", error_description="The access token was issued for another server"');
+    await svc.store.collection('oauth_access_tokens').updateMany({}, { $set: { expires_at: new Date(Date.now() - 1000) } });
+    const expired = await mcp(t.access_token);
+    expect(expired.status).toBe(401);
+    expect(expired.headers.get('www-authenticate')).toContain('The access token expired');
+  });
+
+  it('a reused refresh token revokes the whole family', async () => {
+    const t = await tokensFor(clientId);
+    const rotated = (await (await refresh(clientId, t.refresh_token)).json()) as { access_token: string; refresh_token: string };
+    expect((await mcp(rotated.access_token)).status).toBe(200);
+    const replay = await refresh(clientId, t.refresh_token);
+    expect(await replay.json()).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('already used') });
+    expect((await mcp(rotated.access_token)).status).toBe(401);
+    expect(await (await refresh(clientId, rotated.refresh_token)).json()).toMatchObject({ error: 'invalid_grant' });
+  });
+
+  it('revocation (RFC 7009), server deletion, key revoke-all and the owner end tokens', async () => {
+    const a = await tokensFor(clientId);
+    expect((await form(`${svc.url}/oauth/revoke`, { client_id: clientId, token: a.refresh_token })).status).toBe(200);
+    expect((await mcp(a.access_token)).status).toBe(401);
+    expect((await form(`${svc.url}/oauth/revoke`, { client_id: clientId, token: 'mcprt_unknown' })).status).toBe(200);
+
+    const b = await tokensFor(clientId);
+    const all = await svc.call('POST', `/api/servers/${serverId}/api-keys/revoke-all`, { token: owner.token });
+    expect(all.body.oauth_grants_revoked).toBeGreaterThanOrEqual(1);
+    expect((await mcp(b.access_token)).status).toBe(401);
+
+    const c = await tokensFor(clientId);
+    const grants = (await svc.call('GET', '/api/oauth/grants', { token: owner.token })).body.grants as Array<{ id: string; revoked_at: unknown }>;
+    const active = grants.find((g) => !g.revoked_at)!;
+    expect((await svc.call('DELETE', `/api/oauth/grants/${active.id}`, { token: owner.token })).status).toBe(200);
+    expect((await mcp(c.access_token)).status).toBe(401);
+
+    const temp = (await svc.call('POST', '/api/servers', { token: owner.token, body: { name: 'temporary' } })).body.id as string;
+    const d = await tokensFor(clientId, temp);
+    expect((await mcp(d.access_token, temp)).status).toBe(200);
+    expect((await svc.call('DELETE', `/api/servers/${temp}`, { token: owner.token })).status).toBe(204);
+    expect((await svc.call('POST', '/api/servers', { token: owner.token, body: { name: 'same id again', id: temp } })).status).toBe(201);
+    expect((await mcp(d.access_token, temp)).status).toBe(401);
+  });
+
+  it('tokens of an OAuth app share the rate limits of a key and never appear in logs', async () => {
+    const t = await tokensFor(clientId);
+    const res = await mcp(t.access_token);
+    expect(res.headers.get('ratelimit-limit')).toBe('100');
+    const logs = svc.logs.join('\n');
+    expect(logs).not.toContain(t.access_token);
+    expect(logs).not.toContain(t.refresh_token);
+  });
+
+  it('the token endpoint answers bad requests with the RFC error codes', async () => {
+    expect(await (await form(`${svc.url}/oauth/token`, { client_id: clientId, grant_type: 'password', username: 'a', password: 'b' })).json()).toMatchObject({ error: 'unsupported_grant_type' });
+    const unknown = await form(`${svc.url}/oauth/token`, { client_id: 'mcpc_nope', grant_type: 'authorization_code', code: 'x' });
+    expect(unknown.status).toBe(401);
+    expect(await unknown.json()).toMatchObject({ error: 'invalid_client' });
+    const basic = await form(`${svc.url}/oauth/token`, { grant_type: 'authorization_code', code: 'x' }, { authorization: `Basic ${Buffer.from('mcpc_nope:secret').toString('base64')}` });
+    expect(basic.status).toBe(401);
+    expect(basic.headers.get('www-authenticate')).toMatch(/^Basic/);
+    const twice = await fetch(`${svc.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `client_id=${clientId}&grant_type=refresh_token&refresh_token=a&refresh_token=b` });
+    expect(await twice.json()).toMatchObject({ error: 'invalid_request', error_description: 'refresh_token is given more than once' });
+    const json = await fetch(`${svc.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(await json.json()).toMatchObject({ error: 'invalid_request' });
+  });
+
+  it('a confidential client must authenticate with its secret', async () => {
+    const { body } = await register({ token_endpoint_auth_method: 'client_secret_basic' });
+    expect(body.client_secret).toMatch(/^mcpcs_/);
+    const code = await approve(body.client_id, s256(VERIFIER));
+    expect((await token(body.client_id, code)).status).toBe(401);
+    const code2 = await approve(body.client_id, s256(VERIFIER));
+    const basic = `Basic ${Buffer.from(`${body.client_id}:${body.client_secret}`).toString('base64')}`;
+    const ok = await form(`${svc.url}/oauth/token`, { grant_type: 'authorization_code', code: code2, redirect_uri: redirectUri(), code_verifier: VERIFIER }, { authorization: basic });
+    expect(ok.status).toBe(200);
+  });
+
+  it("another owner's server reads as missing on the consent decision", async () => {
+    const res = await fetch(`${svc.url}/api/oauth/authorize`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${owner.token}` },
+      body: JSON.stringify({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri(), code_challenge: s256(VERIFIER), code_challenge_method: 'S256', resource: `${svc.url}/mcp/nobody-has-this`, decision: 'approve' }),
+    });
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as { message: string }).message).toBe('"server_id": no server of yours has the id nobody-has-this');
+  });
+});
