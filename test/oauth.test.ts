@@ -149,8 +149,9 @@ describe.skipIf(!chromiumAvailable)('an SDK client that knows only the URL, appr
     await Promise.all([page.waitForURL(`${redirectUri()}**`), page.getByRole('button', { name: 'Approve' }).click()]);
     await context.close();
     expect(problems).toEqual([]);
-    expect(lastCallback?.searchParams.get('iss')).toBe(svc.url);
-    return lastCallback!.searchParams.get('code')!;
+    const landed = lastCallback as URL | undefined;
+    expect(landed?.searchParams.get('iss')).toBe(svc.url);
+    return landed!.searchParams.get('code')!;
   }
 
   async function fullFlow(provider: MemoryProvider) {
@@ -190,6 +191,21 @@ describe.skipIf(!chromiumAvailable)('an SDK client that knows only the URL, appr
     // The app is listed on the Keys page's Connected apps, with the server and its last use.
     const grants = (await (await fetch(`${svc.url}/api/oauth/grants`, { headers: { authorization: `Bearer ${owner.token}` } })).json()) as { grants: Array<Record<string, unknown>> };
     expect(grants.grants[0]).toMatchObject({ client_name: 'Test agent', registration: 'dynamic', server_id: serverId, revoked_at: null });
+
+    // The owner disconnects it on the Keys page; the client's token stops working at once.
+    const page = await browser.newPage();
+    await page.goto(`${svc.url}/login?next=/keys`);
+    await page.getByLabel('E-mail').fill(owner.email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await Promise.all([page.waitForURL(`${svc.url}/keys`), page.getByRole('button', { name: 'Sign in' }).click()]);
+    const apps = page.getByRole('region', { name: 'Connected apps' });
+    await expect.poll(() => apps.getByRole('row').nth(1).textContent()).toContain('Test agent');
+    expect((await mcp(provider.saved!.access_token)).status).toBe(200);
+    await apps.getByRole('button', { name: 'Disconnect Test agent' }).first().click();
+    await Promise.all([page.waitForEvent('load'), page.getByRole('dialog').getByRole('button', { name: 'Disconnect' }).click()]);
+    await expect.poll(() => apps.getByRole('row').nth(1).textContent()).toContain('revoked');
+    expect((await mcp(provider.saved!.access_token)).status).toBe(401);
+    await page.close();
   });
 
   it('with a client ID metadata document fetched over https', async () => {

@@ -8,6 +8,7 @@ import { publicAccount } from '../accounts/accounts.ts';
 import { type ApiDeps, type SignedIn, sessionOwner } from '../api/context.ts';
 import { publicServer, type ServerDoc } from '../servers/servers.ts';
 import { checkAuthorizationRequest } from '../oauth/authorize.ts';
+import { publicGrant } from '../oauth/grants.ts';
 import { connectSnippets } from './connect.ts';
 import { consentView } from './consent.ts';
 import { accountFields, schemaFields } from './forms.ts';
@@ -202,14 +203,15 @@ export function createDashboardRouter(d: ApiDeps): Router {
       const names = new Map(servers.map((sv) => [sv._id, sv.name]));
       const perServer = await Promise.all(servers.map((sv) => d.keys.listForServer(ownerId, sv._id)));
       const serverKeys = perServer.flat().filter((k) => k.kind === 'server');
-      const globals = await d.keys.listGlobal(ownerId);
+      const [globals, grants] = await Promise.all([d.keys.listGlobal(ownerId), d.oauth.grants.list(ownerId)]);
+      const apps = grants.map((g) => ({ ...publicGrant(g), server_name: names.get(g.server_id) ?? g.server_id }));
       const withNames = (k: ApiKeyDoc) => ({
         ...keyView(k),
         server_name: k.server_id ? names.get(k.server_id) : undefined,
         links: k.linked_server_ids.map((id) => ({ id, name: names.get(id) ?? id })),
         linkable: servers.filter((sv) => !k.linked_server_ids.includes(sv._id)).map((sv) => ({ id: sv._id, name: sv.name })),
       });
-      sendPage(ctx, render('keys', { title: 'API keys', section: 'keys', ...frame }, { servers: servers.map(publicServer), serverKeys: serverKeys.map(withNames), globalKeys: globals.map(withNames) }));
+      sendPage(ctx, render('keys', { title: 'API keys', section: 'keys', ...frame }, { servers: servers.map(publicServer), serverKeys: serverKeys.map(withNames), globalKeys: globals.map(withNames), apps }));
     }),
   );
 

@@ -94,6 +94,7 @@ export function publicGrant(g: GrantDoc) {
     created_at: g.created_at,
     last_used_at: g.last_used_at,
     revoked_at: g.revoked_at,
+    revoked_reason: g.revoked_reason ?? null,
   };
 }
 

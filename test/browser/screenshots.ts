@@ -1,9 +1,12 @@
 // `npm run screenshots`: the demo data set, a few real MCP calls, then a PNG of every dashboard page in
 // docs/screenshots/ as a person sees it in Chromium (1280x800).
+import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { startDemo } from '../../runtime/demo-data.ts';
 import { connectV2 } from '../support/mcp-clients.ts';
+import type { Page } from 'playwright-core';
+import { s256 } from '../../runtime/oauth/grants.ts';
 import { launchChromium } from './chromium.ts';
 
 const OUT = path.resolve('docs/screenshots');
@@ -43,10 +46,28 @@ async function main(): Promise<void> {
   await shot('server', `/servers/${demo.serverId}`);
   await shot('add-tool', `/servers/${demo.serverId}/tools/new`);
   await shot('add-tool-form', `/servers/${demo.serverId}/tools/new?base=tracker_search_issues`);
+  await connectApp(page, base, demo.serverId);
   await shot('keys', '/keys');
   await shot('settings', '/settings');
   await browser.close();
   await demo.close();
+}
+
+/** An MCP client signs in with OAuth: its consent page (shot), approved, the code exchanged: a connected app. */
+async function connectApp(page: Page, base: string, serverId: string): Promise<void> {
+  const redirect = 'http://127.0.0.1:9/callback';
+  const registered = await fetch(`${base}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'Claude Desktop', redirect_uris: [redirect], token_endpoint_auth_method: 'none' }) });
+  const { client_id } = (await registered.json()) as { client_id: string };
+  const verifier = randomBytes(32).toString('base64url');
+  const query = new URLSearchParams({ response_type: 'code', client_id, redirect_uri: redirect, code_challenge: s256(verifier), code_challenge_method: 'S256', resource: `${base}/mcp/${serverId}`, state: 'demo' });
+  await page.goto(`${base}/oauth/authorize?${query}`);
+  await page.screenshot({ path: path.join(OUT, 'oauth-consent.png'), fullPage: true });
+  console.log('docs/screenshots/oauth-consent.png');
+  // Nothing listens at the redirect URI: the request that would carry the code is read and stopped.
+  await page.route(`${redirect}**`, (route) => route.abort());
+  const [request] = await Promise.all([page.waitForRequest(`${redirect}**`), page.getByRole('button', { name: 'Approve' }).click()]);
+  const code = new URL(request.url()).searchParams.get('code')!;
+  await fetch(`${base}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'authorization_code', client_id, code, redirect_uri: redirect, code_verifier: verifier }) });
 }
 
 main().catch((err) => {
