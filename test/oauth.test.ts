@@ -1,7 +1,7 @@
 // MCP authorization (OAuth 2.1) end to end: the official SDK client's own OAuth support connects to a server
 // knowing only its URL (discovery, registration both ways, the consent approved on the real page in
 // Chromium, token, tools/list and tools/call, refresh), then the attacks the RFCs name, over real HTTP.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -68,6 +68,14 @@ afterAll(async () => {
   await Promise.all([svc?.close(), jira?.close(), callback?.close(), new Promise((r) => documents?.close(r))]);
 });
 
+/** A loopback port nothing listens on (for a callback server another process opens). */
+async function freePort(): Promise<number> {
+  const probe = await listenOnLoopback(() => undefined);
+  const port = Number(new URL(probe.url).port);
+  await probe.close();
+  return port;
+}
+
 const mcpUrl = (id = serverId) => `${svc.url}/mcp/${id}`;
 const redirectUri = () => `${callback.url}/callback`;
 
@@ -131,7 +139,7 @@ describe.skipIf(!chromiumAvailable)('an SDK client that knows only the URL, appr
   });
 
   /** The person's part: the authorization URL opens, they sign in, look at the consent page, approve. */
-  async function approveInBrowser(url: URL): Promise<string> {
+  async function approveInBrowser(url: URL, clientName = 'Test agent'): Promise<string> {
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     const page = await context.newPage();
     const problems: string[] = [];
@@ -142,13 +150,15 @@ describe.skipIf(!chromiumAvailable)('an SDK client that knows only the URL, appr
     await page.getByLabel('E-mail').fill(owner.email);
     await page.getByLabel('Password').fill(PASSWORD);
     await Promise.all([page.waitForURL(/\/oauth\/authorize/), page.getByRole('button', { name: 'Sign in' }).click()]);
-    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toContain('Test agent wants to use your tools');
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toContain(`${clientName} wants to use your tools`);
     const text = await page.locator('main').textContent();
     expect(text).toContain('tracker_get_issue');
     expect(text).toMatch(/1 credit per call/);
-    await Promise.all([page.waitForURL(`${redirectUri()}**`), page.getByRole('button', { name: 'Approve' }).click()]);
+    const redirect = url.searchParams.get('redirect_uri')!;
+    await Promise.all([page.waitForURL(`${redirect}**`), page.getByRole('button', { name: 'Approve' }).click()]);
     await context.close();
     expect(problems).toEqual([]);
+    if (redirect !== redirectUri()) return '';
     const landed = lastCallback as URL | undefined;
     expect(landed?.searchParams.get('iss')).toBe(svc.url);
     return landed!.searchParams.get('code')!;
@@ -183,6 +193,25 @@ describe.skipIf(!chromiumAvailable)('an SDK client that knows only the URL, appr
     expect((await again.client.listTools()).tools).toHaveLength(1);
     await again.client.close();
   }
+
+  // The official conformance suite's authorization-server scenarios (0.2.0-alpha.12 is the first release
+  // with them; it needs Node 22, which npx takes from the npm registry): the metadata document, then the
+  // authorization code grant, whose consent is given in Chromium on the URL the suite prints.
+  it('passes the MCP conformance scenarios authorization-server-metadata-endpoint and authorization-code-grant', { timeout: 240_000 }, async () => {
+    const port = await freePort();
+    const { body: client } = await register({ client_name: 'Conformance suite', redirect_uris: [`http://127.0.0.1:${port}/callback`] });
+    const child = spawn('npx', ['-y', '-p', 'node@22', '-p', '@modelcontextprotocol/conformance@0.2.0-alpha.12', 'conformance', 'authorization', '--url', svc.url, '--client-id', client.client_id, '--resource', mcpUrl(), '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const exit = new Promise<number | null>((resolve) => child.on('close', resolve));
+    await expect.poll(() => /^(http\S+\/oauth\/authorize\?\S+)$/m.exec(out)?.[1], { timeout: 180_000, interval: 200 }).toBeTruthy();
+    const url = /^(http\S+\/oauth\/authorize\?\S+)$/m.exec(out)![1];
+    await approveInBrowser(new URL(url), 'Conformance suite');
+    expect(await exit, out).toBe(0);
+    expect(out).toMatch(/✓ authorization-server-metadata-endpoint: \d+ passed, 0 failed/);
+    expect(out).toMatch(/✓ authorization-code-grant: 1 passed, 0 failed/);
+  });
 
   it('with dynamic client registration', async () => {
     const provider = new MemoryProvider();
@@ -436,6 +465,18 @@ describe('codes, tokens and their misuse', () => {
     const basic = `Basic ${Buffer.from(`${body.client_id}:${body.client_secret}`).toString('base64')}`;
     const ok = await form(`${svc.url}/oauth/token`, { grant_type: 'authorization_code', code: code2, redirect_uri: redirectUri(), code_verifier: VERIFIER }, { authorization: basic });
     expect(ok.status).toBe(200);
+  });
+
+  it('a request for the service as a whole binds the token to the server the owner chose', async () => {
+    const res = await fetch(`${svc.url}/api/oauth/authorize`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${owner.token}` },
+      body: JSON.stringify({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri(), code_challenge: s256(VERIFIER), code_challenge_method: 'S256', resource: `${svc.url}/mcp`, server_id: otherServerId, decision: 'approve' }),
+    });
+    const code = new URL(((await res.json()) as { redirect_to: string }).redirect_to).searchParams.get('code')!;
+    const t = (await (await token(clientId, code)).json()) as { access_token: string };
+    expect((await mcp(t.access_token, otherServerId)).status).toBe(200);
+    expect((await mcp(t.access_token, serverId)).status).toBe(401);
   });
 
   it("another owner's server reads as missing on the consent decision", async () => {
