@@ -52,7 +52,8 @@ describe('API keys and the authorization table', () => {
     const other = await mcp(svc, b.serverId, a.key);
     expect(other.status).toBe(401);
     expect(other.body).toEqual({ error: 'Unauthorized', message: 'Invalid or expired API key' });
-    expect(other.headers.get('www-authenticate')).toBe('Bearer');
+    // Points OAuth clients at the metadata of the server they asked for (RFC 9728); no error code for a key.
+    expect(other.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${svc.url}/.well-known/oauth-protected-resource/mcp/${b.serverId}", scope="mcp:tools"`);
   });
 
   it('missing, malformed and unknown keys get 401', async () => {
@@ -89,7 +90,7 @@ describe('API keys and the authorization table', () => {
     expect((await mcp(svc, a.serverId, k1.body.key)).status).toBe(401);
 
     const all = await svc.call('POST', `/api/servers/${a.serverId}/api-keys/revoke-all`, { token: owner.token });
-    expect(all.body).toEqual({ revoked: 2, unlinked: 1 }); // k2 and the setup key; g unlinked
+    expect(all.body).toEqual({ revoked: 2, unlinked: 1, oauth_grants_revoked: 0 }); // k2 and the setup key; g unlinked
     expect((await mcp(svc, a.serverId, k2.body.key)).status).toBe(401);
     expect((await mcp(svc, a.serverId, a.key)).status).toBe(401);
     expect((await mcp(svc, a.serverId, g.body.key)).status).toBe(403);

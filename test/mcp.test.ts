@@ -279,7 +279,7 @@ describe('HTTP errors before the MCP layer', () => {
   it('no key: 401 with WWW-Authenticate and the spec body', async () => {
     const res = await post({ jsonrpc: '2.0', id: 1, method: 'ping' }, { authorization: '' });
     expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toBe('Bearer');
+    expect(res.headers.get('www-authenticate')).toMatch(/^Bearer resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/mcp\/[\w-]+", scope="mcp:tools"$/);
     expect(res.body).toEqual({ error: 'Unauthorized', message: 'Invalid or expired API key' });
   });
 });

@@ -288,6 +288,14 @@ describe('discovery documents', () => {
     expect(as.grant_types_supported).not.toContain('password');
   });
 
+  it('lets browser-based clients read the documents and call the token endpoint (CORS, no cookies)', async () => {
+    const preflight = await fetch(`${svc.url}/oauth/token`, { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
+    const doc = await fetch(`${svc.url}/.well-known/oauth-authorization-server`, { headers: { origin: 'https://app.example' } });
+    expect(doc.headers.get('access-control-allow-origin')).toBe('*');
+  });
+
   it('says nothing about whether a server exists', async () => {
     const [mine, none] = await Promise.all([fetch(`${svc.url}/.well-known/oauth-protected-resource/mcp/${serverId}`), fetch(`${svc.url}/.well-known/oauth-protected-resource/mcp/no-such-server`)]);
     expect(mine.status).toBe(none.status);

@@ -122,6 +122,9 @@ export function createOAuthRouter(d: OAuthRouteDeps): Router {
     ctx.body = '';
   });
 
+  // Preflights of browser-based clients are answered by `cors` (it runs for matched routes only).
+  const paths = router.stack.filter((layer) => layer.methods.length > 0).map((layer) => String(layer.path));
+  router.options(paths, () => undefined);
   return router;
 }
 
