@@ -417,6 +417,18 @@ describe('tracker_get_projects', () => {
   });
 });
 
+describe('tracker_get_projects for an account that sees no project', () => {
+  it('answers an empty list, not an error (Jira: 404 "if no projects matching the search criteria are found")', async () => {
+    const saved = jira.store.projects.map((p) => p.visibleTo);
+    for (const p of jira.store.projects) p.visibleTo = ['someone-else'];
+    try {
+      expect(await ok('tracker_get_projects', {})).toEqual({ projects: [] });
+    } finally {
+      jira.store.projects.forEach((p, i) => (p.visibleTo = saved[i]));
+    }
+  });
+});
+
 describe('tracker_get_project_issue_types', () => {
   it('lists the issue types of a project', async () => {
     const result = await ok('tracker_get_project_issue_types', { project_key: 'DEMO' });
@@ -429,7 +441,8 @@ describe('tracker_get_project_issue_types', () => {
 
   it('says when the project does not exist', async () => {
     const error = await fails('tracker_get_project_issue_types', { project_key: 'NOPE' });
-    expect(error).toMatchObject({ code: 'project_not_found', message: "Project NOPE not found (or the account cannot see it): No project could be found with key 'NOPE'." });
+    // Jira's OpenAPI (getCreateIssueMetaIssueTypes) documents 400, not 404, for a project it cannot use.
+    expect(error).toMatchObject({ code: 'project_not_found', provider_status: 400, message: "Project NOPE not found, or the Jira account cannot see it: check the key with get_projects: No project could be found with key 'NOPE'." });
   });
 });
 

@@ -1,6 +1,6 @@
 // Jira's two kinds of pagination: the token pages of /search/jql (no total) and the classic offset
 // page beans (startAt/maxResults with isLast or total) of project search and create metadata.
-import type { CallPlugin, UpstreamResponse } from '../../runtime/plugin-api.ts';
+import { type CallPlugin, type UpstreamResponse, UpstreamStatusError } from '../../runtime/plugin-api.ts';
 import { ToolError } from '../../runtime/tool-error.ts';
 
 /** Upper bound on pages of one call, so a provider that never says "last" cannot loop us forever. */
@@ -56,7 +56,8 @@ export const searchJqlPlugin: CallPlugin = {
   },
 };
 
-type OffsetOptions = { items: string };
+/** `none_status`: a status Jira answers when nothing matches, read as an empty list. */
+type OffsetOptions = { items: string; none_status?: number };
 
 /**
  * Reads every page of a classic offset page bean. The rendered request's `maxResults` query parameter is
@@ -66,19 +67,23 @@ type OffsetOptions = { items: string };
 export const offsetPagesPlugin: CallPlugin<OffsetOptions> = {
   name: 'jira.offset_pages',
   hook: 'call',
-  description: 'Collects all pages of a startAt/maxResults list; `items` names the key holding each page\'s list (values, issueTypes...).',
+  description:
+    "Collects all pages of a startAt/maxResults list; `items` names the key holding each page's list (values, issueTypes...); `none_status` is a status Jira answers instead of an empty page (project search: 404).",
   optionsSchema: {
     type: 'object',
     additionalProperties: false,
     required: ['items'],
-    properties: { items: { type: 'string', minLength: 1 } },
+    properties: { items: { type: 'string', minLength: 1 }, none_status: { type: 'integer', minimum: 400, maximum: 499 } },
   },
   async apply(request, { options, http, progress }) {
     const baseQuery = request.query.filter(([name]) => name !== 'startAt');
     const all: unknown[] = [];
     let last: UpstreamResponse | undefined;
     for (let pageNo = 0; pageNo < MAX_PAGES; pageNo++) {
-      last = await http.send({ ...request, query: [...baseQuery, ['startAt', String(all.length)]] });
+      last = await http.send({ ...request, query: [...baseQuery, ['startAt', String(all.length)]] }, { expectOk: false });
+      // Jira's OpenAPI: project search answers 404 "if no projects matching the search criteria are found".
+      if (last.status === options.none_status) break;
+      if (last.status < 200 || last.status >= 300) throw new UpstreamStatusError(last);
       const page = (last.body ?? {}) as Record<string, unknown>;
       const got = Array.isArray(page[options.items]) ? (page[options.items] as unknown[]) : [];
       all.push(...got);

@@ -455,8 +455,11 @@ describe('Jira simulator: read-only endpoints', () => {
       const big = await call(sim, 'GET', '/rest/api/3/issue/createmeta/DEMO/issuetypes?maxResults=201');
       expect(big.status).toBe(400);
       expect(big.json).toEqual({ errorMessages: ["Parameter 'maxResults' must not exceed the limit '200'"], errors: {} });
+      // The OpenAPI of getCreateIssueMetaIssueTypes documents 200, 400 and 401 only.
       const missing = await call(sim, 'GET', '/rest/api/3/issue/createmeta/NOPE/issuetypes');
-      expect(missing.status).toBe(404);
+      expect(missing.status).toBe(400);
+      const none = await call(sim, 'GET', '/rest/api/3/project/search?query=no-such-project');
+      expect(none.status).toBe(404);
     });
 
     it('describes the fields of one issue type, with the project-specific required ones', async () => {

@@ -185,6 +185,9 @@ export const projectSearch: Handler = (req, _p, s) => {
       const c = typeof x === 'number' && typeof y === 'number' ? x - y : String(x).localeCompare(String(y));
       return (desc ? -c : c) || a.key.localeCompare(b.key);
     });
+  // OpenAPI (searchProjects): 404 "Returned if no projects matching the search criteria are found" (body text
+  // unverified); an anonymous caller gets an empty page (providers.md 1.1).
+  if (matching.length === 0 && req.callerId) return { status: 404, json: errors(['No projects were found matching the search criteria.']) };
   const expand = new Set(listParam(q, 'expand'));
   const values = matching.slice(startAt, startAt + maxResults).map((p) => projectJson(s, p, expand));
   const isLast = startAt + maxResults >= matching.length;
@@ -227,7 +230,8 @@ export const createMetaIssueTypes: Handler = (req, [ref], s) => {
   const page = metaPage(req);
   if ('status' in page) return page;
   const project = projectOr404(req, s, ref);
-  if (!('key' in project)) return project;
+  // OpenAPI (getCreateIssueMetaIssueTypes) has no 404: an unknown or hidden project is its 400 (body text unverified).
+  if (!('key' in project)) return { ...project, status: 400 };
   const types = project.issueTypeIds.map((id) => s.render.issueType(s.store.issueType(id)));
   return {
     status: 200,
