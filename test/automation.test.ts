@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listenOnLoopback } from './simulators/harness.ts';
 import { type N8nSimulator, startN8nSimulator } from './simulators/n8n/index.ts';
 import { connectV1 } from './support/mcp-clients.ts';
 import { type TestService, createOwner, createServer, startTestService } from './support/service.ts';
@@ -27,10 +28,10 @@ interface Session {
 }
 
 /** An owner with credits, an automation account on the simulator and a server exposing the tools. */
-async function openSession(svc: TestService, sim: N8nSimulator, apiKey = sim.apiKey): Promise<Session> {
+async function openSession(svc: TestService, sim: N8nSimulator, apiKey = sim.apiKey, baseUrl = sim.url): Promise<Session & { accountId: string; ownerToken: string }> {
   const owner = await createOwner(svc, 1000);
-  const { serverId, key } = await createServer(svc, owner, {
-    accounts: { n8n: { kind: 'automation', name: 'n8n sim', base_url: sim.url, api_key: apiKey } },
+  const { serverId, key, accountIds } = await createServer(svc, owner, {
+    accounts: { n8n: { kind: 'automation', name: 'n8n sim', base_url: baseUrl, ...(apiKey ? { api_key: apiKey } : {}) } },
     tools: [
       { base_tool: LIST, account: 'n8n' },
       { base_tool: GET, account: 'n8n' },
@@ -40,6 +41,8 @@ async function openSession(svc: TestService, sim: N8nSimulator, apiKey = sim.api
   });
   const client = await connectV1(svc.url, serverId, key);
   return {
+    accountId: accountIds.n8n,
+    ownerToken: owner.token,
     svc,
     client,
     call: async (name, args) => (await client.callTool({ name, arguments: args })) as ToolResult,
@@ -528,5 +531,72 @@ describe('outbound guard through the tools', () => {
     const moved = ok(await session.call(TRIGGER, { webhook_url: sim.webhookUrl('moved'), body: {} }));
     expect(moved).toMatchObject({ status_code: 307, headers: { location: sim.webhookUrl('hello') } });
     expect(ok(await session.call(LIST, { limit: 1 })).data).toHaveLength(1);
+  });
+});
+
+// Point 7 of the provider-exactness issue. n8n's public API answers an unknown workflow with its JSON 404
+// ({"message":"Not Found"}, or 'Workflow with ID "x" not found.' for a member key) and an unknown route under
+// /api/v1 with {"message":"not found"}; with N8N_PUBLIC_API_DISABLED its routes are not mounted at all while
+// /healthz still answers {"status":"ok"} (providers.md 2.1 and 2.3; docs.n8n.io "Disable the public API").
+describe('a 404 from n8n says which 404 it is', () => {
+  it('public API disabled: says so, and refunds', async () => {
+    sim.setPublicApi(false);
+    try {
+      const before = await s.balance();
+      for (const [name, args] of [[GET, { workflow_id: sim.ids.hello }], [LIST, {}]] as const) {
+        const error = failed(await s.call(name, args));
+        expect(error.code, name).toBe('n8n_api_disabled');
+        expect(error.message).toMatch(/^The n8n instance at 127\.0\.0\.1:\d+ answers, but its public API does not \(HTTP 404 for \/api\/v1\): it is disabled there/);
+      }
+      expect(await s.balance()).toBe(before);
+    } finally {
+      sim.setPublicApi(true);
+    }
+  });
+
+  it('a Base URL that already ends in /api/v1: says to use the instance root', async () => {
+    const wrong = await openSession(s.svc, sim, sim.apiKey, `${sim.url}/api/v1`);
+    const error = failed(await wrong.call(LIST, {}));
+    expect(error.code).toBe('n8n_wrong_path');
+    expect(error.message).toContain(`the Base URL ${sim.url}/api/v1 seems to carry a path (such as /api/v1) that the service adds itself`);
+    await wrong.client.close();
+  });
+
+  it('a Base URL where no n8n runs: says there is no n8n instance there', async () => {
+    const other = await listenOnLoopback((_req, res) => void res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>Not Found</h1>'));
+    closers.push(() => other.close());
+    const nowhere = await openSession(s.svc, sim, sim.apiKey, other.url);
+    const error = failed(await nowhere.call(GET, { workflow_id: 'abc' }));
+    expect(error.code).toBe('n8n_unreachable_api');
+    expect(error.message).toMatch(/^No n8n instance answers at http:\/\/127\.0\.0\.1:\d+: .* answered HTTP 404 and has no n8n health check/);
+    await nowhere.client.close();
+  });
+
+  it('an unknown workflow is still "workflow not found"', async () => {
+    expect(failed(await s.call(GET, { workflow_id: 'nope' })).code).toBe('workflow_not_found');
+  });
+});
+
+// Point 8: an account used only for webhooks has no API key, and n8n answers 401 to a key-less API request;
+// such an account is verified by the instance's health check instead, and says what that proves.
+describe('verifying n8n accounts with and without an API key', () => {
+  const verify = async (session: { accountId: string; ownerToken: string }) => (await s.svc.call('POST', `/api/accounts/${session.accountId}/verify`, { token: session.ownerToken })).body;
+
+  it('with a key: the key is checked', async () => {
+    const withKey = await openSession(s.svc, sim);
+    expect(await verify(withKey)).toMatchObject({ verified: true, detail: 'The API key works; n8n listed the workflows it can see.' });
+    const badKey = await openSession(s.svc, sim, 'n8n_api_wrong');
+    expect(await verify(badKey)).toMatchObject({ verified: false, error: { code: 'unauthorized', provider_status: 401 } });
+    await Promise.all([withKey.client.close(), badKey.client.close()]);
+  });
+
+  it('without a key: the instance is checked, and the answer says what works', async () => {
+    const webhooksOnly = await openSession(s.svc, sim, '');
+    expect(await verify(webhooksOnly)).toMatchObject({ verified: true, detail: expect.stringContaining('The n8n instance answers. Without an API key only webhook triggers work') });
+    const other = await listenOnLoopback((_req, res) => void res.writeHead(200, { 'content-type': 'text/html' }).end('<p>some other site</p>'));
+    closers.push(() => other.close());
+    const notN8n = await openSession(s.svc, sim, '', other.url);
+    expect(await verify(notN8n)).toMatchObject({ verified: false, error: { code: 'not_the_provider', message: expect.stringContaining("answered /healthz, but not as n8n does") } });
+    await Promise.all([webhooksOnly.client.close(), notN8n.client.close()]);
   });
 });

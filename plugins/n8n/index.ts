@@ -4,6 +4,7 @@ import type { CallPlugin, ResponsePlugin } from '../../runtime/plugin-api.ts';
 import type { HttpMethod } from '../../runtime/spec/types.ts';
 import { ToolError } from '../../runtime/tool-error.ts';
 import { updateAt } from '../pointer.ts';
+import { publicApiPlugin } from './public-api.ts';
 
 type Json = Record<string, unknown>;
 type Shape = 'list_item' | 'detail';
@@ -143,4 +144,4 @@ export const triggerWebhookPlugin: CallPlugin = {
   },
 };
 
-export const n8nPlugins = [workflowFieldsPlugin, triggerWebhookPlugin];
+export const n8nPlugins = [workflowFieldsPlugin, triggerWebhookPlugin, publicApiPlugin];

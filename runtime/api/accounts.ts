@@ -45,14 +45,15 @@ export function accountsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const doc = await ownAccount(ctx);
     const provider = d.accounts.providerFor(doc.kind);
     const creds = (await d.accounts.credentials(me(ctx)._id, doc._id))!;
+    let detail: string;
     try {
-      await d.engine.verify(provider, creds);
+      detail = await d.engine.verify(provider, creds);
     } catch (err) {
       if (!(err instanceof ToolError)) throw err;
       ctx.body = { id: doc._id, verified: false, error: err.toJSON() };
       return;
     }
     await d.accounts.markVerified(doc._id);
-    ctx.body = { id: doc._id, verified: true };
+    ctx.body = { id: doc._id, verified: true, detail };
   });
 }

@@ -5,6 +5,7 @@ import type { HttpClient, UpstreamResponse } from '../http/client.ts';
 import { pointerParts } from '../json-pointer.ts';
 import { type OutboundRequest, type ProviderHttp, UpstreamStatusError } from '../plugin-api.ts';
 import type { CompiledRequest, LoadedProvider, LoadedTool } from '../spec/catalog.ts';
+import type { VerifyWay } from '../spec/types.ts';
 import { type CompiledTemplate, RenderError, truthy } from '../template/index.ts';
 import { renderTree } from '../template/tree.ts';
 import { ToolError } from '../tool-error.ts';
@@ -98,15 +99,29 @@ export class Engine {
     return result as Record<string, unknown>;
   }
 
-  /** Runs the provider's verification request with an account; resolves when the credentials work. */
-  async verify(provider: LoadedProvider, account: AccountCredentials, signal?: AbortSignal): Promise<void> {
-    if (!provider.verify) throw new ToolError('not_supported', `${provider.spec.title} declares no verification request`);
+  /**
+   * Checks an account the first way of the provider's `verify` that applies to it (an n8n account without an
+   * API key is checked differently from one with a key); resolves with what was proven, in words.
+   */
+  async verify(provider: LoadedProvider, account: AccountCredentials, signal?: AbortSignal): Promise<string> {
+    const chosen = provider.verify.find(({ way }) => wayApplies(way, account));
+    if (!chosen) throw new ToolError('not_supported', `${provider.spec.title} declares no verification request for this account`);
+    const { way } = chosen;
     const facts = accountFacts(provider, account);
     const view: View = { args: {}, account: facts.publicFields, steps: {} };
     try {
-      const res = await this.bind(provider, account, signal).send(this.render(provider.verify, view), { expectOk: false });
-      const accepted = (res.status >= 200 && res.status < 300) || provider.spec.verify?.accept_status?.includes(res.status);
+      const request = this.render(chosen.request, view);
+      if (way.from === 'instance') request.url = new URL(accountRoot(provider, account) + request.path);
+      const res = await this.bind(provider, account, signal).send(request, { expectOk: false });
+      const accepted = (res.status >= 200 && res.status < 300) || way.accept_status?.includes(res.status);
       if (!accepted) throw new UpstreamStatusError(res);
+      const body = (res.body ?? {}) as Record<string, unknown>;
+      const unlike = Object.entries(way.expect ?? {}).filter(([k, v]) => typeof body !== 'object' || body[k] !== v);
+      if (unlike.length) {
+        const where = new URL(accountRoot(provider, account)).host;
+        throw new ToolError('not_the_provider', `${where} answered ${way.path}, but not as ${provider.spec.title} does (expected ${JSON.stringify(way.expect)}): check the account's ${provider.spec.base_url.field}`, { providerStatus: res.status });
+      }
+      return way.says ?? `${provider.spec.title} accepted the credentials (${way.method} ${way.path})`;
     } catch (err) {
       throw toToolError(err, (res) => mapUpstreamError(undefined, undefined, res, view, provider), facts.redact);
     }
@@ -222,12 +237,19 @@ function accountFacts(provider: LoadedProvider, account: AccountCredentials | nu
   return facts;
 }
 
-function baseUrl(provider: LoadedProvider, account: AccountCredentials): string {
+/** The URL in the account's base field, without a trailing slash (an instance root, a site). */
+function accountRoot(provider: LoadedProvider, account: AccountCredentials): string {
   const raw = account.fields[provider.spec.base_url.field];
   if (!raw) throw new ToolError('account_invalid', `The bound account has no ${provider.spec.base_url.field}`);
   const url = new URL(raw);
-  return url.origin + url.pathname.replace(/\/+$/, '') + (provider.spec.base_url.path ?? '');
+  return url.origin + url.pathname.replace(/\/+$/, '');
 }
+
+const baseUrl = (provider: LoadedProvider, account: AccountCredentials) => accountRoot(provider, account) + (provider.spec.base_url.path ?? '');
+
+/** A verification way applies when the account has every field of `when.set` and none of `when.unset`. */
+const wayApplies = (way: VerifyWay, account: AccountCredentials) =>
+  (way.when?.set ?? []).every((f) => Boolean(account.fields[f])) && (way.when?.unset ?? []).every((f) => !account.fields[f]);
 
 function authHeaders(provider: LoadedProvider, account: AccountCredentials): Record<string, string> {
   const out: Record<string, string> = {};

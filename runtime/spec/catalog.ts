@@ -3,7 +3,7 @@ import type { ValidateFunction } from 'ajv';
 import type { CallPlugin, Plugin, RequestPlugin, ResponsePlugin } from '../plugin-api.ts';
 import type { CompiledTemplate } from '../template/index.ts';
 import type { CompiledTree } from '../template/tree.ts';
-import type { HttpMethod, JsonSchema, ProviderSpec, ToolSpec } from './types.ts';
+import type { HttpMethod, JsonSchema, ProviderSpec, ToolSpec, VerifyWay } from './types.ts';
 
 /** A plugin chosen by a spec slot, with its checked options; the slot fixes the plugin's hook. */
 export interface BoundPlugin<P extends Plugin = Plugin> {
@@ -47,7 +47,8 @@ export interface LoadedProvider {
   secretFields: ReadonlySet<string>;
   authHeaders: Array<{ name: string; template: CompiledTemplate; fields: string[] }>;
   errors: CompiledErrorRule[];
-  verify?: CompiledRequest;
+  /** The ways to verify an account, in order (empty: the provider declares none). */
+  verify: Array<{ way: VerifyWay; request: CompiledRequest }>;
 }
 
 export interface LoadedTool {

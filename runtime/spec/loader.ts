@@ -224,10 +224,16 @@ function compileProvider(src: SourceFile, spec: ProviderSpec, plugins: PluginReg
     if (isTemplate(spec.headers![name])) src.report(['headers', name], 'default headers are constants; put account values under auth.headers');
   }
   const errors = compileErrorRules(src, spec.errors ?? [], ['errors'], () => null, new Set());
-  let verify: CompiledRequest | undefined;
-  if (spec.verify) {
-    verify = compileRequest(src, { method: spec.verify.method, path: spec.verify.path, body: spec.verify.body }, ['verify'], () => 'the verification request takes no variables', plugins);
-  }
+  const ways = spec.verify === undefined ? [] : Array.isArray(spec.verify) ? spec.verify : [spec.verify];
+  const verify: LoadedProvider['verify'] = [];
+  ways.forEach((way, i) => {
+    const at = Array.isArray(spec.verify) ? ['verify', String(i)] : ['verify'];
+    for (const field of [...(way.when?.set ?? []), ...(way.when?.unset ?? [])]) {
+      if (!fields.has(field)) src.report([...at, 'when'], `"${field}" is not an account field`);
+    }
+    const request = compileRequest(src, { method: way.method, path: way.path, body: way.body }, at, () => 'the verification request takes no variables', plugins);
+    if (request) verify.push({ way, request });
+  });
   if (src.issues.length > before) return undefined;
   return { spec, file: src.file, secretFields, authHeaders, errors, verify };
 }

@@ -81,5 +81,17 @@ export interface ProviderSpec {
   auth?: { basic?: { username: string; password: string }; headers?: Record<string, string> };
   headers?: Record<string, string>;
   errors?: ErrorRuleSpec[];
-  verify?: { method: 'GET' | 'POST'; path: string; body?: unknown; accept_status?: number[] };
+  verify?: VerifyWay | VerifyWay[];
+}
+
+/** One way to check an account (provider.yaml `verify`); the first whose `when` holds is used. */
+export interface VerifyWay {
+  method: 'GET' | 'POST';
+  path: string;
+  body?: unknown;
+  accept_status?: number[];
+  when?: { set?: string[]; unset?: string[] };
+  from?: 'api' | 'instance';
+  expect?: Record<string, string | number | boolean>;
+  says?: string;
 }

@@ -130,7 +130,7 @@ async function after(el, result) {
     const out = el.closest('[data-verify-scope]')?.querySelector('[data-verify-result]');
     const b = result.body;
     out.className = `alert ${b.verified ? 'ok' : 'error'}`;
-    out.textContent = b.verified ? 'Verified: the provider accepted these credentials.' : `Not verified: ${b.error?.message ?? 'the provider refused the credentials'}${b.error?.provider_status ? ` (HTTP ${b.error.provider_status})` : ''}`;
+    out.textContent = b.verified ? `Verified: ${b.detail ?? 'the provider accepted these credentials.'}` : `Not verified: ${b.error?.message ?? 'the provider refused the credentials'}${b.error?.provider_status ? ` (HTTP ${b.error.provider_status})` : ''}`;
   }
 }
 

@@ -41,13 +41,22 @@ export interface N8nSimulator extends RunningSimulator {
   /** Publishes (activates) or unpublishes a workflow, as the API's activate/deactivate would. */
   setActive(workflowId: string, active: boolean): void;
   setSlowWebhookDelay(ms: number): void;
+  /** Turns the public API off or on, as N8N_PUBLIC_API_DISABLED does (off: every /api/v1 path is 404). */
+  setPublicApi(enabled: boolean): void;
 }
 
 const EDITOR_PAGE = '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>n8n.io - Workflow Automation</title></head><body><div id="app"></div></body></html>';
 
+/** Express's own 404 page, for a path no route is mounted on. */
+function notMounted(res: http.ServerResponse, method: string, path: string): void {
+  res.writeHead(404, { 'content-type': 'text/html; charset=utf-8' });
+  res.end(`<!DOCTYPE html><html><body><pre>Cannot ${method} ${path}</pre></body></html>`);
+}
+
 export async function startN8nSimulator(options: N8nSimulatorOptions = {}): Promise<N8nSimulator> {
   const requests: RecordedRequest[] = [];
   const faults: Fault[] = [];
+  let publicApi = true;
   const closing = new AbortController();
   const tags = seedTags();
   // Filled once the port is known (webhook URLs and the redirect target contain it).
@@ -71,7 +80,10 @@ export async function startN8nSimulator(options: N8nSimulatorOptions = {}): Prom
     if (fault) return sendFault(res, fault);
 
     const path = url.pathname;
-    if (path === '/api/v1' || path.startsWith('/api/v1/')) return handleApi(state, req, res, url, body);
+    const isApi = path === '/api/v1' || path.startsWith('/api/v1/');
+    if (isApi && publicApi) return handleApi(state, req, res, url, body);
+    // Disabled, the API's routes are not mounted: every path of it is a 404 (providers.md 2.1; body unverified).
+    if (isApi) return notMounted(res, method, path);
     for (const [prefix, mode] of [['/webhook/', 'production'], ['/webhook-test/', 'test']] as const) {
       if (path.startsWith(prefix) || path === prefix.slice(0, -1)) {
         return handleWebhook(state, mode, path.slice(prefix.length), req, res, body, url.searchParams);
@@ -83,8 +95,7 @@ export async function startN8nSimulator(options: N8nSimulatorOptions = {}): Prom
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
       return void res.end(EDITOR_PAGE);
     }
-    res.writeHead(404, { 'content-type': 'text/html; charset=utf-8' });
-    res.end(`<!DOCTYPE html><html><body><pre>Cannot ${method} ${path}</pre></body></html>`);
+    notMounted(res, method, path);
   }
 
   const server = await listenOnLoopback((req, res) => {
@@ -122,6 +133,9 @@ export async function startN8nSimulator(options: N8nSimulatorOptions = {}): Prom
     webhookUrl: (path, mode = 'production') => `${server.url}/${mode === 'production' ? 'webhook' : 'webhook-test'}/${path}`,
     armTestWebhook: (id) => void state.armedTests.add(mustFind(id).id),
     setActive: (id, active) => setPublished(mustFind(id), active, new Date().toISOString()),
+    setPublicApi(enabled) {
+      publicApi = enabled;
+    },
     setSlowWebhookDelay(ms) {
       const workflow = mustFind(seeded.ids.slow);
       for (const nodes of [workflow.nodes, workflow.activeVersion?.nodes ?? []]) {
