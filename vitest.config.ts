@@ -6,5 +6,7 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // No packet leaves loopback, whatever the code under test does (see the file).
+    setupFiles: ['test/support/loopback-only.ts'],
   },
 });

@@ -10,7 +10,8 @@ export interface ServiceProcess {
 }
 
 export function startServiceProcess(env: Record<string, string>): ServiceProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'runtime/main.ts'], {
+  // The service under test gets the suite's network safety net too.
+  const child = spawn(process.execPath, ['--import', 'tsx', '--import', './test/support/loopback-only.ts', 'runtime/main.ts'], {
     env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', WATCH_SPECS: 'false', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
