@@ -23,7 +23,7 @@ export interface Demo {
 export async function startDemo(env: NodeJS.ProcessEnv = process.env): Promise<Demo> {
   const [jira, n8n, notion, postgrest] = await Promise.all([startJiraSimulator(), startN8nSimulator(), startNotionSimulator(), startPostgrestSimulator()]);
   const sandboxAccounts: Record<string, Record<string, string>> = {
-    tracker: { name: 'Sandbox Jira', site_url: jira.url, email: jira.credentials.email, api_token: jira.credentials.apiToken },
+    tracker: { name: 'Sandbox Jira', site_url: jira.url, email: jira.credentials.email, api_token: jira.credentials.apiToken, gateway_url: jira.gatewayUrl },
     automation: { name: 'Sandbox n8n', base_url: n8n.url, api_key: n8n.apiKey },
     workspace: { name: 'Sandbox Notion', integration_token: notion.token, api_url: notion.url },
     database: { name: 'Sandbox Supabase (anon key)', url: postgrest.url, key: postgrest.anonKey },

@@ -86,6 +86,31 @@ export interface ResponsePlugin<O = any> extends PluginBase {
   apply(result: unknown, ctx: PluginContext<O>): unknown | Promise<unknown>;
 }
 
-export type Plugin = RequestPlugin | CallPlugin | ResponsePlugin;
+/** Where an account's API answers, when that depends on its credentials; with what was found, in words. */
+export interface BaseResolution {
+  base: string;
+  says: string;
+  /** Why no candidate accepted the credentials (the base is then the account's own URL). */
+  problem?: string;
+}
+
+export interface BaseContext<Options = Record<string, never>> {
+  options: Options;
+  account: Readonly<Record<string, string>>;
+  /** Sends with the account's credentials to any URL of the account's own fields (and nowhere else). */
+  http: ProviderHttp;
+  signal: AbortSignal;
+}
+
+/**
+ * Finds the API base of an account (provider.yaml `base_url.resolve`), e.g. Jira's API gateway for scoped
+ * tokens. Run once per account and cached; `base` is the URL from the account's base field.
+ */
+export interface BasePlugin<O = any> extends PluginBase {
+  hook: 'base';
+  apply(base: string, ctx: BaseContext<O>): Promise<BaseResolution>;
+}
+
+export type Plugin = RequestPlugin | CallPlugin | ResponsePlugin | BasePlugin;
 export type PluginHook = Plugin['hook'];
 export type PluginRegistry = ReadonlyMap<string, Plugin>;

@@ -22,19 +22,26 @@ let jira: JiraSimulator;
 let svc: TestService;
 let owner: Owner;
 let client: Client;
+let accounts: Record<string, string>;
 
 beforeAll(async () => {
   jira = await startJiraSimulator();
   svc = await startTestService();
   owner = await createOwner(svc, 10_000);
-  const { serverId, key } = await createServer(svc, owner, {
+  const { serverId, key, accountIds } = await createServer(svc, owner, {
     accounts: {
-      main: { kind: 'tracker', name: 'Jira', site_url: jira.url, email: jira.credentials.email, api_token: jira.credentials.apiToken },
-      wrong: { kind: 'tracker', name: 'Jira (old token)', site_url: jira.url, email: jira.credentials.email, api_token: 'ATATT-revoked-token-0000' },
+      main: { kind: 'tracker', name: 'Jira', site_url: jira.url, email: jira.credentials.email, api_token: jira.credentials.apiToken, gateway_url: jira.gatewayUrl },
+      wrong: { kind: 'tracker', name: 'Jira (old token)', site_url: jira.url, email: jira.credentials.email, api_token: 'ATATT-revoked-token-0000', gateway_url: jira.gatewayUrl },
+      scoped: { kind: 'tracker', name: 'Jira (scoped token)', site_url: jira.url, email: SEED_USERS.bob.email, api_token: SEED_USERS.bob.scopedApiToken, gateway_url: jira.gatewayUrl },
     },
-    tools: [...TOOLS.map((base_tool) => ({ base_tool, account: 'main' })), { base_tool: 'tracker_get_issue', name: 'get_issue_old_token', account: 'wrong' }],
+    tools: [
+      ...TOOLS.map((base_tool) => ({ base_tool, account: 'main' })),
+      { base_tool: 'tracker_get_issue', name: 'get_issue_old_token', account: 'wrong' },
+      { base_tool: 'tracker_get_issue', name: 'get_issue_scoped', account: 'scoped' },
+    ],
   });
   client = await connectV1(svc.url, serverId, key);
+  accounts = accountIds;
 });
 
 afterAll(async () => {
@@ -475,5 +482,37 @@ describe('provider errors', () => {
     const search = await fails('tracker_search_issues', { jql: 'project = DEMO' });
     expect(search.message).toContain('(retry after 45 s)');
     expect(await balance()).toBe(before);
+  });
+});
+
+// Point 5 of the provider-exactness issue. Scoped API tokens and service accounts' tokens work only through
+// https://api.atlassian.com/ex/jira/<cloudId>; the site URL answers them 401, and the cloud id is published at
+// <site>/_edge/tenant_info (Atlassian KB "401 Unauthorized error when service account accesses Jira or
+// Confluence API"; support.atlassian.com "Manage API tokens for your Atlassian account").
+describe('scoped API tokens and service accounts (the API gateway)', () => {
+  it('finds the gateway for a scoped token and calls through it; credentials go to the site and gateway only', async () => {
+    const { value: result, requests } = await received(() => ok('get_issue_scoped', { issue_key: 'DEMO-1', fields: 'summary' }));
+    expect(result.key).toBe('DEMO-1');
+    expect(requests.map((r) => `${r.gateway ? 'gateway' : 'site'} ${r.method} ${r.path}`)).toEqual([
+      'site GET /rest/api/3/myself',
+      'site GET /_edge/tenant_info',
+      'gateway GET /rest/api/3/myself',
+      'gateway GET /rest/api/3/issue/DEMO-1',
+    ]);
+    expect(requests[1].headers.authorization).toBeUndefined();
+    // Resolved once: the next call goes straight to the gateway.
+    const again = await received(() => ok('get_issue_scoped', { issue_key: 'DEMO-2', fields: 'summary' }));
+    expect(again.requests.map((r) => `${r.gateway ? 'gateway' : 'site'} ${r.path}`)).toEqual(['gateway /rest/api/3/issue/DEMO-2']);
+  });
+
+  it('verify says which URL and kind of token worked, or why none did', async () => {
+    const verify = async (id: string) => (await svc.call('POST', `/api/accounts/${id}/verify`, { token: owner.token })).body;
+    expect((await verify(accounts.main)).detail).toBe(`Jira accepted the e-mail and API token. It works through the site URL ${jira.url} (a classic API token).`);
+    expect((await verify(accounts.scoped)).detail).toBe(
+      `Jira accepted the e-mail and API token. It works through Atlassian's API gateway ${jira.gatewayUrl}/ex/jira/${jira.cloudId} (a scoped API token or a service account's token; the site URL answered HTTP 401).`,
+    );
+    const wrong = await verify(accounts.wrong);
+    expect(wrong.verified).toBe(false);
+    expect(wrong.error.message).toContain(`Neither the site URL ${jira.url} (HTTP 401) nor the API gateway for its cloud id ${jira.cloudId} (HTTP 401) accepted the e-mail and API token`);
   });
 });

@@ -3,6 +3,7 @@ import type { Plugin, ResponsePlugin } from '../../runtime/plugin-api.ts';
 import { ToolError } from '../../runtime/tool-error.ts';
 import { convertAt } from '../pointer.ts';
 import { adfToMarkdown, markdownToAdf } from './adf.ts';
+import { apiGatewayPlugin } from './gateway.ts';
 import { offsetPagesPlugin, searchJqlPlugin } from './paging.ts';
 import { transitionToStatusPlugin } from './transitions.ts';
 import { resolveUsersPlugin } from './users.ts';
@@ -39,4 +40,4 @@ export const requireOneOfPlugin: ResponsePlugin<{ args: string[] }> = {
 };
 
 /** Every Jira plugin, for the registry (plugins/index.ts). */
-export const jiraPlugins: Plugin[] = [markdownToAdfPlugin, adfToMarkdownPlugin, resolveUsersPlugin, transitionToStatusPlugin, searchJqlPlugin, offsetPagesPlugin, requireOneOfPlugin];
+export const jiraPlugins: Plugin[] = [apiGatewayPlugin, markdownToAdfPlugin, adfToMarkdownPlugin, resolveUsersPlugin, transitionToStatusPlugin, searchJqlPlugin, offsetPagesPlugin, requireOneOfPlugin];

@@ -3,7 +3,9 @@
 import type { ErrorObject } from 'ajv';
 import type { HttpClient, UpstreamResponse } from '../http/client.ts';
 import { pointerParts } from '../json-pointer.ts';
-import { type OutboundRequest, type ProviderHttp, UpstreamStatusError } from '../plugin-api.ts';
+import { type BaseResolution, type OutboundRequest, type ProviderHttp, UpstreamStatusError } from '../plugin-api.ts';
+import { sha256 } from '../secrets.ts';
+import { TtlCache } from '../ttl-cache.ts';
 import type { CompiledRequest, LoadedProvider, LoadedTool } from '../spec/catalog.ts';
 import type { VerifyWay } from '../spec/types.ts';
 import { type CompiledTemplate, RenderError, truthy } from '../template/index.ts';
@@ -28,7 +30,14 @@ export interface EngineOptions {
 
 type View = { args: Record<string, unknown>; account: Record<string, string>; steps: Record<string, UpstreamResponse>; response?: UpstreamResponse };
 
+/** How long a resolved API base (base_url.resolve) is reused; a resolution that found nothing, a minute. */
+const RESOLVED_BASE_MS = 10 * 60_000;
+const UNRESOLVED_BASE_MS = 60_000;
+
 export class Engine {
+  /** Resolved API bases by provider and account (the key is a hash: account fields include secrets). */
+  private readonly bases = new TtlCache<string, Promise<BaseResolution>>(RESOLVED_BASE_MS, 10_000);
+
   constructor(
     private readonly http: HttpClient,
     private readonly options: EngineOptions,
@@ -55,7 +64,8 @@ export class Engine {
     const facts = accountFacts(provider, account);
     const redact = facts.redact;
     const view: View = { args, account: facts.publicFields, steps: {} };
-    const http = this.bind(provider, account, opts.signal, tool.spec.annotations.idempotentHint);
+    const resolved = account ? await this.resolveBase(provider, account, opts.signal) : undefined;
+    const http = this.bind(provider, account, opts.signal, tool.spec.annotations.idempotentHint, resolved?.base);
     const ctxBase = { args, account: view.account, http, toolId: tool.spec.id, signal: opts.signal ?? new AbortController().signal, progress: opts.progress ?? (() => {}) };
     const applied: string[] = [];
     let last: UpstreamResponse | undefined;
@@ -109,10 +119,13 @@ export class Engine {
     const { way } = chosen;
     const facts = accountFacts(provider, account);
     const view: View = { args: {}, account: facts.publicFields, steps: {} };
+    // Resolved afresh: verification is where an owner learns which URL and kind of token work.
+    const resolved = await this.resolveBase(provider, account, signal, true);
+    const found = resolved ? ` ${resolved.says}` : '';
     try {
       const request = this.render(chosen.request, view);
       if (way.from === 'instance') request.url = new URL(accountRoot(provider, account) + request.path);
-      const res = await this.bind(provider, account, signal).send(request, { expectOk: false });
+      const res = await this.bind(provider, account, signal, true, resolved?.base).send(request, { expectOk: false });
       const accepted = (res.status >= 200 && res.status < 300) || way.accept_status?.includes(res.status);
       if (!accepted) throw new UpstreamStatusError(res);
       const body = (res.body ?? {}) as Record<string, unknown>;
@@ -121,15 +134,47 @@ export class Engine {
         const where = new URL(accountRoot(provider, account)).host;
         throw new ToolError('not_the_provider', `${where} answered ${way.path}, but not as ${provider.spec.title} does (expected ${JSON.stringify(way.expect)}): check the account's ${provider.spec.base_url.field}`, { providerStatus: res.status });
       }
-      return way.says ?? `${provider.spec.title} accepted the credentials (${way.method} ${way.path})`;
+      return (way.says ?? `${provider.spec.title} accepted the credentials (${way.method} ${way.path}).`) + found;
     } catch (err) {
-      throw toToolError(err, (res) => mapUpstreamError(undefined, undefined, res, view, provider), facts.redact);
+      const failure = toToolError(err, (res) => mapUpstreamError(undefined, undefined, res, view, provider), facts.redact);
+      if (!resolved?.problem) throw failure;
+      throw new ToolError(failure.code, `${failure.message.replace(/[.\s]+$/, '')}. ${resolved.problem}`, { providerStatus: failure.providerStatus, retryable: failure.retryable });
     }
   }
 
+  /**
+   * The account's API base found by the provider's base_url.resolve plugin, cached per account; undefined for
+   * providers without one. The plugin may send the account's credentials to the URLs of its own fields only.
+   */
+  private resolveBase(provider: LoadedProvider, account: AccountCredentials, signal?: AbortSignal, fresh = false): Promise<BaseResolution> | undefined {
+    const resolver = provider.baseResolver;
+    if (!resolver) return undefined;
+    const facts = accountFacts(provider, account);
+    facts.cacheKey ??= sha256(`${provider.spec.id}\0${JSON.stringify(account.fields)}`);
+    const cached = fresh ? undefined : this.bases.get(facts.cacheKey);
+    if (cached) return cached;
+    const urls = Object.entries(facts.publicFields).filter(([k]) => provider.spec.account.fields.find((f) => f.name === k)?.format === 'url');
+    const origins = new Set(urls.flatMap(([, v]) => (URL.canParse(v) ? [new URL(v).origin] : [])));
+    const http = this.bind(provider, account, signal, true, undefined, origins);
+    const pending = resolver.plugin
+      .apply(facts.base!, { options: resolver.options as never, account: facts.publicFields, http, signal: signal ?? new AbortController().signal })
+      .catch((err: unknown): BaseResolution => {
+        // No answer at all (network, guard): the account's own URL, and the actual call reports the failure.
+        const why = err instanceof ToolError ? facts.redact(err.message) : 'it failed';
+        return { base: facts.base!, says: '', problem: `Finding the API address failed: ${why}` };
+      });
+    const key = facts.cacheKey;
+    this.bases.set(key, pending);
+    void pending.then((r) => r.problem && this.bases.set(key, pending, UNRESOLVED_BASE_MS));
+    return pending;
+  }
+
   /** The provider client bound to one account: base URL, auth headers, default headers. */
-  private bind(provider: LoadedProvider, account: AccountCredentials | null, signal?: AbortSignal, idempotent = true): ProviderHttp {
-    const { headers, auth, base, baseOrigin } = accountFacts(provider, account);
+  private bind(provider: LoadedProvider, account: AccountCredentials | null, signal?: AbortSignal, idempotent = true, resolvedBase?: string, authOrigins?: ReadonlySet<string>): ProviderHttp {
+    const facts = accountFacts(provider, account);
+    const { headers, auth } = facts;
+    const base = resolvedBase ?? facts.base;
+    const baseOrigin = resolvedBase ? new URL(resolvedBase).origin : facts.baseOrigin;
     return {
       send: async (req, { expectOk = true, withAuth = true, retry = idempotent, followRedirects = true } = {}) => {
         let url: URL;
@@ -138,7 +183,7 @@ export class Engine {
         else throw new ToolError('account_required', `No ${provider.spec.account.kind} account is bound, so there is no base URL for this request`);
         for (const [k, v] of req.query) url.searchParams.append(k, v);
         // The account's credentials go only to the account's own origin: never to an absolute URL elsewhere.
-        const sendAuth = withAuth && url.origin === baseOrigin;
+        const sendAuth = withAuth && (url.origin === baseOrigin || authOrigins?.has(url.origin) === true);
         const res = await this.http.send({
           method: req.method,
           url,
@@ -213,6 +258,8 @@ interface AccountFacts {
   base?: string;
   baseOrigin?: string;
   redact: (text: string) => string;
+  /** Key of the account's resolved base (base_url.resolve), computed on first use. */
+  cacheKey?: string;
 }
 
 const NO_ACCOUNT = new WeakMap<LoadedProvider, AccountFacts>();

@@ -1,6 +1,6 @@
 // What the loader produces: providers and tools compiled for the engine.
 import type { ValidateFunction } from 'ajv';
-import type { CallPlugin, Plugin, RequestPlugin, ResponsePlugin } from '../plugin-api.ts';
+import type { BasePlugin, CallPlugin, Plugin, RequestPlugin, ResponsePlugin } from '../plugin-api.ts';
 import type { CompiledTemplate } from '../template/index.ts';
 import type { CompiledTree } from '../template/tree.ts';
 import type { HttpMethod, JsonSchema, ProviderSpec, ToolSpec, VerifyWay } from './types.ts';
@@ -47,6 +47,8 @@ export interface LoadedProvider {
   secretFields: ReadonlySet<string>;
   authHeaders: Array<{ name: string; template: CompiledTemplate; fields: string[] }>;
   errors: CompiledErrorRule[];
+  /** The plugin of base_url.resolve. */
+  baseResolver?: BoundPlugin<BasePlugin>;
   /** The ways to verify an account, in order (empty: the provider declares none). */
   verify: Array<{ way: VerifyWay; request: CompiledRequest }>;
 }

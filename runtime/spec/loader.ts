@@ -234,8 +234,9 @@ function compileProvider(src: SourceFile, spec: ProviderSpec, plugins: PluginReg
     const request = compileRequest(src, { method: way.method, path: way.path, body: way.body }, at, () => 'the verification request takes no variables', plugins);
     if (request) verify.push({ way, request });
   });
+  const baseResolver = spec.base_url.resolve ? bindPlugins(src, [{ use: spec.base_url.resolve }], ['base_url', 'resolve'], 'base', plugins, true)[0] : undefined;
   if (src.issues.length > before) return undefined;
-  return { spec, file: src.file, secretFields, authHeaders, errors, verify };
+  return { spec, file: src.file, secretFields, authHeaders, errors, verify, baseResolver };
 }
 
 function compileTool(src: SourceFile, spec: ToolSpec, provider: LoadedProvider, plugins: PluginRegistry, argsAjv: Ajv2020): LoadedTool | undefined {

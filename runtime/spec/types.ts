@@ -77,7 +77,7 @@ export interface ProviderSpec {
   id: string;
   title: string;
   account: { kind: string; fields: AccountFieldSpec[] };
-  base_url: { field: string; path?: string };
+  base_url: { field: string; path?: string; resolve?: string };
   auth?: { basic?: { username: string; password: string }; headers?: Record<string, string> };
   headers?: Record<string, string>;
   errors?: ErrorRuleSpec[];

@@ -52,6 +52,8 @@ export interface RecordedRequest {
   query: URLSearchParams;
   headers: http.IncomingHttpHeaders;
   body: string;
+  /** Came through a provider's API gateway rather than the site (Jira's /ex/jira/<cloudId>). */
+  gateway?: boolean;
 }
 
 /**

@@ -5,6 +5,10 @@
 // - Basic with a wrong e-mail or token -> 401 text/plain "Basic authentication with passwords is deprecated...".
 // - Any other scheme (e.g. `Bearer`) -> 401 JSON {"message":"Client must be authenticated...","status-code":401};
 //   the same JSON 401 answers anonymous GET /rest/api/3/myself and anonymous POST /rest/api/3/issue.
+// - A scoped API token (or a service account's) -> 401 JSON at the site; accepted only through the API
+//   gateway, a second loopback listener serving /ex/jira/<cloudId>/<the same API> (`gatewayUrl`). The site
+//   publishes its cloud id at GET /_edge/tenant_info (no authentication). Atlassian KB "401 Unauthorized error
+//   when service account accesses Jira or Confluence API"; support.atlassian.com "Manage API tokens".
 // - No Authorization header -> anonymous: sees no project, so issues are 404 "Issue does not exist...",
 //   project and user lists are empty and JQL naming a project fails with "The value 'X' does not exist...".
 import type http from 'node:http';
@@ -61,6 +65,9 @@ export interface IssueView {
 }
 
 export interface JiraSimulator extends RunningSimulator {
+  /** Atlassian's API gateway stand-in: <gatewayUrl>/ex/jira/<cloudId>/rest/api/3/... (scoped tokens). */
+  gatewayUrl: string;
+  cloudId: string;
   /** A valid e-mail/API token pair (Alice Admin, who sees every project). */
   credentials: { email: string; apiToken: string };
   /** Every request seen, in order (recorded before auth and faults). */
@@ -108,7 +115,10 @@ const ROUTES: Route[] = [
 
 type AuthResult = { callerId: string | null } | { reject: 'text' | 'json' };
 
-function authenticate(store: JiraStore, header: string | undefined): AuthResult {
+/** The simulated site's cloud id (as /_edge/tenant_info gives it). */
+export const CLOUD_ID = '3f6c2a1e-8b7d-4e5f-9a0b-1c2d3e4f5a6b';
+
+function authenticate(store: JiraStore, header: string | undefined, viaGateway: boolean): AuthResult {
   if (!header) return { callerId: null };
   const match = /^Basic\s+(\S+)$/i.exec(header.trim());
   if (!match) return { reject: 'json' };
@@ -116,8 +126,12 @@ function authenticate(store: JiraStore, header: string | undefined): AuthResult 
   const colon = decoded.indexOf(':');
   const email = decoded.slice(0, colon);
   const token = decoded.slice(colon + 1);
-  const user = store.users.find((u) => u.apiToken && u.email?.toLowerCase() === email.toLowerCase() && u.apiToken === token);
-  return colon > 0 && user ? { callerId: user.accountId } : { reject: 'text' };
+  const sameEmail = (u: { email?: string }) => u.email?.toLowerCase() === email.toLowerCase();
+  const user = store.users.find((u) => u.apiToken && sameEmail(u) && u.apiToken === token);
+  if (colon > 0 && user) return { callerId: user.accountId };
+  const scoped = store.users.find((u) => u.scopedApiToken && sameEmail(u) && u.scopedApiToken === token);
+  if (colon > 0 && scoped) return viaGateway ? { callerId: scoped.accountId } : { reject: 'json' };
+  return { reject: 'text' };
 }
 
 /** Starts the simulator with the default seed (DEMO, OPS, MKT, SEC projects; see seed.ts). */
@@ -130,16 +144,17 @@ export async function startJiraSimulator(options: JiraSimulatorOptions = {}): Pr
   // Assigned once the port (and so the URL used in `self` links) is known, before any request can arrive.
   let services!: Services;
 
-  const handler = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+  /** One request to the site, or through the gateway (`url` is then the path below /ex/jira/<cloudId>). */
+  const handler = async (req: http.IncomingMessage, res: http.ServerResponse, url: URL, viaGateway: boolean): Promise<void> => {
     const body = await readBody(req);
     const method = req.method ?? 'GET';
-    requests.push({ method, path: url.pathname, query: url.searchParams, headers: req.headers, body });
+    requests.push({ method, path: url.pathname, query: url.searchParams, headers: req.headers, body, ...(viaGateway ? { gateway: true } : {}) });
 
     const fault = takeFault(faults, method, url.pathname);
     if (fault) return sendFault(res, fault);
+    if (!viaGateway && method === 'GET' && url.pathname === '/_edge/tenant_info') return sendJson(res, 200, { cloudId: CLOUD_ID });
 
-    const auth = authenticate(store, req.headers.authorization);
+    const auth = authenticate(store, req.headers.authorization, viaGateway);
     if ('reject' in auth) {
       if (auth.reject === 'json') return sendJson(res, 401, NOT_AUTHENTICATED);
       res.writeHead(401, { 'content-type': 'text/plain;charset=UTF-8', 'x-seraph-loginreason': 'AUTHENTICATED_FAILED' });
@@ -155,10 +170,10 @@ export async function startJiraSimulator(options: JiraSimulatorOptions = {}): Pr
         res.end();
         return;
       }
-      return sendJson(res, 404, { message: `null for uri: ${sim.url}${req.url}`, 'status-code': 404 });
+      return sendJson(res, 404, { message: `null for uri: ${sim.url}${url.pathname}${url.search}`, 'status-code': 404 });
     }
     const jiraReq: JiraRequest = {
-      method, path: url.pathname, query: url.searchParams, body, callerId: auth.callerId, url: `${sim.url}${req.url}`,
+      method, path: url.pathname, query: url.searchParams, body, callerId: auth.callerId, url: `${sim.url}${url.pathname}${url.search}`,
     };
     const reply = route.h(jiraReq, route.params!.slice(1), services);
     if (reply.json === undefined) {
@@ -169,17 +184,30 @@ export async function startJiraSimulator(options: JiraSimulatorOptions = {}): Pr
     sendJson(res, reply.status, reply.json);
   };
 
+  const failed = (res: http.ServerResponse) => (err: unknown) => {
+    if (!res.headersSent) sendJson(res, 500, { errorMessages: [`Internal server error: ${String(err)}`], errors: {} });
+  };
   const sim = await listenOnLoopback((req, res) => {
-    handler(req, res).catch((err: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, { errorMessages: [`Internal server error: ${String(err)}`], errors: {} });
-    });
+    handler(req, res, new URL(req.url ?? '/', 'http://127.0.0.1'), false).catch(failed(res));
   }, options.port);
+  const gateway = await listenOnLoopback((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const m = /^\/ex\/jira\/([^/]+)(\/.*)$/.exec(url.pathname);
+    // An unknown cloud id or path on the gateway (body unverified).
+    if (!m || m[1] !== CLOUD_ID) return sendJson(res, 404, { code: 404, message: 'Cannot find a site with this cloud id' });
+    handler(req, res, new URL(m[2] + url.search, 'http://127.0.0.1'), true).catch(failed(res));
+  });
   services = { store, render: new Renderer(store, sim.url), pageTokens: new Map() };
 
   const alice = SEED_USERS.alice;
   const basic = (email: string, token: string) => `Basic ${Buffer.from(`${email}:${token}`).toString('base64')}`;
   return {
     ...sim,
+    close: async () => {
+      await Promise.all([sim.close(), gateway.close()]);
+    },
+    gatewayUrl: gateway.url,
+    cloudId: CLOUD_ID,
     credentials: { email: alice.email, apiToken: alice.apiToken },
     requests,
     faults,

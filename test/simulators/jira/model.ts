@@ -66,6 +66,8 @@ export interface User {
   locale: string;
   /** API token for Basic auth (only for users that can log in). */
   apiToken?: string;
+  /** A token with scopes: accepted only through the API gateway (/ex/jira/<cloudId>), 401 at the site. */
+  scopedApiToken?: string;
 }
 
 export interface Component {

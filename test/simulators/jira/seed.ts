@@ -8,7 +8,10 @@ const DAY = 24 * HOUR;
 /** Accounts of the default seed; Alice's e-mail and token are the simulator's default credentials. */
 export const SEED_USERS = {
   alice: { accountId: '5b10a2844c20165700ede21g', displayName: 'Alice Admin', email: 'alice@example.com', apiToken: 'ATATT3xFfGF0-sim-alice-token' },
-  bob: { accountId: '712020:5f0c8d3a-2b4e-4c1e-9a7b-0d2c3e4f5a6b', displayName: 'Bob Builder', email: 'bob@example.com', apiToken: 'ATATT3xFfGF0-sim-bob-token' },
+  bob: {
+    accountId: '712020:5f0c8d3a-2b4e-4c1e-9a7b-0d2c3e4f5a6b', displayName: 'Bob Builder', email: 'bob@example.com', apiToken: 'ATATT3xFfGF0-sim-bob-token',
+    scopedApiToken: 'ATATT3xFfGF0-sim-bob-scoped-token',
+  },
   carol: { accountId: '712020:c4a1e2b3-9d8f-4e7a-b6c5-d4e3f2a1b0c9', displayName: 'Carol Quiet', email: 'carol@example.com' },
   dave: { accountId: '712020:0d1e2f3a-4b5c-6d7e-8f90-a1b2c3d4e5f6', displayName: 'Dave Departed', email: 'dave@example.com' },
   automation: { accountId: '557058:f58131cb-b67d-43c7-b30d-6b58d40bd077', displayName: 'Automation for Jira' },
