@@ -338,7 +338,7 @@ describe('stored accounts, custom tools and restarts', () => {
     expect(shown.body).toMatchObject({ id: accountIds.demo, kind: 'demo', name: 'Demo', base_url: upstream.url, secret_hint: 'token: ••••1234' });
     expect(JSON.stringify(shown.body)).not.toContain(upstream.token);
     const verified = await svc.call('POST', `/api/accounts/${accountIds.demo}/verify`, { token: owner.token });
-    expect(verified.body).toEqual({ id: accountIds.demo, verified: true });
+    expect(verified.body).toMatchObject({ id: accountIds.demo, verified: true, detail: 'Demo upstream accepted the credentials (GET /me).' });
 
     // Defaults show and become optional; locked parameters disappear and cannot be set.
     const client = await connectV1(svc.url, serverId, key);

@@ -201,7 +201,7 @@ describe('automation_List_Workflows', () => {
     try {
       const error = failed(await other.call(LIST, {}));
       expect(error.code).toBe('unauthorized');
-      expect(error.message).toMatch(/^Unauthorized: n8n rejected the stored API key.*: unauthorized$/);
+      expect(error.message).toMatch(/^Unauthorized: n8n rejected the stored API key.*: unauthorized\. Create a key under Settings > n8n API and save it in the account\.$/);
       expect(error.message).not.toContain(wrongKey);
     } finally {
       await other.client.close();
@@ -256,7 +256,7 @@ describe('automation_Get_Workflow', () => {
     const before = await s.balance();
     const error = failed(await s.call(GET, { workflow_id: 'doesNotExist1234' }));
     expect(error.code).toBe('workflow_not_found');
-    expect(error.message).toBe('Workflow doesNotExist1234 not found: Not Found');
+    expect(error.message).toBe('Workflow doesNotExist1234 not found: Not Found. Check the id with automation_List_Workflows.');
     expect(error.provider_status).toBe(404);
     expect(await s.balance()).toBe(before - 1);
   });

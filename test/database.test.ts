@@ -365,7 +365,7 @@ describe('error families', () => {
   it('table not found: PGRST205 (PostgREST 13) and 42P01 (PostgREST 12)', async () => {
     const v13 = await fails('database_read_records', { table: 'todo' });
     expect(v13).toMatchObject({ code: 'table_not_found', provider_status: 404, retryable: false });
-    expect(v13.message).toBe("Table not found: Could not find the table 'public.todo' in the schema cache; Perhaps you meant the table 'public.todos'");
+    expect(v13.message).toBe("Table not found: Could not find the table 'public.todo' in the schema cache; Perhaps you meant the table 'public.todos'. Check the table name, and that its schema is exposed by the Data API.");
     const v12 = await fails('v12_read', { table: 'nope' });
     expect(v12).toMatchObject({ code: 'table_not_found', provider_status: 404 });
     expect(v12.message).toContain('relation "public.nope" does not exist');
@@ -422,7 +422,7 @@ describe('error families', () => {
   it('invalid key: the gateway bodies "Invalid API key" and "No API key found"', async () => {
     const bad = await fails('badkey_read', { table: 'todos' });
     expect(bad).toMatchObject({ code: 'unauthorized', provider_status: 401 });
-    expect(bad.message).toBe('Unauthorized: Supabase rejected the stored key (invalid API key): Invalid API key; Double check your Supabase `anon` or `service_role` API key.');
+    expect(bad.message).toBe("Unauthorized: Supabase rejected the stored key (invalid API key): Invalid API key; Double check your Supabase `anon` or `service_role` API key. Copy the key again from the project's API settings and save it in the account.");
     sim.faults.push({ status: 401, body: { message: 'No API key found in request', hint: 'No `apikey` request header or url param was found.' } });
     const missing = await fails('database_read_records', { table: 'todos' });
     expect(missing).toMatchObject({ code: 'unauthorized', provider_status: 401 });
@@ -467,7 +467,7 @@ describe('row-level security: anon/publishable keys vs service_role/secret keys'
 describe('account verification', () => {
   it('verifies a working key and reports a wrong one as unauthorized', async () => {
     const good = await svc.call('POST', `/api/accounts/${accountIds.service}/verify`, { token: owner.token });
-    expect(good.body).toEqual({ id: accountIds.service, verified: true });
+    expect(good.body).toMatchObject({ id: accountIds.service, verified: true });
     expect(lastRequest().path).toBe('/rest/v1/');
     const bad = await svc.call('POST', `/api/accounts/${accountIds.badkey}/verify`, { token: owner.token });
     expect(bad.body).toMatchObject({ verified: false, error: { code: 'unauthorized', provider_status: 401 } });
@@ -476,7 +476,7 @@ describe('account verification', () => {
   it('verifies an anon key although the platform answers the API root 403 to such keys', async () => {
     sim.faults.push({ method: 'GET', pathPrefix: '/rest/v1/', status: 403, body: { message: 'Access to the schema is restricted to secret keys' } });
     const anon = await svc.call('POST', `/api/accounts/${accountIds.anon}/verify`, { token: owner.token });
-    expect(anon.body).toEqual({ id: accountIds.anon, verified: true });
+    expect(anon.body).toMatchObject({ id: accountIds.anon, verified: true });
   });
 
   it('refuses an account whose URL has a path or whose key has the wrong form', async () => {

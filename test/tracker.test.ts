@@ -235,7 +235,7 @@ describe('tracker_get_issue', () => {
     const error = await fails('tracker_get_issue', { issue_key: 'DEMO-9999' });
     expect(error).toMatchObject({
       code: 'issue_not_found', provider_status: 404,
-      message: 'Issue DEMO-9999 not found: Issue does not exist or you do not have permission to see it.',
+      message: 'Issue DEMO-9999 not found: Issue does not exist or you do not have permission to see it. Check the key; Jira answers the same when the account may not browse the project.',
     });
   });
 });
@@ -400,7 +400,7 @@ describe('tracker_search_issues', () => {
       'The JQL query is unbounded: add a search restriction such as project = KEY: Unbounded JQL queries are not allowed here. Please add a search restriction to your query.',
     );
     const unknown = await fails('tracker_search_issues', { jql: 'project = NOPE' });
-    expect(unknown.message).toBe("Jira could not run the JQL query: The value 'NOPE' does not exist for the field 'project'.");
+    expect(unknown.message).toBe("Jira could not run the JQL query: The value 'NOPE' does not exist for the field 'project'. Correct the JQL as Jira says above.");
   });
 });
 
@@ -449,7 +449,7 @@ describe('tracker_get_project_issue_types', () => {
   it('says when the project does not exist', async () => {
     const error = await fails('tracker_get_project_issue_types', { project_key: 'NOPE' });
     // Jira's OpenAPI (getCreateIssueMetaIssueTypes) documents 400, not 404, for a project it cannot use.
-    expect(error).toMatchObject({ code: 'project_not_found', provider_status: 400, message: "Project NOPE not found, or the Jira account cannot see it: check the key with get_projects: No project could be found with key 'NOPE'." });
+    expect(error).toMatchObject({ code: 'project_not_found', provider_status: 400, message: "Project NOPE not found, or the Jira account cannot see it: No project could be found with key 'NOPE'. Check the key with tracker_get_projects." });
   });
 });
 
@@ -466,7 +466,7 @@ describe('provider errors', () => {
     const error = await fails('tracker_get_projects', {});
     expect(error).toMatchObject({
       code: 'unauthorized',
-      message: 'Unauthorized: Jira rejected the stored e-mail and API token: Client must be authenticated to access this resource.',
+      message: 'Unauthorized: Jira rejected the stored e-mail and API token: Client must be authenticated to access this resource. Check both, or create a token at id.atlassian.com (Security > API tokens) and save it in the account.',
     });
   });
 

@@ -86,7 +86,7 @@ describe('account', () => {
     const main = list.accounts.find((a: any) => a.name === 'Notion');
     const before = sim.requests.length;
     const res = await svc.call('POST', `/api/accounts/${main.id}/verify`, { token: owner.token });
-    expect(res.body).toEqual({ id: main.id, verified: true });
+    expect(res.body).toMatchObject({ id: main.id, verified: true });
     const [req] = requestsSince(before);
     expect([req.method, req.path, req.headers.authorization, req.headers['notion-version']]).toEqual(['GET', '/v1/users/me', `Bearer ${sim.token}`, '2025-09-03']);
   });
@@ -448,7 +448,7 @@ describe('errors', () => {
   it('an unshared page is not found, with the hint to share it', async () => {
     const e = await fails('get_page', { page_id: sim.ids.privatePage });
     expect(e).toMatchObject({ code: 'object_not_found', provider_status: 404, retryable: false });
-    expect(e.message).toContain('share it with the integration');
+    expect(e.message).toContain("Share it with the integration from the page's ••• menu > Connections.");
     expect(e.message).toContain('Could not find page with ID');
     expect((await fails('retrieve_data_source', { data_source_id: sim.ids.privateDataSource })).code).toBe('object_not_found');
     // A database id where a data source id is expected is not found either.

@@ -67,6 +67,7 @@ export function mapUpstreamError(
     const after = res.headers['retry-after'];
     if (after) message += ` (retry after ${Array.isArray(after) ? after[0] : after} s)`;
   }
+  if (rule?.hint) message = `${message.replace(/[.\s]+$/, '')}. ${rule.hint}`;
   return new ToolError(rule?.code ?? fallback.code, message, { retryable: rule?.retryable ?? transient, providerStatus: res.status, refund: transient });
 }
 

@@ -37,6 +37,8 @@ export interface CompiledErrorRule {
   step?: string;
   code: string;
   message: CompiledTemplate | string;
+  /** What the user can do, appended after the provider's detail. */
+  hint?: string;
   retryable?: boolean;
 }
 

@@ -354,6 +354,7 @@ function compileErrorRules(src: SourceFile, rules: ErrorRuleSpec[], at: string[]
       step: r.step,
       code: r.code,
       message: message ?? r.message,
+      hint: r.hint,
       retryable: r.retryable,
     };
   });

@@ -34,6 +34,7 @@ export interface ErrorRuleSpec {
   step?: string;
   code: string;
   message: string;
+  hint?: string;
   retryable?: boolean;
 }
 
