@@ -32,6 +32,8 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
   async function newPage(): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: svc.url });
+    // A step that cannot happen fails with Playwright's own words (what it waited for), well before the test's timeout.
+    context.setDefaultTimeout(8_000);
     const page = await context.newPage();
     const problems: string[] = [];
     page.on('dialog', (d) => {
@@ -161,7 +163,9 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await signUp(page, email);
     await page.context().clearCookies();
     await page.goto(`${svc.url}/login`);
-    await page.keyboard.type(email); // the e-mail field has the focus
+    // The e-mail field takes the focus by itself (autofocus, applied at the next rendering, which may come after "load").
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('email');
+    await page.keyboard.type(email);
     await page.keyboard.press('Tab');
     await page.keyboard.type(PASSWORD);
     await Promise.all([page.waitForURL(`${svc.url}/`), page.keyboard.press('Enter')]);
