@@ -4,6 +4,7 @@
 import http from 'node:http';
 import got from 'got';
 import Koa from 'koa';
+import { answerSignals } from './signals.ts';
 
 const upstream = process.argv[2];
 const client = got.extend({ agent: { http: new http.Agent({ keepAlive: true }) }, responseType: 'json', throwHttpErrors: false });
@@ -19,3 +20,4 @@ const server = app.listen(0, '127.0.0.1', () => {
   const { port } = server.address() as import('node:net').AddressInfo;
   console.log(JSON.stringify({ url: `http://127.0.0.1:${port}/mcp` }));
 });
+answerSignals();

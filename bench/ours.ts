@@ -1,19 +1,23 @@
 // This service for the benchmark: in-memory store (BENCH_STORE=file: the file-backed store `npm start` uses), the demo provider of test/fixtures/specs pointed at the
 // fake upstream, one server with demo_ping, a key, plenty of credits, limits out of the way. Logs are kept
-// at info and written to /dev/null, so their cost is measured.
+// at info and written to /dev/null, so their cost is measured. BENCH_FAMILY=workspace instead serves the real
+// Notion tools (tool-specs/workspace, all 13 on one server) with a Notion account on the fake upstream, to
+// compare with the official Notion MCP server doing the same calls.
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../runtime/config.ts';
 import { startService } from '../runtime/service.ts';
+import { answerSignals } from './signals.ts';
 
 const upstream = process.argv[2];
+const notion = process.env.BENCH_FAMILY === 'workspace';
 const config = loadConfig({
   PORT: '0',
   LOG_LEVEL: process.env.BENCH_LOG_LEVEL || 'info',
   ALLOW_PRIVATE_NETWORKS: 'loopback',
-  TOOL_SPECS_DIR: path.resolve('test/fixtures/specs'),
+  TOOL_SPECS_DIR: path.resolve(notion ? 'tool-specs' : 'test/fixtures/specs'),
   RATE_LIMIT_BURST: '1000000',
   RATE_LIMIT_PER_MINUTE: '10000000',
   DATA_DIR: await mkdtemp(path.join(tmpdir(), 'tool-server-bench-')),
@@ -26,12 +30,13 @@ const api = async (p: string, token: string, body?: unknown) => {
 };
 const owner = await api('/api/admin/owners', service.operatorToken, { email: 'bench@example.com' });
 await api(`/api/admin/owners/${owner.id}/credits`, service.operatorToken, { amount: 1_000_000_000 });
-const account = await api('/api/accounts', owner.token, { kind: 'demo', name: 'bench', base_url: upstream, token: 'tok_bench_token_0000' });
+const account = notion
+  ? await api('/api/accounts', owner.token, { kind: 'workspace', name: 'bench', integration_token: 'ntn_bench_token_000000000000', api_url: upstream })
+  : await api('/api/accounts', owner.token, { kind: 'demo', name: 'bench', base_url: upstream, token: 'tok_bench_token_0000' });
 const server = await api('/api/servers', owner.token, { name: 'bench', id: 'bench' });
-await api(`/api/servers/${server.id}/tools`, owner.token, { base_tool: 'demo_ping', account_id: account.id });
+const tools = notion ? [...service.catalog.current.tools.values()].filter((t) => t.spec.provider === 'workspace').map((t) => t.spec.id) : ['demo_ping'];
+for (const base_tool of tools) await api(`/api/servers/${server.id}/tools`, owner.token, { base_tool, account_id: account.id });
 const key = await api(`/api/servers/${server.id}/api-keys`, owner.token, { name: 'bench' });
 console.log(JSON.stringify({ url: `${service.url}/mcp/${server.id}`, key: key.key, metrics: `${service.url}/metrics`, operator: service.operatorToken }));
 process.once('SIGINT', () => process.exit(0));
-// The soak collects garbage before each memory sample (node --expose-gc), so samples compare live memory.
-const gc = (globalThis as { gc?: () => void }).gc;
-if (gc) process.on('SIGUSR2', () => gc());
+answerSignals();

@@ -1,6 +1,12 @@
 // The benchmark's servers, each in its own process (`tsx bench/<file>`), announcing itself with one JSON line.
+// Every process carries the test suite's network safety net: the bench reaches loopback only, whatever
+// the code under measure does.
 import { type ChildProcess, spawn } from 'node:child_process';
+import net from 'node:net';
 import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const SAFETY_NET = ['--import', 'tsx', '--import', './test/support/loopback-only.ts'];
 
 export const children: ChildProcess[] = [];
 
@@ -11,12 +17,69 @@ export const children: ChildProcess[] = [];
 export async function launch(file: string, args: string[] = [], env: Record<string, string> = {}): Promise<Record<string, string>> {
   const all = { ...process.env, ...env };
   const flags = (all.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...flags, '--import', 'tsx', `bench/${file}`, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: all });
+  const child = spawn(process.execPath, [...flags, ...SAFETY_NET, `bench/${file}`, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: all });
   children.push(child);
   const lines = createInterface({ input: child.stdout! });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
     lines.once('line', (line) => resolve(JSON.parse(line) as Record<string, string>));
+  });
+}
+
+/** What a client of the official Notion MCP server sends with every request after the handshake. */
+export interface NotionMcp {
+  url: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * Starts the official Notion MCP server (@notionhq/notion-mcp-server, its HTTP transport) with its Notion
+ * base URL on the bench's upstream, and opens a session the way a client does: initialize, keep the
+ * session id, send notifications/initialized. NOTION_TOKEN is removed from its environment on purpose:
+ * with it, the server calls the real Notion at start whatever BASE_URL says.
+ */
+export async function launchNotionMcp(upstream: string): Promise<NotionMcp> {
+  const port = await freePort();
+  const authToken = 'bench-notion-mcp-token';
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    BASE_URL: upstream,
+    OPENAPI_MCP_HEADERS: JSON.stringify({ Authorization: 'Bearer ntn_bench_token_000000000000', 'Notion-Version': '2025-09-03' }),
+  };
+  delete env.NOTION_TOKEN;
+  const cli = 'node_modules/@notionhq/notion-mcp-server/bin/cli.mjs';
+  const args = [...SAFETY_NET, cli, '--transport', 'http', '--host', '127.0.0.1', '--port', String(port), '--auth-token', authToken];
+  // Its per-request console output goes nowhere, as our service's log does (to /dev/null).
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'ignore'], env });
+  children.push(child);
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if ((await fetch(`${base}/health`).catch(() => null))?.ok) break;
+    if (i === 100 || child.exitCode !== null) throw new Error('the Notion MCP server did not start');
+    await sleep(100);
+  }
+  const headers: Record<string, string> = { authorization: `Bearer ${authToken}`, accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
+  const init = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }),
+  });
+  const session = init.headers.get('mcp-session-id');
+  await init.text();
+  if (!init.ok || !session) throw new Error(`the Notion MCP server refused initialize (HTTP ${init.status})`);
+  Object.assign(headers, { 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' });
+  const ready = await fetch(`${base}/mcp`, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+  if (ready.status !== 202) throw new Error(`the Notion MCP server refused notifications/initialized (HTTP ${ready.status})`);
+  return { url: `${base}/mcp`, headers };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(port));
+    });
+    probe.once('error', reject);
   });
 }
 

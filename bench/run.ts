@@ -1,20 +1,46 @@
-// `npm run bench`: this service vs the official SDK references vs the bare upstream, in one run, on
-// loopback only, with a bare Koa+got proxy as the floor. Each server runs in its own process; autocannon drives tools/list and tools/call at
-// concurrency 1 and 32. Prints req/s, p50 and p99 per row, then the ratios; the last line is
-// `tools/call c=32 ours/reference <ratio>`. BENCH_SECONDS sets the length of each run (default 5).
+// `npm run bench`: this service vs the official SDK references, the official Notion MCP server and the bare
+// upstream, in one run, on loopback only, with a bare Koa+got proxy as the floor. Each server runs in its own
+// process; autocannon drives tools/list and tools/call at concurrency 1 and 32, and every answer is checked
+// (a 200 that carries an error counts as an error). Prints req/s, p50 and p99 per row, then the ratios, one
+// line per goal. BENCH_SECONDS sets the length of each row (default 5).
 import autocannon from 'autocannon';
-import { launch, runBench } from './processes.ts';
+import { launch, launchNotionMcp, runBench } from './processes.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 5);
-/** This service: key auth + rate limits + credit charge + tool spec + usage, i.e. the full pipeline. */
+/** This service: key auth + rate limits + credit charge + tool spec + ledger + usage, i.e. the full pipeline. */
 const OURS = 'ours (full pipeline)';
 /** The same on the file-backed embedded store that `npm start` uses. */
 const OURS_FILE = 'ours (file store)';
-const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
-const BODIES = {
-  'tools/list': JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
-  'tools/call': JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'demo_ping', arguments: {} } }),
+const REFERENCE = 'reference (SDK v1)';
+const SDK_V2 = 'SDK v2 handler';
+const BARE = 'bare Koa+got proxy';
+/** Our Notion tools (tool-specs/workspace) and the official Notion MCP server, reading the same page. */
+const OURS_NOTION = 'ours (Notion tools)';
+const NOTION_MCP = 'official Notion MCP';
+const PAGE_ID = '59833787-2cf9-4fdf-8782-e53db20768a5';
+const PAGE_TITLE = 'Quarterly roadmap review';
+
+/**
+ * A JSON-RPC request with a fresh id on every send, as a real client makes them: a session-based server
+ * routes each answer by its id, so two requests in flight with one id would leave one of them unanswered.
+ */
+type Body = (id: number) => string;
+const rpc = (method: string, params?: object): Body => {
+  const rest = JSON.stringify({ method, ...(params && { params }) }).slice(1);
+  return (id) => `{"jsonrpc":"2.0","id":${id},${rest}`;
 };
+const call = (name: string, args: object = {}) => rpc('tools/call', { name, arguments: args });
+let nextId = 1;
+
+/** One server under measure: where it listens, what it is sent, and what every good answer contains. */
+interface Target {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  bodies: Partial<Record<Method, Body>>;
+  expect: Partial<Record<Method, string>>;
+}
+type Method = 'tools/list' | 'tools/call';
 
 interface Row {
   target: string;
@@ -24,69 +50,155 @@ interface Row {
   p50: number;
   p99: number;
   errors: number;
+  completed: number;
+  sent: number;
 }
 
-async function measure(target: string, url: string, method: keyof typeof BODIES | 'GET', connections: number, headers: Record<string, string> = {}): Promise<Row> {
-  const opts =
-    method === 'GET'
-      ? { url, connections, duration: SECONDS }
-      : { url, connections, duration: SECONDS, method: 'POST' as const, headers: { ...HEADERS, ...headers }, body: BODIES[method] };
-  const result = await autocannon(opts);
+const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+
+/** The request autocannon sends to a target, again and again, each time with a new id. */
+function post(target: Target, method: Method): autocannon.Request {
+  const body = target.bodies[method]!;
+  return { method: 'POST', headers: { ...MCP_HEADERS, ...target.headers }, setupRequest: (req: autocannon.Request) => ({ ...req, body: body(nextId++) }) };
+}
+
+const started = Date.now();
+const progress = (what: string) => console.error(`[${((Date.now() - started) / 1000).toFixed(0)} s] ${what}`);
+
+async function measure(target: Target, method: Method, connections: number): Promise<Row> {
+  progress(`${target.name} ${method} c=${connections}`);
+  const expected = target.expect[method]!;
+  let wrong = 0;
+  const result = await autocannon({
+    url: target.url,
+    connections,
+    duration: SECONDS,
+    requests: [
+      {
+        ...post(target, method),
+        onResponse: (status: number, answer: string) => {
+          if (status === 200 && (!answer.includes(expected) || answer.includes('"isError":true'))) wrong++;
+        },
+      },
+    ],
+  });
+  return row(target.name, method, connections, result, wrong);
+}
+
+async function measureGet(name: string, url: string, connections: number): Promise<Row> {
+  return row(name, 'GET /ping', connections, await autocannon({ url, connections, duration: SECONDS }), 0);
+}
+
+function row(target: string, method: string, connections: number, result: autocannon.Result, wrong: number): Row {
   return {
     target,
-    method: method === 'GET' ? 'GET /ping' : method,
+    method,
     connections,
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
-    errors: result.errors + result.non2xx + result.timeouts,
+    errors: result.errors + result.non2xx + result.timeouts + wrong,
+    completed: result['2xx'],
+    sent: result.requests.sent,
   };
 }
 
 async function main(): Promise<void> {
   const upstream = (await launch('upstream.ts')).url;
-  const [ours, oursFile, v1, v2, bare] = await Promise.all([
+  const pageReads = async () => ((await (await fetch(`${upstream}/__count`)).json()) as { pageReads: number }).pageReads;
+  const [ours, oursFile, oursNotion, notionMcp, v1, v2, bare] = await Promise.all([
     launch('ours.ts', [upstream]),
     launch('ours.ts', [upstream], { BENCH_STORE: 'file' }),
+    launch('ours.ts', [upstream], { BENCH_FAMILY: 'workspace' }),
+    launchNotionMcp(upstream),
     launch('reference-v1.ts', [upstream]),
     launch('reference-v2.ts', [upstream]),
     launch('bare-proxy.ts', [upstream]),
   ]);
-  const targets: Array<[string, string, Record<string, string>]> = [
-    [OURS, ours.url, { authorization: `Bearer ${ours.key}` }],
-    [OURS_FILE, oursFile.url, { authorization: `Bearer ${oursFile.key}` }],
-    ['reference (SDK v1)', v1.url, {}],
-    ['SDK v2 handler', v2.url, {}],
+  const demo = (name: string, url: string, headers: Record<string, string> = {}): Target => ({
+    name,
+    url,
+    headers,
+    bodies: { 'tools/list': rpc('tools/list'), 'tools/call': call('demo_ping') },
+    expect: { 'tools/list': 'demo_ping', 'tools/call': '"ok":true' },
+  });
+  const general = [
+    demo(OURS, ours.url, { authorization: `Bearer ${ours.key}` }),
+    demo(OURS_FILE, oursFile.url, { authorization: `Bearer ${oursFile.key}` }),
+    demo(REFERENCE, v1.url),
+    demo(SDK_V2, v2.url),
   ];
+  const bareProxy = demo(BARE, bare.url);
+  const notion: Target[] = [
+    {
+      name: OURS_NOTION,
+      url: oursNotion.url,
+      headers: { authorization: `Bearer ${oursNotion.key}` },
+      bodies: { 'tools/list': rpc('tools/list'), 'tools/call': call('get_page', { page_id: PAGE_ID }) },
+      expect: { 'tools/list': 'get_page', 'tools/call': PAGE_TITLE },
+    },
+    {
+      name: NOTION_MCP,
+      url: notionMcp.url,
+      headers: notionMcp.headers,
+      bodies: { 'tools/list': rpc('tools/list'), 'tools/call': call('API-retrieve-a-page', { page_id: PAGE_ID }) },
+      expect: { 'tools/list': 'API-retrieve-a-page', 'tools/call': PAGE_TITLE },
+    },
+  ];
+  progress('all servers up');
   // Warm up every target so JIT and connection pools are in their steady state.
-  for (const [name, url, headers] of targets) await autocannon({ url, connections: 8, amount: 500, method: 'POST', headers: { ...HEADERS, ...headers }, body: BODIES['tools/call'] }).catch(() => name);
+  for (const t of [...general, bareProxy, ...notion]) {
+    progress(`warm ${t.name}`);
+    await autocannon({ url: t.url, connections: 8, amount: 500, requests: [post(t, 'tools/call')] });
+  }
 
   const rows: Row[] = [];
   for (const connections of [1, 32]) {
-    rows.push(await measure('direct upstream', `${upstream}/ping`, 'GET', connections));
+    rows.push(await measureGet('direct upstream', `${upstream}/ping`, connections));
     for (const method of ['tools/list', 'tools/call'] as const) {
-      for (const [name, url, headers] of targets) rows.push(await measure(name, url, method, connections, headers));
+      for (const target of general) rows.push(await measure(target, method, connections));
     }
-    rows.push(await measure('bare Koa+got proxy', bare.url, 'tools/call', connections));
+    rows.push(await measure(bareProxy, 'tools/call', connections));
+    for (const method of ['tools/list', 'tools/call'] as const) {
+      for (const target of notion) {
+        const before = await pageReads();
+        const r = await measure(target, method, connections);
+        // Every answered page read reached the upstream, and nothing reached it that was not sent.
+        const reads = (await pageReads()) - before;
+        if (method === 'tools/call' && (reads < r.completed || reads > r.sent)) {
+          throw new Error(`${target.name}: ${r.completed} page reads answered of ${r.sent} sent, but the upstream served ${reads}`);
+        }
+        rows.push(r);
+      }
+    }
   }
 
   const pad = (s: string | number, n: number) => String(s).padEnd(n);
   console.log(`\n${pad('target', 22)}${pad('method', 12)}${pad('c', 4)}${pad('req/s', 10)}${pad('p50 ms', 8)}${pad('p99 ms', 8)}errors`);
   for (const r of rows) console.log(`${pad(r.target, 22)}${pad(r.method, 12)}${pad(r.connections, 4)}${pad(Math.round(r.rps), 10)}${pad(r.p50, 8)}${pad(r.p99, 8)}${r.errors}`);
+  const failed = rows.filter((r) => r.errors > 0);
+  if (failed.length) throw new Error(`errors in ${failed.map((r) => `${r.target} ${r.method} c=${r.connections}`).join(', ')}: the ratios would not mean anything`);
 
   const rps = (target: string, method: string, c: number) => rows.find((r) => r.target === target && r.method === method && r.connections === c)!.rps;
-  console.log('\nratios (req/s):');
+  const ratio = (method: Method, c: number, a: string, b: string, label: string) => `${method} c=${c} ${label} ${(rps(a, method, c) / rps(b, method, c)).toFixed(2)}`;
   const lines: string[] = [];
   for (const c of [1, 32]) {
     lines.push(`tools/call c=${c} ours/direct-upstream ${(rps(OURS, 'tools/call', c) / rps('direct upstream', 'GET /ping', c)).toFixed(2)}`);
-    lines.push(`tools/list c=${c} ours/reference ${(rps(OURS, 'tools/list', c) / rps('reference (SDK v1)', 'tools/list', c)).toFixed(2)}`);
-    lines.push(`tools/call c=${c} ours/sdk-v2 ${(rps(OURS, 'tools/call', c) / rps('SDK v2 handler', 'tools/call', c)).toFixed(2)}`);
-    lines.push(`tools/call c=${c} ours/bare-proxy ${(rps(OURS, 'tools/call', c) / rps('bare Koa+got proxy', 'tools/call', c)).toFixed(2)}`);
-    lines.push(`tools/call c=${c} ours-file/bare-proxy ${(rps(OURS_FILE, 'tools/call', c) / rps('bare Koa+got proxy', 'tools/call', c)).toFixed(2)}`);
+    lines.push(ratio('tools/list', c, OURS, REFERENCE, 'ours/reference'));
+    lines.push(ratio('tools/call', c, OURS, SDK_V2, 'ours/sdk-v2'));
   }
-  lines.push(`tools/call c=1 ours/reference ${(rps(OURS, 'tools/call', 1) / rps('reference (SDK v1)', 'tools/call', 1)).toFixed(2)}`);
-  lines.push(`tools/call c=32 ours/reference ${(rps(OURS, 'tools/call', 32) / rps('reference (SDK v1)', 'tools/call', 32)).toFixed(2)}`);
-  console.log(lines.join('\n'));
+  // The goals, last, so that one glance at the end of the output says where we stand.
+  for (const c of [32, 1]) {
+    lines.push(ratio('tools/call', c, OURS, BARE, 'ours/bare-proxy'));
+    lines.push(ratio('tools/call', c, OURS_FILE, BARE, 'ours-file/bare-proxy'));
+  }
+  for (const c of [32, 1]) {
+    lines.push(ratio('tools/call', c, OURS_NOTION, NOTION_MCP, 'ours/notion-mcp'));
+    lines.push(ratio('tools/list', c, OURS_NOTION, NOTION_MCP, 'ours/notion-mcp'));
+  }
+  lines.push(ratio('tools/call', 1, OURS, REFERENCE, 'ours/reference'));
+  lines.push(ratio('tools/call', 32, OURS, REFERENCE, 'ours/reference'));
+  console.log(`\nratios (req/s):\n${lines.join('\n')}`);
 }
 
 runBench(main);
