@@ -57,8 +57,8 @@ export class Credits {
 
   /** Takes the charge's cost and lists it as open, in one atomic update, if the balance allows; false (nothing taken) otherwise. */
   async charge(ownerId: string, charge: OpenCharge): Promise<boolean> {
-    const doc = await this.credits.findOneAndUpdate({ _id: ownerId, balance: { $gte: charge.cost } }, { $inc: { balance: -charge.cost }, $push: { open: charge } });
-    return doc !== null;
+    const { matched } = await this.credits.updateOne({ _id: ownerId, balance: { $gte: charge.cost } }, { $inc: { balance: -charge.cost }, $push: { open: charge } });
+    return matched === 1;
   }
 
   /** Closes an open charge, giving `refund` credits back in the same update; a no-op when it is closed already. */

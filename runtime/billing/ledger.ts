@@ -81,6 +81,8 @@ export class Ledger {
   private batch: CallDoc[] = [];
   private written: Promise<void> | null = null;
   private sinceRoll = 0;
+  /** When each record this process wrote was written, oldest first, so that rolling needs no sort of the ledger. */
+  private writtenAt: Date[] = [];
   private rolling: Promise<unknown> | null = null;
   /** Kept charges to drop from their owner's open list, per owner; pruned once per turn of the event loop. */
   private kept = new Map<string, string[]>();
@@ -104,6 +106,8 @@ export class Ledger {
         this.batch = [];
         this.written = null;
         this.calls.insertMany(docs).then(resolve, reject);
+        if (this.options.maxRecords === Infinity) return;
+        for (const d of docs) this.writtenAt.push(d.at);
         this.sinceRoll += docs.length;
         if (this.sinceRoll >= this.options.maxRecords / 4) this.rollBeyondMax();
       }),
@@ -116,8 +120,16 @@ export class Ledger {
     if (this.rolling) return;
     this.sinceRoll = 0;
     this.rolling = (async () => {
-      const [boundary] = await this.calls.find({}, { sort: { at: -1 }, skip: this.options.maxRecords, limit: 1 });
-      if (boundary) await this.rollUp(new Date(Math.min(boundary.at.getTime() + 1, Date.now() - SETTLED_MS)));
+      const { maxRecords } = this.options;
+      // The newest record beyond the limit: among those this process wrote (their times are known in order)
+      // or else, while it has written fewer than the limit, found by sorting the ledger.
+      const boundary = this.writtenAt.length > maxRecords
+        ? this.writtenAt[this.writtenAt.length - maxRecords - 1]
+        : (await this.calls.find({}, { sort: { at: -1 }, skip: maxRecords, limit: 1, projection: { at: 1 } }))[0]?.at;
+      if (!boundary) return;
+      const cutoff = new Date(Math.min(boundary.getTime() + 1, Date.now() - SETTLED_MS));
+      await this.rollUp(cutoff);
+      this.writtenAt = this.writtenAt.filter((at) => at >= cutoff);
     })()
       .catch((err) => this.options.onBackgroundError?.(err))
       .finally(() => {

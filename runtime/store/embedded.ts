@@ -15,11 +15,28 @@ type Datastore = InstanceType<typeof Datastore>;
 // the very code nedb uses, so that upserts and the "modified" count can be computed before writing.
 const nedbModel = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') as {
   modify(doc: object, update: object): Doc;
+  match(doc: object, query: object): boolean;
+  deepCopy<T>(doc: T): T;
+  checkObject(doc: unknown): void;
   getDotValue(doc: object, path: string): unknown;
   areThingsEqual(a: unknown, b: unknown): boolean;
 };
 
 type NedbQuery = Record<string, unknown>;
+
+/**
+ * The datastore's own documents for a query, found through its indexes: not copies, so read them only.
+ * (nedb's internal step before matching; we use no TTL indexes, so it has nothing to expire.)
+ */
+const candidatesOf = (db: Datastore, query: NedbQuery) => (db as unknown as NedbInternals)._getRawCandidates(query);
+
+/** The steps of nedb's own update that we take ourselves (package pinned: lib/datastore.js of 4.1.2). */
+interface NedbInternals {
+  _getRawCandidates(query: NedbQuery): Doc[];
+  _updateIndexes(oldDoc: Doc, newDoc: Doc): void;
+  executor: { pushAsync<R>(task: () => Promise<R>): Promise<R> };
+  persistence: { persistNewStateAsync(docs: Doc[]): Promise<void> };
+}
 
 export interface EmbeddedStoreOptions {
   /** Folder for the data files (created with mode 0700); in memory when absent. */
@@ -142,8 +159,9 @@ class EmbeddedCollection implements Collection<Doc> {
   }
 
   async findOneAndUpdate(filter: Filter, update: Update, options: { upsert?: boolean; returnDocument?: 'before' | 'after' } = {}) {
-    const outcome = await this.update(filter, update, { multi: false, upsert: options.upsert ?? false });
-    return options.returnDocument === 'before' ? outcome.before : outcome.after;
+    const before = options.returnDocument === 'before';
+    const outcome = await this.update(filter, update, { multi: false, upsert: options.upsert ?? false, copy: before ? 'before' : 'after' });
+    return before ? outcome.before : outcome.after;
   }
 
   async deleteOne(filter: Filter): Promise<number> {
@@ -156,9 +174,16 @@ class EmbeddedCollection implements Collection<Doc> {
 
   async ensureIndex(spec: IndexSpec): Promise<void> {
     const { fields, unique = false, sparse = false } = spec;
+    // nedb uses a compound index only when a query gives every field by equality, which ours never do for a
+    // non-unique one (its last field is a time range or a sort): that index would cost every insert and help
+    // no read. Its leading field alone helps the reads that MongoDB's compound index serves.
+    const indexed = unique ? fields : fields.slice(0, 1);
     await this.exclusive(async () => {
+      // A data file from before this rule still declares the compound index (nedb rebuilds it at load).
+      const compound = [...fields].sort().join(',');
+      if (indexed !== fields && compound in (this.db as unknown as { indexes: object }).indexes) await this.db.removeIndexAsync(compound);
       try {
-        await this.db.ensureIndexAsync({ fieldName: fields, unique, sparse });
+        await this.db.ensureIndexAsync({ fieldName: indexed, unique, sparse });
       } catch (error) {
         if (isUniqueViolation(error)) throw new DuplicateKeyError(this.name, fields, { cause: error });
         throw error;
@@ -199,14 +224,16 @@ class EmbeddedCollection implements Collection<Doc> {
     return task();
   }
 
-  private update(filter: Filter, update: Update, mode: { multi: boolean; upsert: boolean }): Promise<UpdateOutcome> {
+  // Reads the stored documents in place and applies the operators to a copy (see applyOperators), which
+  // then takes the stored document's place. (A find, and nedb's own update, would copy and check each
+  // document twice more.)
+  private update(filter: Filter, update: Update, mode: { multi: boolean; upsert: boolean; copy?: 'before' | 'after' }): Promise<UpdateOutcome> {
     checkFilter(filter);
     checkUpdate(update);
     return this.exclusive(async () => {
       const query = toNedbQuery(filter);
-      const targets = (mode.multi
-        ? await this.db.findAsync(query)
-        : [await this.db.findOneAsync(query)].filter((doc) => doc !== null)) as unknown as Doc[];
+      const matching = candidatesOf(this.db, query).filter((doc) => nedbModel.match(doc, query));
+      const targets = mode.multi ? matching : matching.slice(0, 1);
 
       if (targets.length === 0 && mode.upsert) {
         const seed = upsertSeed(filter);
@@ -216,20 +243,31 @@ class EmbeddedCollection implements Collection<Doc> {
         return { matched: 0, modified: 0, upserted: true, before: null, after: inserted };
       }
 
+      // Stored documents (and `changed`, which may share parts with them) are never handed out: only
+      // copies, and only the one the caller asked for.
+      const before = mode.copy === 'before' && targets[0] ? nedbModel.deepCopy(targets[0]) : null;
       let modified = 0;
-      let firstAfter: Doc | null = null;
-      for (const before of targets) {
-        const changed = applyOperators(before, update, false);
-        let after = before; // unchanged documents are not written (MongoDB does not count them as modified)
-        if (!isDeepStrictEqual(changed, before)) {
-          const written = await this.catchDuplicates([changed], () =>
-            this.db.updateAsync({ _id: before._id }, changed, { returnUpdatedDocs: true }));
-          after = written.affectedDocuments as unknown as Doc; // nedb's own copy: shares nothing with `update`
+      let after: Doc | null = null;
+      for (const stored of targets) {
+        const changed = applyOperators(stored, update, false);
+        // Unchanged documents are not written (MongoDB does not count them as modified).
+        const unchanged = isDeepStrictEqual(changed, stored);
+        if (!unchanged) {
+          await this.catchDuplicates([changed], () => this.replace(stored, changed));
           modified += 1;
         }
-        firstAfter ??= after;
+        if (mode.copy === 'after' && after === null) after = nedbModel.deepCopy(changed);
       }
-      return { matched: targets.length, modified, upserted: false, before: targets[0] ?? null, after: firstAfter };
+      return { matched: targets.length, modified, upserted: false, before, after };
+    });
+  }
+
+  /** What nedb's update does once it has the new document: swap it into the indexes, append it to the file. */
+  private replace(stored: Doc, changed: Doc): Promise<void> {
+    const db = this.db as unknown as NedbInternals;
+    return db.executor.pushAsync(async () => {
+      db._updateIndexes(stored, changed); // throws, changing nothing, on a unique index violation
+      await db.persistence.persistNewStateAsync([changed]);
     });
   }
 
@@ -268,6 +306,10 @@ function isPlainKey(key: unknown): key is Record<string, unknown> {
 
 /** Applies update operators to a copy of doc, with the MongoDB behaviours nedb lacks. */
 function applyOperators(doc: Doc, update: Update, inserting: boolean): Doc {
+  if (!inserting) {
+    const quick = incAndPush(doc, update);
+    if (quick) return quick;
+  }
   const { $setOnInsert, $pull, ...operators } = update;
   const nedbUpdate: Record<string, Record<string, unknown>> = { ...operators, $set: { ...operators.$set } };
   if (inserting && $setOnInsert) Object.assign(nedbUpdate.$set!, $setOnInsert);
@@ -277,6 +319,34 @@ function applyOperators(doc: Doc, update: Update, inserting: boolean): Doc {
     if (present.length > 0) nedbUpdate.$pull = Object.fromEntries(present);
   }
   return nedbModel.modify(doc, nedbUpdate);
+}
+
+/**
+ * $inc and $push on top-level fields (every credit charge): the new document shares what it does not
+ * change with the stored one, which is replaced, never changed in place. nedb's modify would copy and check
+ * the whole document, all open charges included, on every call. Anything else, or anything nedb would
+ * refuse, is left to nedb (undefined), so its rules and error messages stay the only ones.
+ */
+function incAndPush(doc: Doc, update: Update): Doc | undefined {
+  const { $inc, $push, ...others } = update;
+  if (Object.keys(others).length > 0) return undefined;
+  const changed: Doc = { ...doc };
+  const plainField = (field: string) => field !== '_id' && !field.includes('.');
+  for (const [field, by] of Object.entries($inc ?? {})) {
+    const current = changed[field];
+    if (!plainField(field) || typeof by !== 'number' || (field in changed && typeof current !== 'number')) return undefined;
+    changed[field] = ((current as number | undefined) ?? 0) + by;
+  }
+  for (const [field, value] of Object.entries($push ?? {})) {
+    const list = changed[field];
+    // The dialect allows one modifier, { $each: [...] } (checkUpdate).
+    const elements = isOperatorObject(value) ? (value as { $each: unknown[] }).$each : [value];
+    if (!plainField(field) || (field in changed && !Array.isArray(list))) return undefined;
+    const added = elements.map((element) => nedbModel.deepCopy(element));
+    nedbModel.checkObject(added);
+    changed[field] = [...((list as unknown[] | undefined) ?? []), ...added];
+  }
+  return changed;
 }
 
 // ---- filters: MongoDB semantics that nedb's own query language lacks ----
