@@ -1,5 +1,5 @@
 // The ledger and the credits it settles, on the embedded store (in memory and on disk): group-committed
-// records, reconciliation of charges a crash left open, and roll-up past retention without double counting.
+// charges and records, reconciliation of charges a crash left open, and roll-up past retention without double counting.
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -27,6 +27,20 @@ describe.each([
     const records = Array.from({ length: 50 }, (_, i) => recordOf(charge(`call_${i}`), 'own_1', 'ok', 'ok', 2, 5));
     await Promise.all(records.map((r) => ledger.record(r)));
     expect((await ledger.latest('own_1', 100)).length).toBe(50);
+    await store.close();
+  });
+
+  it('charges that arrive while one is written share the next update if the balance covers them all, else each is tried alone', async () => {
+    const { credits, ledger, store } = await setup(20);
+    const all = await Promise.all(Array.from({ length: 4 }, (_, i) => credits.charge('own_1', charge(`all_${i}`, new Date(), 3))));
+    expect(all).toEqual([true, true, true, true]);
+    // 8 credits left: four more charges of 3 are too many together; the first two, alone, fit.
+    const some = await Promise.all(Array.from({ length: 4 }, (_, i) => credits.charge('own_1', charge(`some_${i}`, new Date(), 3))));
+    expect(some).toEqual([true, true, false, false]);
+    expect(await credits.balance('own_1')).toBe(2);
+    const open = (await credits.all('own_1'))[0]!.open!.map((c) => c.id);
+    expect(open).toEqual(['all_0', 'all_1', 'all_2', 'all_3', 'some_0', 'some_1']);
+    expect((await ledger.check('own_1'))[0]).toMatchObject({ open: 18, difference: 0 });
     await store.close();
   });
 

@@ -1,9 +1,12 @@
 // Credit balances. A charge is ONE conditional atomic update (never below zero, also under
-// concurrency) that also lists the charge as open on the same document. Once the ledger holds the call's
-// record, a refund closes the charge in the same update that gives the credits back; kept charges are
-// dropped from the list in batches. `granted` tracks what was given, so that granted - balance = credits
-// kept by recorded calls + charges with no record yet (ledger.ts checks it).
+// concurrency) that also lists the charge as open on the same document. The charges of one owner that
+// arrive while the previous update of their document is in flight share the next update (group commit,
+// group-commit.ts); if their sum is more than the balance, each is tried alone. Once the ledger holds the
+// call's record, a refund closes the charge in the same update that gives the credits back; kept charges
+// are dropped from the list in batches. `granted` tracks what was given, so that granted - balance =
+// credits kept by recorded calls + charges with no record yet (ledger.ts checks it).
 import type { Collection, Doc, Store } from '../store/index.ts';
+import { GroupCommit } from './group-commit.ts';
 
 /** A charge whose call has not ended yet: what the ledger needs to record it if the process dies. */
 export interface OpenCharge {
@@ -24,6 +27,8 @@ export interface CreditDoc extends Doc {
 
 export class Credits {
   private readonly credits: Collection<CreditDoc>;
+  /** Per owner with charges being written. */
+  private charging = new Map<string, GroupCommit<OpenCharge, boolean>>();
 
   constructor(store: Store) {
     this.credits = store.collection<CreditDoc>('credits');
@@ -56,9 +61,27 @@ export class Credits {
   }
 
   /** Takes the charge's cost and lists it as open, in one atomic update, if the balance allows; false (nothing taken) otherwise. */
-  async charge(ownerId: string, charge: OpenCharge): Promise<boolean> {
-    const { matched } = await this.credits.updateOne({ _id: ownerId, balance: { $gte: charge.cost } }, { $inc: { balance: -charge.cost }, $push: { open: charge } });
-    return matched === 1;
+  charge(ownerId: string, charge: OpenCharge): Promise<boolean> {
+    let owner = this.charging.get(ownerId);
+    if (!owner) {
+      owner = new GroupCommit((charges) => this.take(ownerId, charges), () => this.charging.delete(ownerId));
+      this.charging.set(ownerId, owner);
+    }
+    return owner.add(charge);
+  }
+
+  private async take(ownerId: string, charges: OpenCharge[]): Promise<boolean[]> {
+    const all = async (list: OpenCharge[]) => {
+      const total = list.reduce((sum, c) => sum + c.cost, 0);
+      const { matched } = await this.credits.updateOne({ _id: ownerId, balance: { $gte: total } }, { $inc: { balance: -total }, $push: { open: { $each: list } } });
+      return matched === 1;
+    };
+    if (await all(charges)) return charges.map(() => true);
+    if (charges.length === 1) return [false];
+    // Not enough for all of them: each alone, in order of arrival.
+    const taken: boolean[] = [];
+    for (const c of charges) taken.push(await all([c]));
+    return taken;
   }
 
   /** Closes an open charge, giving `refund` credits back in the same update; a no-op when it is closed already. */

@@ -3,13 +3,14 @@
 // document (see credits.ts) it makes every charge durable with its outcome: after a crash, `reconcile`
 // refunds each charge whose call never finished and records that it did.
 //
-// Records of concurrent calls are written together (group commit: one insertMany per turn of the event
-// loop, each call awaiting its batch). Hourly usage is computed from the records plus hourly aggregates
+// Records of concurrent calls are written together (group commit, group-commit.ts: one insertMany for
+// all that arrived while the previous one was being written, each call awaiting its batch). Hourly usage is computed from the records plus hourly aggregates
 // (collection `usage`) into which records are rolled, and then deleted, once they are older than the
 // retention or, on the embedded store (which keeps every document in memory), beyond the newest
 // `maxRecords`: the ledger stays bounded.
 import type { Collection, Doc, Filter, Store } from '../store/index.ts';
 import type { CreditDoc, Credits, OpenCharge } from './credits.ts';
+import { GroupCommit } from './group-commit.ts';
 
 /** How a call ended: kept its charge (ok, tool_error), gave it back (refunded), or was never charged (rejected). */
 export type CallOutcome = 'ok' | 'tool_error' | 'refunded' | 'rejected';
@@ -78,15 +79,13 @@ const SETTLED_MS = 60_000;
 export class Ledger {
   private readonly calls: Collection<CallDoc>;
   private readonly rolled: Collection<RolledDoc>;
-  private batch: CallDoc[] = [];
-  private written: Promise<void> | null = null;
+  private readonly records = new GroupCommit<CallDoc, void>((docs) => this.insert(docs));
   private sinceRoll = 0;
   /** When each record this process wrote was written, oldest first, so that rolling needs no sort of the ledger. */
   private writtenAt: Date[] = [];
   private rolling: Promise<unknown> | null = null;
-  /** Kept charges to drop from their owner's open list, per owner; pruned once per turn of the event loop. */
-  private kept = new Map<string, string[]>();
-  private pruning: Promise<void> | null = null;
+  /** Kept charges to drop from their owner's open list: per owner with some being dropped. */
+  private readonly pruning = new Map<string, GroupCommit<string, void>>();
 
   constructor(
     store: Store,
@@ -99,20 +98,16 @@ export class Ledger {
 
   /** Writes a call's record; resolves once it is stored, with the records of the calls that ended alongside. */
   record(doc: CallDoc): Promise<void> {
-    this.batch.push(doc);
-    this.written ??= new Promise<void>((resolve, reject) =>
-      setImmediate(() => {
-        const docs = this.batch;
-        this.batch = [];
-        this.written = null;
-        this.calls.insertMany(docs).then(resolve, reject);
-        if (this.options.maxRecords === Infinity) return;
-        for (const d of docs) this.writtenAt.push(d.at);
-        this.sinceRoll += docs.length;
-        if (this.sinceRoll >= this.options.maxRecords / 4) this.rollBeyondMax();
-      }),
-    );
-    return this.written;
+    return this.records.add(doc);
+  }
+
+  private async insert(docs: CallDoc[]): Promise<void> {
+    await this.calls.insertMany(docs);
+    if (this.options.maxRecords !== Infinity) {
+      for (const d of docs) this.writtenAt.push(d.at);
+      this.sinceRoll += docs.length;
+      if (this.sinceRoll >= this.options.maxRecords / 4) this.rollBeyondMax();
+    }
   }
 
   /** Rolls up what lies beyond the newest maxRecords records (in the background, one roll at a time). */
@@ -147,21 +142,20 @@ export class Ledger {
   async settle(doc: CallDoc, refund: boolean): Promise<void> {
     await this.record(doc);
     if (refund) return this.credits.close(doc.owner_id, doc._id, doc.charged);
-    const ids = this.kept.get(doc.owner_id) ?? [];
-    ids.push(doc._id);
-    this.kept.set(doc.owner_id, ids);
-    this.pruning ??= new Promise<void>((resolve) => setImmediate(resolve))
-      .then(() => this.flush())
-      // A failed prune leaves the ids listed; their records settle them, and the next start prunes them.
-      .catch((err) => this.options.onBackgroundError?.(err));
+    const ownerId = doc.owner_id;
+    let owner = this.pruning.get(ownerId);
+    if (!owner) {
+      owner = new GroupCommit<string, void>((ids) => this.credits.prune(ownerId, ids), () => this.pruning.delete(ownerId));
+      this.pruning.set(ownerId, owner);
+    }
+    // Not awaited: a failed prune leaves the ids listed; their records settle them, and the next start prunes them.
+    owner.add(doc._id).catch((err) => this.options.onBackgroundError?.(err));
   }
 
-  /** Drops the kept charges waiting to leave their owners' open lists (also at shutdown). */
+  /** Waits for the records and the drops of kept charges under way (at shutdown). */
   async flush(): Promise<void> {
-    const batch = this.kept;
-    this.kept = new Map();
-    this.pruning = null;
-    await Promise.all([...batch].map(([owner, ids]) => this.credits.prune(owner, ids)));
+    await this.records.idle();
+    await Promise.all([...this.pruning.values()].map((owner) => owner.idle()));
   }
 
   /**

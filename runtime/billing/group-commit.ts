@@ -1,0 +1,47 @@
+// Group commit: items are written together, one write at a time: the first write takes what arrived in the
+// same turn of the event loop, each next one what arrived while the previous was in flight. Under load a
+// slow store gets bigger batches, not a longer queue; a lone item waits one turn.
+
+interface Waiting<T, R> {
+  item: T;
+  resolve: (result: R) => void;
+  reject: (err: unknown) => void;
+}
+
+export class GroupCommit<T, R> {
+  private waiting: Waiting<T, R>[] = [];
+  private draining: Promise<void> | null = null;
+
+  /** `write` stores a batch and returns one result per item, in order (nothing when R is void); if it throws, every item of the batch fails. */
+  constructor(
+    private readonly write: (items: T[]) => Promise<R[] | void>,
+    private readonly onIdle: () => void = () => {},
+  ) {}
+
+  add(item: T): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      this.waiting.push({ item, resolve, reject });
+      this.draining ??= new Promise<void>((turnEnded) => setImmediate(turnEnded)).then(() => this.drain());
+    });
+  }
+
+  /** Resolves once everything added so far is written (or has failed). */
+  async idle(): Promise<void> {
+    while (this.draining) await this.draining;
+  }
+
+  private async drain(): Promise<void> {
+    while (this.waiting.length > 0) {
+      const batch = this.waiting;
+      this.waiting = [];
+      try {
+        const results = await this.write(batch.map((w) => w.item));
+        batch.forEach((w, i) => w.resolve(results?.[i] as R));
+      } catch (err) {
+        for (const w of batch) w.reject(err);
+      }
+    }
+    this.draining = null;
+    this.onIdle();
+  }
+}
