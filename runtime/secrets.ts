@@ -1,29 +1,33 @@
 // Random tokens, hashing and the files of generated secrets (master key, operator token).
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
-/** `prefix` + base62 of `bytes` random bytes (43 characters for 32 bytes). */
+/**
+ * `prefix` + as many uniform base62 characters as carry `bytes` random bytes of entropy (43 for 32 bytes).
+ * Each character is a random byte below 248 (4 x 62) taken modulo 62; larger bytes are skipped, so no
+ * character is likelier than another.
+ */
 export function randomToken(prefix: string, bytes = 32): string {
-  let n = BigInt('0x' + randomBytes(bytes).toString('hex'));
-  let out = '';
   const width = Math.ceil((bytes * 8) / Math.log2(62));
-  for (let i = 0; i < width; i++) {
-    out = BASE62[Number(n % 62n)] + out;
-    n /= 62n;
+  let out = prefix;
+  while (out.length < prefix.length + width) {
+    for (const b of randomBytes(width + 8)) {
+      if (b < 248) out += BASE62[b % 62];
+      if (out.length === prefix.length + width) break;
+    }
   }
-  return prefix + out;
+  return out;
 }
 
-/** A short random id for records (URL-safe). */
 export function randomId(prefix = '', bytes = 12): string {
   return randomToken(prefix, bytes);
 }
 
 export function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  return hash('sha256', text, 'hex'); // one call, no Hash object: it runs for every request's key
 }
 
 export function sameSecret(a: string, b: string): boolean {

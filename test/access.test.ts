@@ -5,6 +5,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { randomId, randomToken } from '../runtime/secrets.ts';
 import { connectV1 } from './support/mcp-clients.ts';
 import { type Owner, type TestService, createOwner, createServer, startTestService } from './support/service.ts';
 import { type DemoUpstream, startDemoUpstream } from './support/upstream.ts';
@@ -32,6 +33,24 @@ async function mcp(svc: TestService, serverId: string, key: string | undefined, 
 }
 
 const echo = (svc: TestService, serverId: string, key: string, args: Record<string, unknown>) => mcp(svc, serverId, key, 'tools/call', { name: 'demo_echo', arguments: args });
+
+describe('random tokens (keys, ids)', () => {
+  it('are the prefix and 43 base62 characters for 32 bytes, every character equally likely', () => {
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 2000; i++) {
+      const token = randomToken('mcpk_');
+      expect(token).toMatch(/^mcpk_[0-9A-Za-z]{43}$/);
+      for (const c of token.slice(5)) counts.set(c, (counts.get(c) ?? 0) + 1);
+    }
+    expect(counts.size).toBe(62);
+    // Chi-square over 62 characters (61 degrees of freedom): a fair source stays far below 150; taking
+    // bytes modulo 62 without skipping the top 8 values would score about 560.
+    const expected = (2000 * 43) / 62;
+    const chiSquare = [...counts.values()].reduce((sum, n) => sum + (n - expected) ** 2 / expected, 0);
+    expect(chiSquare).toBeLessThan(150);
+    expect(randomId('call_')).toMatch(/^call_[0-9A-Za-z]{17}$/);
+  });
+});
 
 describe('API keys and the authorization table', () => {
   let svc: TestService;
