@@ -20,7 +20,7 @@ import { Ledger } from './billing/ledger.ts';
 import type { Config } from './config.ts';
 import { Engine } from './engine/index.ts';
 import { createHttpClient } from './http/client.ts';
-import { type Logger, createLogger } from './log.ts';
+import { type Logger, createLoggers } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { createMcpEndpoint, sendJson } from './mcp/endpoint.ts';
 import { rpcError } from './mcp/protocol.ts';
@@ -86,7 +86,7 @@ const INDEXES = [
 
 export async function startService(opts: ServiceOptions): Promise<RunningService> {
   const { config } = opts;
-  const logger = createLogger(config.logLevel, opts.logDestination);
+  const { logger, accessLog } = createLoggers(config.logLevel, opts.logDestination);
   const plugins = opts.plugins ?? pluginRegistry;
   const catalog = new LiveCatalog(await loadCatalog(config.toolSpecsDir, plugins));
   const store = await openStore({ mongodbUrl: config.mongodbUrl, dataDir: config.dataDir, inMemory: config.inMemory });
@@ -155,8 +155,8 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       const ms = performance.now() - started;
       metrics.request(ctx.path, ctx.status, ms / 1000);
       const line = { requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10, keyId: ctx.state.keyId, tool: ctx.state.tool };
-      if (ctx.status >= 500) logger.warn(line, 'request');
-      else logger.info(line, 'request');
+      if (ctx.status >= 500) accessLog.warn(line, 'request');
+      else accessLog.info(line, 'request');
     }
   });
 
