@@ -3,7 +3,9 @@
 // PROFILE_CONNECTIONS (default 32), after a warm-up that is left out of the profile. Every sample is charged
 // to the innermost frame of its stack that belongs to a stage (so got's socket writes count as got, and
 // ajv's generated code as validation); idle time is left out. Prints one markdown table, stages as rows.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+// PROFILE_OUT=<dir> keeps the profiles there (<server>.cpuprofile: open in Chrome DevTools or speedscope
+// for the flame graph); PROFILE_ONLY=ours-memory,ours-file,bare-proxy picks the servers.
+import { copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -76,7 +78,7 @@ function stagesOf(profile: CpuProfile): Map<string, number> {
   return micros;
 }
 
-async function profileOf(file: string, args: string[], env: Record<string, string>): Promise<Map<string, number>> {
+async function profileOf(name: string, file: string, args: string[], env: Record<string, string>): Promise<Map<string, number>> {
   const dir = await mkdtemp(path.join(tmpdir(), 'tool-server-profile-'));
   const out = path.join(dir, 'cpu.json');
   const target = await launch(file, args, { ...env, BENCH_PROFILE: out });
@@ -92,6 +94,10 @@ async function profileOf(file: string, args: string[], env: Record<string, strin
   for (let i = 0; i < 100; i++) {
     const text = await readFile(out, 'utf8').catch(() => '');
     if (text) {
+      if (process.env.PROFILE_OUT) {
+        await mkdir(process.env.PROFILE_OUT, { recursive: true });
+        await copyFile(out, path.join(process.env.PROFILE_OUT, `${name}.cpuprofile`));
+      }
       await rm(dir, { recursive: true, force: true });
       const micros = stagesOf(JSON.parse(text) as CpuProfile);
       for (const [k, v] of micros) micros.set(k, v / CALLS);
@@ -104,11 +110,16 @@ async function profileOf(file: string, args: string[], env: Record<string, strin
 
 async function main(): Promise<void> {
   const upstream = (await launch('upstream.ts')).url;
-  const columns: Array<[string, Map<string, number>]> = [
-    ['ours (memory store)', await profileOf('ours.ts', [upstream], {})],
-    ['ours (file store)', await profileOf('ours.ts', [upstream], { BENCH_STORE: 'file' })],
-    ['bare Koa+got proxy', await profileOf('bare-proxy.ts', [upstream], {})],
+  const servers: Array<[string, string, string, Record<string, string>]> = [
+    ['ours (memory store)', 'ours-memory', 'ours.ts', {}],
+    ['ours (file store)', 'ours-file', 'ours.ts', { BENCH_STORE: 'file' }],
+    ['bare Koa+got proxy', 'bare-proxy', 'bare-proxy.ts', {}],
   ];
+  const only = process.env.PROFILE_ONLY; // e.g. ours-file: profile just that one
+  const columns: Array<[string, Map<string, number>]> = [];
+  for (const [title, name, file, env] of servers) {
+    if (!only || only.split(',').includes(name)) columns.push([title, await profileOf(name, file, [upstream], env)]);
+  }
   const stages = [...STAGES.map(([s]) => s), 'other (V8, tsx, timers)'];
   const cell = (m: Map<string, number>, s: string) => (m.get(s) ? m.get(s)!.toFixed(0) : '-');
   const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
