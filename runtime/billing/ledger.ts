@@ -73,8 +73,12 @@ export interface InvariantReport {
 }
 
 const HOUR = 3_600_000;
-/** Records are rolled up only once they are this old: a record being written is never missed. */
-const SETTLED_MS = 60_000;
+/**
+ * Records are rolled up only once they are this old, so that a record being written is never missed: its
+ * time is taken when its call ends, and it is stored by the next group commit, milliseconds later. (The
+ * margin also bounds what the embedded store holds beyond maxRecords: the records of the last 10 s.)
+ */
+const SETTLED_MS = 10_000;
 
 export class Ledger {
   private readonly calls: Collection<CallDoc>;
@@ -233,7 +237,9 @@ export class Ledger {
     const groups = new Map<string, CallDoc[]>();
     for (const c of await this.calls.find({ at: { $lt: limit } })) {
       const id = bucketId(c);
-      groups.set(id, [...(groups.get(id) ?? []), c]);
+      const group = groups.get(id);
+      if (group) group.push(c);
+      else groups.set(id, [c]);
     }
     for (const [_id, records] of groups) {
       const existing = await this.rolled.findOne({ _id });
