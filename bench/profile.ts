@@ -48,7 +48,8 @@ const STAGES: Array<[string, (f: Frame) => boolean]> = [
   ['tools, accounts, gateway', (f) => /runtime\/(servers|accounts)\//.test(f.url)],
   ['MCP protocol + JSON', (f) => /runtime\/mcp\//.test(f.url)],
   ['Koa + middleware', (f) => /node_modules\/(koa|@koa|koa-compose|on-finished|statuses|http-errors|content-type|type-is|accepts|vary|cookies|delegates)|runtime\/(service|http|metrics)/.test(f.url) || /bench\/bare-proxy/.test(f.url)],
-  ['node http + sockets', (f) => /^node:(internal\/)?(http|_http|net|stream|internal\/streams|internal\/stream_base)/.test(f.url) || /^node:/.test(f.url)],
+  // File writes belong to whoever writes (the log, the store's files), so node:fs is left to the callers.
+  ['node http + sockets', (f) => /^node:/.test(f.url) && !/^node:(internal\/)?fs/.test(f.url)],
   ['garbage collection', (f) => f.functionName === '(garbage collector)'],
 ];
 
