@@ -2,6 +2,8 @@
 // both eras, every JSON-RPC and HTTP error in its place, pagination, progress and cancellation.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type JiraSimulator, startJiraSimulator } from './simulators/jira/index.ts';
+import { JsonText, stringify } from '../runtime/mcp/json-text.ts';
+import { describeTool, describedTools } from '../runtime/mcp/tools.ts';
 import { connectV1, connectV2 } from './support/mcp-clients.ts';
 import { type Owner, type TestService, createOwner, createServer, startTestService } from './support/service.ts';
 
@@ -365,5 +367,24 @@ describe('progress and cancellation', () => {
     controller.abort();
     expect(await pending).toBeInstanceOf(Error);
     await expect.poll(balance, { timeout: 3000 }).toBe(before);
+  });
+});
+
+describe('answers with pre-serialized parts (tools/list entries)', () => {
+  const tool = { name: 'get_page', title: 'Get page', description: 'Reads a page. ', inputSchema: { type: 'object' }, outputSchema: { type: 'object' }, annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true }, credits: 2 };
+
+  it('put each part in as its JSON, exactly where the value was, and nothing else', () => {
+    const forged = 'a string that looks like a part: \u0000deadbeefdeadbeef:0\u0000';
+    const answer = { id: 1, result: { tools: new JsonText('[{"a":1}]'), note: forged, more: [new JsonText('2'), new JsonText('"x"')] } };
+    expect(JSON.parse(stringify(answer))).toEqual({ id: 1, result: { tools: [{ a: 1 }], note: forged, more: [2, 'x'] } });
+    expect(stringify({ plain: true })).toBe('{"plain":true}');
+  });
+
+  it('give the same entries as describing each tool anew, per protocol revision, also when served from the cache', () => {
+    for (const version of ['2025-03-26', '2025-11-25']) {
+      const expected = [describeTool(tool, version)];
+      for (let i = 0; i < 2; i++) expect(JSON.parse(stringify({ tools: describedTools([tool], version) })).tools).toEqual(expected);
+    }
+    expect(describeTool(tool, '2025-03-26')).not.toHaveProperty('outputSchema');
   });
 });

@@ -19,7 +19,8 @@ import {
   classify,
   rpcError,
 } from './protocol.ts';
-import { callResult, describeTool, errorResult } from './tools.ts';
+import { stringify } from './json-text.ts';
+import { callResult, describedTools, errorResult } from './tools.ts';
 import { SCOPE } from '../oauth/grants.ts';
 import { type Negotiated, modernResultFields, negotiate } from './negotiation.ts';
 
@@ -194,7 +195,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     const page = tools.slice(offset, offset + opts.pageSize);
     const next = offset + page.length;
     return {
-      tools: page.map((t) => describeTool(t, exchange.version)),
+      tools: describedTools(page, exchange.version),
       ...(next < tools.length ? { nextCursor: encodeCursor(next) } : {}),
     };
   }
@@ -240,7 +241,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     let progress = 0;
     const send = (message: unknown) => {
-      if (!res.writableEnded) res.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+      if (!res.writableEnded) res.write(`event: message\ndata: ${stringify(message)}\n\n`);
     };
     const notify = (message: string) => send({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: ++progress, message } });
     // Long waits (webhooks, multi-step tools) keep reporting so clients can show life and reset timeouts.
@@ -306,7 +307,7 @@ function bearerChallenge(metadataUrl: string, tokenError?: string): string {
 export function sendJson(ctx: Context, status: number, body: unknown): void {
   ctx.status = status;
   ctx.type = 'application/json';
-  ctx.body = JSON.stringify(body);
+  ctx.body = stringify(body);
 }
 
 function sendHttpError(ctx: Context, status: number, body: { error: string; message: string }): void {

@@ -1,4 +1,5 @@
 // How tools and tool results look on the wire, per protocol revision.
+import { JsonText } from './json-text.ts';
 import type { ToolError } from '../tool-error.ts';
 import type { CallOutcome, ExposedTool } from './backend.ts';
 
@@ -45,6 +46,22 @@ export function describeTool(tool: ExposedTool, version: string): Record<string,
     entry.outputSchema = advertisedOutputSchema(tool.outputSchema);
   }
   return entry;
+}
+
+/** Each tool's entry serialized once per protocol revision (entries differ only before and after 2025-06-18). */
+const serialized = new WeakMap<ExposedTool, Map<string, string>>();
+
+/** tools/list entries, as serialized JSON. Exposed tools are rebuilt whenever a server's tools change, so a cached entry never outlives its tool. */
+export function describedTools(tools: ExposedTool[], version: string): JsonText {
+  const variant = supportsStructured(version) ? 'structured' : 'plain';
+  const entries = tools.map((tool) => {
+    let byVariant = serialized.get(tool);
+    if (!byVariant) serialized.set(tool, (byVariant = new Map()));
+    let text = byVariant.get(variant);
+    if (text === undefined) byVariant.set(variant, (text = JSON.stringify(describeTool(tool, version))));
+    return text;
+  });
+  return new JsonText(`[${entries.join(',')}]`);
 }
 
 /** A tools/call result: the JSON as text, structuredContent from 2025-06-18 on, isError on failures. */
