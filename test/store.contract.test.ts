@@ -1,6 +1,6 @@
 // One contract suite for the store port, run against every adapter available: the embedded store (in
 // memory and file-backed) always, MongoDB when MONGODB_URL is set (a fresh database per test, dropped after).
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { MongoBulkWriteError, MongoClient, MongoServerError } from 'mongodb';
@@ -516,22 +516,6 @@ describe('embedded store, file-backed specifics', () => {
     expect((await reopened.findOne({ _id: 'o1' }))!.born).toBeInstanceOf(Date);
     await expect(reopened.insertOne({ _id: 'o4', email: 'a@x.test' })).rejects.toBeInstanceOf(DuplicateKeyError);
     await second.close();
-  });
-
-  it('indexes only the leading field of a non-unique compound index, also for a data file that declared the compound one', async () => {
-    const dir = await tempDir();
-    // What an earlier release wrote: nedb rebuilds the indexes a data file declares when it loads it.
-    const declared = { $$indexCreated: { fieldName: 'at,owner_id', unique: false, sparse: false } };
-    const at = { $$date: Date.parse('2026-01-01T00:00:00Z') };
-    await writeFile(path.join(dir, 'calls.db'), `${JSON.stringify(declared)}\n${JSON.stringify({ _id: 'c1', owner_id: 'o1', at })}\n`);
-    const store = await openStore({ dataDir: dir });
-    await store.ensureIndexes([{ collection: 'calls', fields: ['owner_id', 'at'] }]);
-    const calls = store.collection<Doc>('calls');
-    await calls.insertOne({ _id: 'c2', owner_id: 'o1', at: new Date('2026-01-02T00:00:00Z') });
-    expect((await calls.find({ owner_id: 'o1', at: { $gte: new Date('2026-01-01T12:00:00Z') } })).map((c) => c._id)).toEqual(['c2']);
-    await store.close(); // compacts: the file now declares what is built
-    const indexLines = (await lines(path.join(dir, 'calls.db'))).filter((l) => l.includes('$$indexCreated')).map((l) => JSON.parse(l).$$indexCreated.fieldName);
-    expect(indexLines).toEqual(['owner_id']);
   });
 
   it('creates its folder 0700 and its files 0600, also after compaction', async () => {

@@ -174,16 +174,9 @@ class EmbeddedCollection implements Collection<Doc> {
 
   async ensureIndex(spec: IndexSpec): Promise<void> {
     const { fields, unique = false, sparse = false } = spec;
-    // nedb uses a compound index only when a query gives every field by equality, which ours never do for a
-    // non-unique one (its last field is a time range or a sort): that index would cost every insert and help
-    // no read. Its leading field alone helps the reads that MongoDB's compound index serves.
-    const indexed = unique ? fields : fields.slice(0, 1);
     await this.exclusive(async () => {
-      // A data file from before this rule still declares the compound index (nedb rebuilds it at load).
-      const compound = [...fields].sort().join(',');
-      if (indexed !== fields && compound in (this.db as unknown as { indexes: object }).indexes) await this.db.removeIndexAsync(compound);
       try {
-        await this.db.ensureIndexAsync({ fieldName: indexed, unique, sparse });
+        await this.db.ensureIndexAsync({ fieldName: fields, unique, sparse });
       } catch (error) {
         if (isUniqueViolation(error)) throw new DuplicateKeyError(this.name, fields, { cause: error });
         throw error;
