@@ -4,7 +4,7 @@
 // to the innermost frame of its stack that belongs to a stage (so got's socket writes count as got, and
 // ajv's generated code as validation); idle time is left out. Prints one markdown table, stages as rows.
 // PROFILE_OUT=<dir> keeps the profiles there (<server>.cpuprofile: open in Chrome DevTools or speedscope
-// for the flame graph); PROFILE_ONLY=ours-memory,ours-file,bare-proxy picks the servers.
+// for the flame graph); PROFILE_ONLY=ours-memory,ours-file,bare-proxy (the default), ours-notion picks the servers.
 import { copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,7 +14,10 @@ import { children, launch, runBench } from './processes.ts';
 
 const CALLS = Number(process.env.PROFILE_CALLS || 20_000);
 const CONNECTIONS = Number(process.env.PROFILE_CONNECTIONS || 32);
-const BODY = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'demo_ping', arguments: {} } });
+const call = (name: string, args: object) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } });
+const PING = call('demo_ping', {});
+/** The Notion page the bench's upstream serves (bench/upstream.ts). */
+const GET_PAGE = call('get_page', { page_id: '59833787-2cf9-4fdf-8782-e53db20768a5' });
 
 interface Frame {
   functionName: string;
@@ -79,13 +82,13 @@ function stagesOf(profile: CpuProfile): Map<string, number> {
   return micros;
 }
 
-async function profileOf(name: string, file: string, args: string[], env: Record<string, string>): Promise<Map<string, number>> {
+async function profileOf(name: string, file: string, args: string[], env: Record<string, string>, body: string): Promise<Map<string, number>> {
   const dir = await mkdtemp(path.join(tmpdir(), 'tool-server-profile-'));
   const out = path.join(dir, 'cpu.json');
   const target = await launch(file, args, { ...env, BENCH_PROFILE: out });
   const child = children.at(-1)!;
   const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(target.key ? { authorization: `Bearer ${target.key}` } : {}) };
-  const run = (amount: number) => autocannon({ url: target.url, connections: CONNECTIONS, amount, method: 'POST', headers, body: BODY });
+  const run = (amount: number) => autocannon({ url: target.url, connections: CONNECTIONS, amount, method: 'POST', headers, body });
   await run(3000);
   child.kill('SIGUSR2');
   await sleep(200);
@@ -111,15 +114,17 @@ async function profileOf(name: string, file: string, args: string[], env: Record
 
 async function main(): Promise<void> {
   const upstream = (await launch('upstream.ts')).url;
-  const servers: Array<[string, string, string, Record<string, string>]> = [
-    ['ours (memory store)', 'ours-memory', 'ours.ts', {}],
-    ['ours (file store)', 'ours-file', 'ours.ts', { BENCH_STORE: 'file' }],
-    ['bare Koa+got proxy', 'bare-proxy', 'bare-proxy.ts', {}],
+  const servers: Array<[string, string, string, Record<string, string>, string]> = [
+    ['ours (memory store)', 'ours-memory', 'ours.ts', {}, PING],
+    ['ours (file store)', 'ours-file', 'ours.ts', { BENCH_STORE: 'file' }, PING],
+    ['bare Koa+got proxy', 'bare-proxy', 'bare-proxy.ts', {}, PING],
+    // Only when asked for: our Notion tools reading a page, the call the bench compares with the official Notion MCP server.
+    ['ours (Notion get_page)', 'ours-notion', 'ours.ts', { BENCH_FAMILY: 'workspace' }, GET_PAGE],
   ];
-  const only = process.env.PROFILE_ONLY; // e.g. ours-file: profile just that one
+  const only = (process.env.PROFILE_ONLY ?? 'ours-memory,ours-file,bare-proxy').split(',');
   const columns: Array<[string, Map<string, number>]> = [];
-  for (const [title, name, file, env] of servers) {
-    if (!only || only.split(',').includes(name)) columns.push([title, await profileOf(name, file, [upstream], env)]);
+  for (const [title, name, file, env, body] of servers) {
+    if (only.includes(name)) columns.push([title, await profileOf(name, file, [upstream], env, body)]);
   }
   const stages = [...STAGES.map(([s]) => s), 'other (V8, tsx, timers)'];
   const cell = (m: Map<string, number>, s: string) => (m.get(s) ? m.get(s)!.toFixed(0) : '-');
