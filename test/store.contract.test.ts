@@ -1,6 +1,6 @@
 // One contract suite for the store port, run against every adapter available: the embedded store (in
 // memory and file-backed) always, MongoDB when MONGODB_URL is set (a fresh database per test, dropped after).
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { MongoBulkWriteError, MongoClient, MongoServerError } from 'mongodb';
@@ -494,6 +494,12 @@ function storeContract(open: () => Promise<Store>): void {
 
 describe('embedded store, file-backed specifics', () => {
   const lines = async (file: string) => (await readFile(file, 'utf8')).split('\n').filter(Boolean);
+  /** A copy of a store's folder as it is on disk now. */
+  const copyOf = async (dir: string) => {
+    const copy = await tempDir();
+    await cp(dir, copy, { recursive: true });
+    return copy;
+  };
 
   it('persists documents, Dates and unique indexes across close and reopen', async () => {
     const dir = await tempDir();
@@ -550,6 +556,12 @@ describe('embedded store, file-backed specifics', () => {
     const file = path.join(dir, 'counters.db');
     expect((await lines(file)).length).toBe(11);
     await expect.poll(async () => (await lines(file)).length, { timeout: 5_000, interval: 200 }).toBe(1);
+    // Writes after a compaction go to the new file (data files are kept open for appending), as a second
+    // store reading the folder while the first is still open (as after a crash) sees.
+    await counters.updateOne({ _id: 'c' }, { $inc: { n: 1 } });
+    const reader = await openEmbeddedStore({ dir: await copyOf(dir) });
+    expect(await reader.collection<Doc>('counters').findOne({ _id: 'c' })).toEqual({ _id: 'c', n: 11 });
+    await reader.close();
     await store.close();
   });
 

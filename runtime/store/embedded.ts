@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import nedb from '@seald-io/nedb';
+import { closeDataFile } from './nedb-files.ts';
 import { checkCollectionName, checkFilter, checkUpdate, isOperatorObject, newId, upsertSeed } from './dialect.ts';
 import { type Collection, type Doc, DuplicateKeyError, type Filter, type FindOptions, type IndexSpec, type Store, type Update } from './port.ts';
 
@@ -87,6 +88,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
       closed = true;
       clearInterval(compactionTimer);
       await Promise.all([...collections.values()].map((c) => c.drainAndCompact(dir !== undefined)));
+      if (dir !== undefined) await Promise.all([...collections.keys()].map((name) => closeDataFile(path.join(dir, `${name}.db`))));
     },
   };
 }
