@@ -22,6 +22,7 @@ export function randomToken(prefix: string, bytes = 32): string {
   return out;
 }
 
+/** A short random id for records (URL-safe). */
 export function randomId(prefix = '', bytes = 12): string {
   return randomToken(prefix, bytes);
 }

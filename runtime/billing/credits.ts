@@ -1,7 +1,8 @@
 // Credit balances. A charge is ONE conditional atomic update (never below zero, also under
 // concurrency) that also lists the charge as open on the same document. The charges of one owner that
-// arrive while the previous update of their document is in flight share the next update (group commit,
-// group-commit.ts); if their sum is more than the balance, each is tried alone. Once the ledger holds the
+// arrive together (in one turn of the event loop, or while the previous update of their document is in
+// flight) share one update (group commit, group-commit.ts); if their sum is more than the balance, each is
+// tried alone. Once the ledger holds the
 // call's record, a refund closes the charge in the same update that gives the credits back; kept charges
 // are dropped from the list in batches. `granted` tracks what was given, so that granted - balance =
 // credits kept by recorded calls + charges with no record yet (ledger.ts checks it).

@@ -4,10 +4,10 @@
 // refunds each charge whose call never finished and records that it did.
 //
 // Records of concurrent calls are written together (group commit, group-commit.ts: one insertMany for
-// all that arrived while the previous one was being written, each call awaiting its batch). Hourly usage is computed from the records plus hourly aggregates
-// (collection `usage`) into which records are rolled, and then deleted, once they are older than the
-// retention or, on the embedded store (which keeps every document in memory), beyond the newest
-// `maxRecords`: the ledger stays bounded.
+// those that ended together, each call awaiting its batch). Hourly usage is computed from the records plus
+// hourly aggregates (collection `usage`) into which records are rolled, and then deleted, once they are
+// older than the retention or, on the embedded store (which keeps every document in memory), beyond the
+// newest `maxRecords`: the ledger stays bounded.
 import type { Collection, Doc, Filter, Store } from '../store/index.ts';
 import type { CreditDoc, Credits, OpenCharge } from './credits.ts';
 import { GroupCommit } from './group-commit.ts';

@@ -227,8 +227,12 @@ class EmbeddedCollection implements Collection<Doc> {
     checkUpdate(update);
     return this.exclusive(async () => {
       const query = toNedbQuery(filter);
-      const matching = candidatesOf(this.db, query).filter((doc) => nedbModel.match(doc, query));
-      const targets = mode.multi ? matching : matching.slice(0, 1);
+      const targets: Doc[] = [];
+      for (const doc of candidatesOf(this.db, query)) {
+        if (!nedbModel.match(doc, query)) continue;
+        targets.push(doc);
+        if (!mode.multi) break;
+      }
 
       if (targets.length === 0 && mode.upsert) {
         const seed = upsertSeed(filter);
