@@ -1,6 +1,7 @@
 // Group commit: items are written together, one write at a time: the first write takes what arrived in the
 // same turn of the event loop, each next one what arrived while the previous was in flight. Under load a
-// slow store gets bigger batches, not a longer queue; a lone item waits one turn.
+// slow store gets bigger batches, not a longer queue; a lone item waits one turn. (Measured: starting the
+// first write at once instead leaves one caller as fast and cuts tools/call at c=32 by a third.)
 
 interface Waiting<T, R> {
   item: T;
