@@ -7,7 +7,7 @@
 // are dropped from the list in batches. `granted` tracks what was given, so that granted - balance =
 // credits kept by recorded calls + charges with no record yet (ledger.ts checks it).
 import type { Collection, Doc, Store } from '../store/index.ts';
-import { GroupCommit } from './group-commit.ts';
+import { KeyedGroupCommit } from './group-commit.ts';
 
 /** A charge whose call has not ended yet: what the ledger needs to record it if the process dies. */
 export interface OpenCharge {
@@ -28,8 +28,7 @@ export interface CreditDoc extends Doc {
 
 export class Credits {
   private readonly credits: Collection<CreditDoc>;
-  /** Per owner with charges being written. */
-  private charging = new Map<string, GroupCommit<OpenCharge, boolean>>();
+  private readonly charges = new KeyedGroupCommit<OpenCharge, boolean>((ownerId, charges) => this.take(ownerId, charges));
 
   constructor(store: Store) {
     this.credits = store.collection<CreditDoc>('credits');
@@ -63,12 +62,7 @@ export class Credits {
 
   /** Takes the charge's cost and lists it as open, in one atomic update, if the balance allows; false (nothing taken) otherwise. */
   charge(ownerId: string, charge: OpenCharge): Promise<boolean> {
-    let owner = this.charging.get(ownerId);
-    if (!owner) {
-      owner = new GroupCommit((charges) => this.take(ownerId, charges), () => this.charging.delete(ownerId));
-      this.charging.set(ownerId, owner);
-    }
-    return owner.add(charge);
+    return this.charges.add(ownerId, charge);
   }
 
   private async take(ownerId: string, charges: OpenCharge[]): Promise<boolean[]> {

@@ -46,3 +46,24 @@ export class GroupCommit<T, R> {
     this.onIdle();
   }
 }
+
+/** One GroupCommit per key (an owner, whose document the writes change), kept only while it has work. */
+export class KeyedGroupCommit<T, R> {
+  private readonly byKey = new Map<string, GroupCommit<T, R>>();
+
+  constructor(private readonly write: (key: string, items: T[]) => Promise<R[] | void>) {}
+
+  add(key: string, item: T): Promise<R> {
+    let commit = this.byKey.get(key);
+    if (!commit) {
+      commit = new GroupCommit<T, R>((items) => this.write(key, items), () => this.byKey.delete(key));
+      this.byKey.set(key, commit);
+    }
+    return commit.add(item);
+  }
+
+  /** Resolves once everything added so far, for every key, is written (or has failed). */
+  async idle(): Promise<void> {
+    await Promise.all([...this.byKey.values()].map((commit) => commit.idle()));
+  }
+}

@@ -10,7 +10,7 @@
 // newest `maxRecords`: the ledger stays bounded.
 import type { Collection, Doc, Filter, Store } from '../store/index.ts';
 import type { CreditDoc, Credits, OpenCharge } from './credits.ts';
-import { GroupCommit } from './group-commit.ts';
+import { GroupCommit, KeyedGroupCommit } from './group-commit.ts';
 
 /** How a call ended: kept its charge (ok, tool_error), gave it back (refunded), or was never charged (rejected). */
 export type CallOutcome = 'ok' | 'tool_error' | 'refunded' | 'rejected';
@@ -88,8 +88,8 @@ export class Ledger {
   /** When each record this process wrote was written, oldest first, so that rolling needs no sort of the ledger. */
   private writtenAt: Date[] = [];
   private rolling: Promise<unknown> | null = null;
-  /** Kept charges to drop from their owner's open list: per owner with some being dropped. */
-  private readonly pruning = new Map<string, GroupCommit<string, void>>();
+  /** Kept charges to drop from their owner's open list. */
+  private readonly prunes = new KeyedGroupCommit<string, void>((ownerId, ids) => this.credits.prune(ownerId, ids));
 
   constructor(
     store: Store,
@@ -146,20 +146,14 @@ export class Ledger {
   async settle(doc: CallDoc, refund: boolean): Promise<void> {
     await this.record(doc);
     if (refund) return this.credits.close(doc.owner_id, doc._id, doc.charged);
-    const ownerId = doc.owner_id;
-    let owner = this.pruning.get(ownerId);
-    if (!owner) {
-      owner = new GroupCommit<string, void>((ids) => this.credits.prune(ownerId, ids), () => this.pruning.delete(ownerId));
-      this.pruning.set(ownerId, owner);
-    }
     // Not awaited: a failed prune leaves the ids listed; their records settle them, and the next start prunes them.
-    owner.add(doc._id).catch((err) => this.options.onBackgroundError?.(err));
+    this.prunes.add(doc.owner_id, doc._id).catch((err) => this.options.onBackgroundError?.(err));
   }
 
   /** Waits for the records and the drops of kept charges under way (at shutdown). */
   async flush(): Promise<void> {
     await this.records.idle();
-    await Promise.all([...this.pruning.values()].map((owner) => owner.idle()));
+    await this.prunes.idle();
   }
 
   /**
