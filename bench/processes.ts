@@ -10,6 +10,9 @@ const SAFETY_NET = ['--import', 'tsx', '--import', './test/support/loopback-only
 
 export const children: ChildProcess[] = [];
 
+/** The Notion page the fake upstream serves (upstream.ts) and the Notion rows of the bench read. */
+export const BENCH_PAGE = { id: '59833787-2cf9-4fdf-8782-e53db20768a5', title: 'Quarterly roadmap review' };
+
 /**
  * Starts `tsx bench/<file>` and waits for the JSON line it prints. `env` adds to the environment;
  * BENCH_NODE_FLAGS there adds node flags.

@@ -10,14 +10,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
-import { children, launch, runBench } from './processes.ts';
+import { BENCH_PAGE, children, launch, runBench } from './processes.ts';
 
 const CALLS = Number(process.env.PROFILE_CALLS || 20_000);
 const CONNECTIONS = Number(process.env.PROFILE_CONNECTIONS || 32);
 const call = (name: string, args: object) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } });
 const PING = call('demo_ping', {});
-/** The Notion page the bench's upstream serves (bench/upstream.ts). */
-const GET_PAGE = call('get_page', { page_id: '59833787-2cf9-4fdf-8782-e53db20768a5' });
+const GET_PAGE = call('get_page', { page_id: BENCH_PAGE.id });
 
 interface Frame {
   functionName: string;

@@ -4,7 +4,7 @@
 // (a 200 that carries an error counts as an error). Prints req/s, p50 and p99 per row, then the ratios, one
 // line per goal. BENCH_SECONDS sets the length of each row (default 5).
 import autocannon from 'autocannon';
-import { launch, launchNotionMcp, runBench } from './processes.ts';
+import { BENCH_PAGE, launch, launchNotionMcp, runBench } from './processes.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 5);
 /** This service: key auth + rate limits + credit charge + tool spec + ledger + usage, i.e. the full pipeline. */
@@ -17,8 +17,6 @@ const BARE = 'bare Koa+got proxy';
 /** Our Notion tools (tool-specs/workspace) and the official Notion MCP server, reading the same page. */
 const OURS_NOTION = 'ours (Notion tools)';
 const NOTION_MCP = 'official Notion MCP';
-const PAGE_ID = '59833787-2cf9-4fdf-8782-e53db20768a5';
-const PAGE_TITLE = 'Quarterly roadmap review';
 
 /**
  * A JSON-RPC request with a fresh id on every send, as a real client makes them: a session-based server
@@ -134,15 +132,15 @@ async function main(): Promise<void> {
       name: OURS_NOTION,
       url: oursNotion.url,
       headers: { authorization: `Bearer ${oursNotion.key}` },
-      bodies: { 'tools/list': rpc('tools/list'), 'tools/call': call('get_page', { page_id: PAGE_ID }) },
-      expect: { 'tools/list': 'get_page', 'tools/call': PAGE_TITLE },
+      bodies: { 'tools/list': rpc('tools/list'), 'tools/call': call('get_page', { page_id: BENCH_PAGE.id }) },
+      expect: { 'tools/list': 'get_page', 'tools/call': BENCH_PAGE.title },
     },
     {
       name: NOTION_MCP,
       url: notionMcp.url,
       headers: notionMcp.headers,
-      bodies: { 'tools/list': rpc('tools/list'), 'tools/call': call('API-retrieve-a-page', { page_id: PAGE_ID }) },
-      expect: { 'tools/list': 'API-retrieve-a-page', 'tools/call': PAGE_TITLE },
+      bodies: { 'tools/list': rpc('tools/list'), 'tools/call': call('API-retrieve-a-page', { page_id: BENCH_PAGE.id }) },
+      expect: { 'tools/list': 'API-retrieve-a-page', 'tools/call': BENCH_PAGE.title },
     },
   ];
   progress('all servers up');

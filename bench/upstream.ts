@@ -2,6 +2,7 @@
 // both Notion MCP servers fetch for a "retrieve page" call), anything else a small JSON body. GET /__count
 // tells how many page reads it served, so the bench can check that every counted call really reached it.
 import http from 'node:http';
+import { BENCH_PAGE } from './processes.ts';
 
 const small = JSON.stringify({ ok: true });
 let pageReads = 0;
@@ -23,7 +24,7 @@ function page(id: string): string {
     in_trash: false,
     is_locked: false,
     properties: {
-      Name: { id: 'title', type: 'title', title: [text('Quarterly roadmap review')] },
+      Name: { id: 'title', type: 'title', title: [text(BENCH_PAGE.title)] },
       Status: { id: '%3AUJq', type: 'status', status: { id: 'in-progress', name: 'In progress', color: 'blue' } },
       Due: { id: 'f%5B%5C', type: 'date', date: { start: '2026-12-01', end: null, time_zone: null } },
       Owner: { id: 'Ab%3Cd', type: 'people', people: [{ object: 'user', id: '6c1b3f2e-6a3d-4e0b-9a8c-2f7e1d5c4b3a' }] },
