@@ -38,7 +38,7 @@ const STAGES: Array<[string, (f: Frame) => boolean]> = [
   ['log (pino)', (f) => /node_modules\/(pino|sonic-boom|thread-stream)|runtime\/log\.ts/.test(f.url)],
   ['validation (ajv)', (f) => /node_modules\/ajv/.test(f.url) || (f.url === '' && /^validate\d*$/.test(f.functionName))],
   ['rate limits', (f) => /rate-limiter-flexible|runtime\/access\/rate-limit\.ts/.test(f.url)],
-  ['auth (key lookup)', (f) => /runtime\/access\/keys\.ts|runtime\/oauth\//.test(f.url) || (/runtime\/servers\/gateway\.ts/.test(f.url) && /authenticate/.test(f.functionName))],
+  ['auth (key lookup)', (f) => /runtime\/access\/keys\.ts|runtime\/oauth\//.test(f.url) || (/runtime\/pipeline\/call-pipeline\.ts/.test(f.url) && /authenticate/.test(f.functionName))],
   ['credits', (f) => /runtime\/billing\/credits\.ts/.test(f.url)],
   ['ledger', (f) => /runtime\/billing\/ledger\.ts/.test(f.url)],
   ['store', (f) => /runtime\/store\/|node_modules\/(@seald-io\/nedb|nedb|mongodb|bson)/.test(f.url)],
@@ -47,7 +47,7 @@ const STAGES: Array<[string, (f: Frame) => boolean]> = [
   ['plugins', (f) => /\/plugins\//.test(f.url)],
   ['got + outbound guard', (f) => /node_modules\/(got|@szmarczak|cacheable|http2-wrapper|responselike|lowercase-keys|p-cancelable|decompress-response|form-data-encoder|@sindresorhus|byte-counter|chunk-data)|runtime\/http\/(client|guard)\.ts/.test(f.url)],
   ['engine (other)', (f) => /runtime\/engine\//.test(f.url)],
-  ['tools, accounts, gateway', (f) => /runtime\/(servers|accounts)\//.test(f.url)],
+  ['tools, accounts, call pipeline', (f) => /runtime\/(servers|accounts|pipeline)\//.test(f.url)],
   ['MCP protocol + JSON', (f) => /runtime\/mcp\//.test(f.url)],
   ['Koa + middleware', (f) => /node_modules\/(koa|@koa|koa-compose|on-finished|statuses|http-errors|content-type|type-is|accepts|vary|cookies|delegates)|runtime\/(service|http|metrics)/.test(f.url) || /bench\/bare-proxy/.test(f.url)],
   // File writes belong to whoever writes (the log, the store's files), so node:fs is left to the callers.

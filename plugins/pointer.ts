@@ -1,7 +1,6 @@
 // JSON pointers for plugin options ("/fields/description"), with "*" matching every array item or
 // object member, so one option can reach e.g. every issue of a search result.
-import { pointerParts } from '../runtime/json-pointer.ts';
-import type { RequestPlugin, ResponsePlugin } from '../runtime/plugin-api.ts';
+import { pointerParts, type RequestPlugin, type ResponsePlugin } from '../runtime/plugin-api.ts';
 
 /** Calls `fn` for each value the pointer reaches and replaces it with the result (undefined leaves it). */
 export function updateAt(root: unknown, pointer: string, fn: (value: unknown) => unknown): void {

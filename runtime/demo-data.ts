@@ -1,14 +1,14 @@
-// The demo data set: the four provider simulators on loopback and the service with an owner who can sign in
+// The demo data set: the four provider sandboxes on loopback and the service with an owner who can sign in
 // to the dashboard, sandbox accounts, one server exposing every base tool, and a server key. Used by
 // `npm run demo` and by the screenshot script.
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { startJiraSimulator } from '../test/simulators/jira/index.ts';
-import { startN8nSimulator } from '../test/simulators/n8n/index.ts';
-import { startNotionSimulator } from '../test/simulators/notion/index.ts';
-import { startPostgrestSimulator } from '../test/simulators/postgrest/index.ts';
+import { startJiraSandbox } from '../sandboxes/jira/jira-sandbox.ts';
+import { startN8nSandbox } from '../sandboxes/n8n/n8n-sandbox.ts';
+import { startNotionSandbox } from '../sandboxes/notion/notion-sandbox.ts';
+import { startPostgrestSandbox } from '../sandboxes/postgrest/postgrest-sandbox.ts';
 import { loadConfig } from './config.ts';
 import { type RunningService, startService } from './service.ts';
 
@@ -21,7 +21,7 @@ export interface Demo {
 }
 
 export async function startDemo(env: NodeJS.ProcessEnv = process.env): Promise<Demo> {
-  const [jira, n8n, notion, postgrest] = await Promise.all([startJiraSimulator(), startN8nSimulator(), startNotionSimulator(), startPostgrestSimulator()]);
+  const [jira, n8n, notion, postgrest] = await Promise.all([startJiraSandbox(), startN8nSandbox(), startNotionSandbox(), startPostgrestSandbox()]);
   const sandboxAccounts: Record<string, Record<string, string>> = {
     tracker: { name: 'Sandbox Jira', site_url: jira.url, email: jira.credentials.email, api_token: jira.credentials.apiToken, gateway_url: jira.gatewayUrl },
     automation: { name: 'Sandbox n8n', base_url: n8n.url, api_key: n8n.apiKey },
@@ -31,7 +31,7 @@ export async function startDemo(env: NodeJS.ProcessEnv = process.env): Promise<D
   const config = loadConfig({
     ...env,
     DATA_DIR: env.DATA_DIR || (await mkdtemp(path.join(tmpdir(), 'tool-server-demo-'))),
-    // The simulators live on loopback: the demo opens the outbound guard for loopback only.
+    // The sandboxes live on loopback: the demo opens the outbound guard for loopback only.
     ALLOW_PRIVATE_NETWORKS: env.ALLOW_PRIVATE_NETWORKS || 'loopback',
     SIGNUP: 'open',
     STARTING_CREDITS: '1000',

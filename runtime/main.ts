@@ -3,7 +3,7 @@
 import cluster from 'node:cluster';
 import { ConfigError, loadConfig } from './config.ts';
 import { startService } from './service.ts';
-import { SpecLoadError } from './spec/loader.ts';
+import { SpecLoadError } from './toolspec/loader.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();

@@ -1,9 +1,13 @@
-// The plugin interface (design.md section 8). Plugins are TypeScript modules registered by name in
-// plugins/index.ts and selected from typed slots of a tool spec; a spec never names a module path.
+// The plugin interface (docs/architecture.md, "Plugins"). Plugins are TypeScript modules registered by name in
+// plugins/registry.ts and selected from typed slots of a tool spec; a spec never names a module path.
 import type { UpstreamResponse } from './http/client.ts';
-import type { HttpMethod } from './spec/types.ts';
+import type { HttpMethod } from './toolspec/types.ts';
 
-export type { UpstreamResponse };
+// What plugins may use of the runtime, all through this one module (the linter keeps plugins to it).
+export type { UpstreamResponse, HttpMethod };
+export { ToolError } from './tool-error.ts';
+export { providerDetail } from './engine/errors.ts';
+export { pointerParts } from './json-pointer.ts';
 
 /** A provider request as plugins see it, before the base URL and authentication are added. */
 export interface OutboundRequest {

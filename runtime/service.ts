@@ -6,19 +6,19 @@ import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { DestinationStream } from 'pino';
-import { pluginRegistry } from '../plugins/index.ts';
+import { pluginRegistry } from '../plugins/registry.ts';
 import { Accounts, Vault, parseMasterKey } from './accounts/accounts.ts';
 import { ApiKeys } from './access/keys.ts';
 import { Owners } from './access/owners.ts';
 import { Sessions } from './access/sessions.ts';
 import { SignInLimits } from './access/sign-in-limits.ts';
 import { KeyRateLimiter } from './access/rate-limit.ts';
-import { createApiRouter } from './api/index.ts';
-import { createDashboardRouter, pageNotFound } from './dashboard/index.ts';
+import { createApiRouter } from './api/router.ts';
+import { createDashboardRouter, pageNotFound } from './dashboard/routes.ts';
 import { Credits } from './billing/credits.ts';
 import { Ledger } from './billing/ledger.ts';
 import type { Config } from './config.ts';
-import { Engine } from './engine/index.ts';
+import { Engine } from './engine/engine.ts';
 import { createHttpClient } from './http/client.ts';
 import { type Logger, createLoggers } from './log.ts';
 import { Metrics } from './metrics.ts';
@@ -26,15 +26,16 @@ import { createMcpEndpoint, sendJson } from './mcp/endpoint.ts';
 import { rpcError } from './mcp/protocol.ts';
 import type { PluginRegistry } from './plugin-api.ts';
 import { METADATA_FETCH_LIMITS, OAuthClients } from './oauth/clients.ts';
-import { OAuthGrants } from './oauth/grants.ts';
+import { OAuthGrants, SCOPE } from './oauth/grants.ts';
 import { createOAuthRouter, resourceMetadataUrl } from './oauth/routes.ts';
 import { generatedSecret, randomToken, sameSecret } from './secrets.ts';
-import { Gateway } from './servers/gateway.ts';
+import { CallPipeline } from './pipeline/call-pipeline.ts';
 import { Servers } from './servers/servers.ts';
-import { CustomTools } from './servers/tools.ts';
-import { LiveCatalog } from './spec/live.ts';
-import { loadCatalog } from './spec/loader.ts';
-import { type Store, openStore } from './store/index.ts';
+import { CustomTools } from './servers/custom-tools.ts';
+import { LiveCatalog } from './toolspec/live.ts';
+import { loadCatalog } from './toolspec/loader.ts';
+import { openStore } from './store/open-store.ts';
+import type { Store } from './store/port.ts';
 
 /** No call lasts longer: the longest webhook wait (300 s) plus the retries and the answer, with margin. */
 const MAX_CALL_MS = 15 * 60_000;
@@ -132,7 +133,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   await reconcile();
   const rateLimiter = new KeyRateLimiter(config.rateLimit, store.mongo);
   const metrics = new Metrics();
-  const gateway = new Gateway({ keys, oauth: oauth.grants, servers, tools, accounts, credits, ledger, rateLimiter, engine, logger, metrics });
+  const pipeline = new CallPipeline({ keys, oauth: oauth.grants, servers, tools, accounts, credits, ledger, rateLimiter, engine, logger, metrics });
 
   const app = new Koa({ proxy: config.trustProxy });
   app.silent = true;
@@ -189,7 +190,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   router.post(
     '/mcp/:serverId',
     createMcpEndpoint({
-      backend: gateway,
+      backend: pipeline,
       logger,
       maxBodyBytes: config.maxBodyBytes,
       allowedOrigins: config.allowedOrigins,
@@ -198,6 +199,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       serverInfo: SERVICE_INFO,
       instructions: 'Tools of this server act on third-party accounts (Jira, n8n, Notion, Supabase). Each call costs credits, shown in the tool description.',
       resourceMetadataUrl: (serverId) => resourceMetadataUrl(site.publicUrl, serverId),
+      scope: SCOPE,
     }),
   );
   router.all('/mcp/:serverId', (ctx) => {

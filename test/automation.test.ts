@@ -1,4 +1,4 @@
-// Workflow-automation tools end to end: the official MCP client -> the service -> the n8n simulator,
+// Workflow-automation tools end to end: the official MCP client -> the service -> the n8n sandbox,
 // all on loopback. The guard cases use services started with different ALLOW_PRIVATE_NETWORKS values.
 import { cp, mkdtemp } from 'node:fs/promises';
 import http from 'node:http';
@@ -6,8 +6,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listenOnLoopback } from './simulators/harness.ts';
-import { type N8nSimulator, startN8nSimulator } from './simulators/n8n/index.ts';
+import { listenOnLoopback } from '../sandboxes/harness.ts';
+import { type N8nSandbox, startN8nSandbox } from '../sandboxes/n8n/n8n-sandbox.ts';
 import { connectV1 } from './support/mcp-clients.ts';
 import { type TestService, createOwner, createServer, startTestService } from './support/service.ts';
 
@@ -27,8 +27,8 @@ interface Session {
   balance(): Promise<number>;
 }
 
-/** An owner with credits, an automation account on the simulator and a server exposing the tools. */
-async function openSession(svc: TestService, sim: N8nSimulator, apiKey = sim.apiKey, baseUrl = sim.url): Promise<Session & { accountId: string; ownerToken: string }> {
+/** An owner with credits, an automation account on the sandbox and a server exposing the tools. */
+async function openSession(svc: TestService, sim: N8nSandbox, apiKey = sim.apiKey, baseUrl = sim.url): Promise<Session & { accountId: string; ownerToken: string }> {
   const owner = await createOwner(svc, 1000);
   const { serverId, key, accountIds } = await createServer(svc, owner, {
     accounts: { n8n: { kind: 'automation', name: 'n8n sim', base_url: baseUrl, ...(apiKey ? { api_key: apiKey } : {}) } },
@@ -59,7 +59,7 @@ const failed = (r: ToolResult) => {
   return r.structuredContent!.error as { code: string; message: string; retryable: boolean; provider_status: number | null };
 };
 
-let sim: N8nSimulator;
+let sim: N8nSandbox;
 let s: Session;
 const closers: Array<() => Promise<unknown> | void> = [];
 /** Only this family's specs: the test does not depend on other families being loadable. */
@@ -69,7 +69,7 @@ beforeAll(async () => {
   const specs = await mkdtemp(path.join(tmpdir(), 'automation-specs-'));
   await cp(path.resolve('tool-specs/automation'), path.join(specs, 'automation'), { recursive: true });
   specsEnv = { TOOL_SPECS_DIR: specs };
-  sim = await startN8nSimulator();
+  sim = await startN8nSandbox();
   const svc = await startTestService(specsEnv);
   s = await openSession(svc, sim);
   closers.push(() => sim.close(), () => s.client.close(), () => svc.close());
@@ -79,7 +79,7 @@ afterAll(async () => {
   for (const close of closers.reverse()) await close();
 });
 
-/** The simulator's requests made while `fn` ran. */
+/** The sandbox's requests made while `fn` ran. */
 async function requestsDuring(fn: () => Promise<unknown>) {
   const before = sim.requests.length;
   await fn();
@@ -482,7 +482,7 @@ describe('outbound guard through the tools', () => {
     return session;
   }
 
-  /** Asserts the call is refused by the guard, refunded, and nothing reached the simulator. */
+  /** Asserts the call is refused by the guard, refunded, and nothing reached the sandbox. */
   async function expectRefused(session: Session, name: string, args: Record<string, unknown>, text: RegExp) {
     const before = await session.balance();
     const seen = await requestsDuring(async () => {
@@ -507,7 +507,7 @@ describe('outbound guard through the tools', () => {
 
   it('returns a redirect to an address that is not allow-listed without ever contacting it', async () => {
     const session = await guarded('127.0.0.2/32');
-    // A webhook host on the one allowed address that redirects to the simulator on 127.0.0.1.
+    // A webhook host on the one allowed address that redirects to the sandbox on 127.0.0.1.
     const hits: string[] = [];
     const redirector = http.createServer((req, res) => {
       hits.push(`${req.method} ${req.url}`);
@@ -537,7 +537,7 @@ describe('outbound guard through the tools', () => {
 // Point 7 of the provider-exactness issue. n8n's public API answers an unknown workflow with its JSON 404
 // ({"message":"Not Found"}, or 'Workflow with ID "x" not found.' for a member key) and an unknown route under
 // /api/v1 with {"message":"not found"}; with N8N_PUBLIC_API_DISABLED its routes are not mounted at all while
-// /healthz still answers {"status":"ok"} (providers.md 2.1 and 2.3; docs.n8n.io "Disable the public API").
+// /healthz still answers {"status":"ok"} (docs/provider-coverage.md; docs.n8n.io "Disable the public API").
 describe('a 404 from n8n says which 404 it is', () => {
   it('public API disabled: says so, and refunds', async () => {
     sim.setPublicApi(false);

@@ -1,11 +1,11 @@
 // The dashboard in a real browser (Debian's Chromium through playwright-core), against the real service on
-// loopback and the Notion simulator: the whole path a new owner takes, through the pages only, and the
+// loopback and the Notion sandbox: the whole path a new owner takes, through the pages only, and the
 // attacks a page must withstand.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNotionSimulator, type NotionSimulator } from './simulators/notion/index.ts';
+import { startNotionSandbox, type NotionSandbox } from '../sandboxes/notion/notion-sandbox.ts';
 import { chromiumAvailable, launchChromium } from './browser/chromium.ts';
 import { connectV1 } from './support/mcp-clients.ts';
 import { startTestService, type TestService } from './support/service.ts';
@@ -16,11 +16,11 @@ const SCRIPT = '<script>window.__xss=1</script>';
 
 describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
   let svc: TestService;
-  let notion: NotionSimulator;
+  let notion: NotionSandbox;
   let browser: Browser;
 
   beforeAll(async () => {
-    [svc, notion] = await Promise.all([startTestService({ STARTING_CREDITS: '50' }), startNotionSimulator({ templateDelayMs: 10 })]);
+    [svc, notion] = await Promise.all([startTestService({ STARTING_CREDITS: '50' }), startNotionSandbox({ templateDelayMs: 10 })]);
     browser = await launchChromium();
   });
   afterAll(async () => {

@@ -1,15 +1,15 @@
 // The database_* tools end to end: the official MCP SDK client -> our MCP endpoint -> engine and postgrest
-// plugins -> the PostgREST simulator on real Postgres (PGlite). Asserts on the rows, on what the simulator
+// plugins -> the PostgREST sandbox on real Postgres (PGlite). Asserts on the rows, on what the sandbox
 // received, on the error families and on the credit balance.
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { resultPlugin, totalOfContentRange, writeFiltersPlugin } from '../plugins/postgrest/index.ts';
+import { resultPlugin, totalOfContentRange, writeFiltersPlugin } from '../plugins/postgrest/postgrest-plugins.ts';
 import type { OutboundRequest, PluginContext } from '../runtime/plugin-api.ts';
 import { ToolError } from '../runtime/tool-error.ts';
-import { startPostgrestSimulator, type PostgrestSimulator } from './simulators/postgrest/index.ts';
+import { startPostgrestSandbox, type PostgrestSandbox } from '../sandboxes/postgrest/postgrest-sandbox.ts';
 import { connectV1 } from './support/mcp-clients.ts';
 import { createOwner, createServer, startTestService, type Owner, type TestService } from './support/service.ts';
 
@@ -21,8 +21,8 @@ interface ToolFailure {
   provider_status: number | null;
 }
 
-let sim: PostgrestSimulator;
-let sim12: PostgrestSimulator;
+let sim: PostgrestSandbox;
+let sim12: PostgrestSandbox;
 let svc: TestService;
 let owner: Owner;
 let client: Client;
@@ -34,7 +34,7 @@ const TOOLS = ['database_read_records', 'database_create_records', 'database_upd
 const EXTRA_ACCOUNTS = ['anon', 'publishable', 'secret', 'badkey', 'v12'] as const;
 
 beforeAll(async () => {
-  [sim, sim12] = await Promise.all([startPostgrestSimulator(), startPostgrestSimulator({ version: 12 })]);
+  [sim, sim12] = await Promise.all([startPostgrestSandbox(), startPostgrestSandbox({ version: 12 })]);
   // Only this family's specs, so that work in progress on other families cannot stop this suite.
   specsDir = await mkdtemp(path.join(tmpdir(), 'database-specs-'));
   await cp(path.resolve('tool-specs/database'), path.join(specsDir, 'database'), { recursive: true });
@@ -88,7 +88,7 @@ async function fails(name: string, args: Record<string, unknown>): Promise<ToolF
 }
 
 const balance = async (): Promise<number> => (await svc.call('GET', '/api/credits', { token: owner.token })).body.balance;
-const lastRequest = (s: PostgrestSimulator = sim) => s.requests.at(-1)!;
+const lastRequest = (s: PostgrestSandbox = sim) => s.requests.at(-1)!;
 const names = (rows: Row[]) => rows.map((r) => r.name);
 const readContacts = (filters: Record<string, unknown>) =>
   ok('database_read_records', { table: 'contacts', columns: 'name', filters, order_by: { id: 'asc' } }).then((r) => names(r.data));

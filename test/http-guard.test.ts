@@ -12,7 +12,7 @@ import {
   parseAllowList,
   refusalReason,
 } from '../runtime/http/guard.ts';
-import { listenOnLoopback, type RunningSimulator } from './simulators/harness.ts';
+import { listenOnLoopback, type RunningSandbox } from '../sandboxes/harness.ts';
 
 // ---- Safety net -------------------------------------------------------------------------------
 // Every socket connect in this file goes through this spy. It lets a socket reach only loopback
@@ -245,7 +245,7 @@ describe('guardedLookup with a real http.request', () => {
   });
 
   describe('against a real loopback listener', () => {
-    let server: RunningSimulator;
+    let server: RunningSandbox;
     let port: string;
     let hits = 0;
     beforeAll(async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { adfToMarkdown, markdownToAdf, plainText, type AdfNode } from '../plugins/jira/adf.ts';
-import { adfProblem } from './simulators/jira/adf-check.ts';
+import { adfProblem } from '../sandboxes/jira/adf-check.ts';
 
 const text = (t: string, marks?: AdfNode['marks']): AdfNode => (marks ? { type: 'text', text: t, marks } : { type: 'text', text: t });
 const para = (...content: AdfNode[]): AdfNode => ({ type: 'paragraph', content });

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type OpenCharge, Credits } from '../runtime/billing/credits.ts';
 import { Ledger, recordOf } from '../runtime/billing/ledger.ts';
-import { openEmbeddedStore, type Store } from '../runtime/store/index.ts';
+import { openEmbeddedStore } from '../runtime/store/embedded.ts';
+import type { Store } from '../runtime/store/port.ts';
 
 const HOUR = 3_600_000;
 const charge = (id: string, at = new Date(), cost = 2): OpenCharge => ({ id, cost, at, server_id: 'srv', key_id: 'key_1', tool: 'tracker_get_issue' });

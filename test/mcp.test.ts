@@ -1,13 +1,13 @@
 // The MCP endpoint over real HTTP: every protocol revision, bare JSON-RPC, the official SDK clients of
 // both eras, every JSON-RPC and HTTP error in its place, pagination, progress and cancellation.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type JiraSimulator, startJiraSimulator } from './simulators/jira/index.ts';
+import { type JiraSandbox, startJiraSandbox } from '../sandboxes/jira/jira-sandbox.ts';
 import { JsonText, stringify } from '../runtime/mcp/json-text.ts';
-import { describeTool, describedTools } from '../runtime/mcp/tools.ts';
+import { describeTool, describedTools } from '../runtime/mcp/tool-wire.ts';
 import { connectV1, connectV2 } from './support/mcp-clients.ts';
 import { type Owner, type TestService, createOwner, createServer, startTestService } from './support/service.ts';
 
-let jira: JiraSimulator;
+let jira: JiraSandbox;
 let svc: TestService;
 let owner: Owner;
 let serverId: string;
@@ -20,7 +20,7 @@ const MODERN_META = {
 };
 
 beforeAll(async () => {
-  jira = await startJiraSimulator();
+  jira = await startJiraSandbox();
   svc = await startTestService({ TOOLS_PAGE_SIZE: '1', MAX_BODY_BYTES: '4096' });
   owner = await createOwner(svc, 1000);
   ({ serverId, key } = await createServer(svc, owner, {

@@ -9,7 +9,7 @@ import {
   type NotionBlockWithChildren,
   type RichText,
 } from '../plugins/notion/markdown.ts';
-import { startNotionSimulator, type NotionSimulator } from './simulators/notion/index.ts';
+import { startNotionSandbox, type NotionSandbox } from '../sandboxes/notion/notion-sandbox.ts';
 
 const fixtureDir = new URL('./fixtures/markdown/', import.meta.url);
 const fixtures = readdirSync(fixtureDir)
@@ -110,10 +110,10 @@ describe('markdown round trip', () => {
   });
 });
 
-describe('markdown through the Notion simulator', () => {
-  let sim: NotionSimulator;
+describe('markdown through the Notion sandbox', () => {
+  let sim: NotionSandbox;
   beforeAll(async () => {
-    sim = await startNotionSimulator();
+    sim = await startNotionSandbox();
   });
   afterAll(() => sim.close());
 

@@ -14,17 +14,17 @@ import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } fr
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, launchChromium } from './browser/chromium.ts';
-import { listenOnLoopback, type RunningSimulator } from './simulators/harness.ts';
-import { type JiraSimulator, startJiraSimulator } from './simulators/jira/index.ts';
+import { listenOnLoopback, type RunningSandbox } from '../sandboxes/harness.ts';
+import { type JiraSandbox, startJiraSandbox } from '../sandboxes/jira/jira-sandbox.ts';
 import { type TestService, createServer, startTestService } from './support/service.ts';
 import { s256 } from '../runtime/oauth/grants.ts';
 
 const PASSWORD = 'a long enough passphrase';
 
 let svc: TestService;
-let jira: JiraSimulator;
+let jira: JiraSandbox;
 /** Where the browser lands after the consent (a desktop client's loopback callback). */
-let callback: RunningSimulator;
+let callback: RunningSandbox;
 let lastCallback: URL | undefined;
 /** An https host serving client ID metadata documents, with a certificate the service is told to trust. */
 let documents: https.Server;
@@ -52,7 +52,7 @@ beforeAll(async () => {
     if (url.pathname === '/callback') lastCallback = url;
     res.writeHead(200, { 'content-type': 'text/html' }).end('<p>Signed in. You can close this window.</p>');
   });
-  [svc, jira] = await Promise.all([startTestService({ OUTBOUND_CA_FILE: path.join(dir, 'cert.pem'), KEY_CACHE_MS: '0', STARTING_CREDITS: '100' }), startJiraSimulator()]);
+  [svc, jira] = await Promise.all([startTestService({ OUTBOUND_CA_FILE: path.join(dir, 'cert.pem'), KEY_CACHE_MS: '0', STARTING_CREDITS: '100' }), startJiraSandbox()]);
 
   const signup = await fetch(`${svc.url}/api/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: owner.email, password: PASSWORD }) });
   const session = { cookie: signup.headers.get('set-cookie')!.split(';')[0], csrf: ((await signup.json()) as { csrf_token: string }).csrf_token };

@@ -1,17 +1,17 @@
 // Differential test: the same filters built by our library and by @supabase/postgrest-js (the official
-// client, used here only as an oracle) must select the same rows on the PostgREST simulator. Where the two
+// client, used here only as an oracle) must select the same rows on the PostgREST sandbox. Where the two
 // disagree, the test shows why ours is right (postgrest-js quotes `in` values only for `,()`, and sends
 // filters on columns named like reserved parameters as those parameters).
 import { PostgrestClient } from '@supabase/postgrest-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readParams, toQueryString, type ReadArgs } from '../plugins/postgrest/filters.ts';
-import { startPostgrestSimulator, type PostgrestSimulator } from './simulators/postgrest/index.ts';
+import { startPostgrestSandbox, type PostgrestSandbox } from '../sandboxes/postgrest/postgrest-sandbox.ts';
 
-let sim: PostgrestSimulator;
+let sim: PostgrestSandbox;
 let client: PostgrestClient;
 
 beforeAll(async () => {
-  sim = await startPostgrestSimulator();
+  sim = await startPostgrestSandbox();
   client = new PostgrestClient(sim.restUrl, { headers: { apikey: sim.serviceRoleKey, Authorization: `Bearer ${sim.serviceRoleKey}` } });
   await sim.sql(`CREATE TABLE ledger (id int PRIMARY KEY, "order" text, "limit" int, "or" text);
     INSERT INTO ledger VALUES (1, 'a,b', 5, 'x'), (2, 'c', 10, 'y'), (3, 'a,b', 20, null);
@@ -34,7 +34,7 @@ async function ours(table: string, args: ReadArgs): Promise<Row[]> {
   return body as Row[];
 }
 
-/** Rows selected by the postgrest-js builder (which sends its own URL to the simulator). */
+/** Rows selected by the postgrest-js builder (which sends its own URL to the sandbox). */
 async function oracle(table: string, columns: string, build: (q: Query) => Query): Promise<{ rows: Row[] | null; error: unknown }> {
   const { data, error } = await build(client.from(table).select(columns));
   return { rows: data as Row[] | null, error };

@@ -4,8 +4,8 @@ import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { pluginRegistry } from '../plugins/index.ts';
-import { SpecLoadError, formatIssue, loadCatalog } from '../runtime/spec/loader.ts';
+import { pluginRegistry } from '../plugins/registry.ts';
+import { SpecLoadError, formatIssue, loadCatalog } from '../runtime/toolspec/loader.ts';
 
 const PROVIDER = `id: demo
 title: Demo

@@ -5,9 +5,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { MongoBulkWriteError, MongoClient, MongoServerError } from 'mongodb';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  type Collection, DialectError, type Doc, DuplicateKeyError, type Filter, openEmbeddedStore, openMongoStore, openStore, type Store,
-} from '../runtime/store/index.ts';
+import { type Collection, DialectError, type Doc, DuplicateKeyError, type Filter, type Store } from '../runtime/store/port.ts';
+import { openStore } from '../runtime/store/open-store.ts';
+import { openEmbeddedStore } from '../runtime/store/embedded.ts';
+import { openMongoStore } from '../runtime/store/mongodb.ts';
 import { toDuplicateKeyError } from '../runtime/store/mongodb.ts';
 
 const MONGODB_URL = process.env.MONGODB_URL;

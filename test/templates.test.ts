@@ -1,9 +1,9 @@
 // Templates: JSON types kept, optional values dropped, strict variables, no prototype access, path
 // segments encoded, and secrets never echoed in error texts (through the running service).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RenderError, TemplateError, compileTemplate } from '../runtime/template/index.ts';
+import { RenderError, TemplateError, compileTemplate } from '../runtime/template/template.ts';
 import { compileTree, renderTree } from '../runtime/template/tree.ts';
-import { type JiraSimulator, startJiraSimulator } from './simulators/jira/index.ts';
+import { type JiraSandbox, startJiraSandbox } from '../sandboxes/jira/jira-sandbox.ts';
 import { connectV1 } from './support/mcp-clients.ts';
 import { type TestService, createOwner, createServer, startTestService } from './support/service.ts';
 
@@ -54,12 +54,12 @@ describe('template compilation and rendering', () => {
 });
 
 describe('path parameters and secrets through the service', () => {
-  let jira: JiraSimulator;
+  let jira: JiraSandbox;
   let svc: TestService;
   let call: (args: Record<string, unknown>) => Promise<{ isError?: boolean; text: string }>;
 
   beforeAll(async () => {
-    jira = await startJiraSimulator();
+    jira = await startJiraSandbox();
     svc = await startTestService();
     const owner = await createOwner(svc, 100);
     const { serverId, key } = await createServer(svc, owner, {

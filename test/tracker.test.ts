@@ -1,9 +1,9 @@
 // The seven issue-tracker tools end to end: the official MCP SDK client -> our service -> the Jira Cloud
-// simulator (which rejects what the real Jira rejects). Assertions look at the tool results and at the
+// sandbox (which rejects what the real Jira rejects). Assertions look at the tool results and at the
 // requests Jira received.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SEED_USERS, adfProblem, startJiraSimulator, type JiraSimulator } from './simulators/jira/index.ts';
+import { SEED_USERS, adfProblem, startJiraSandbox, type JiraSandbox } from '../sandboxes/jira/jira-sandbox.ts';
 import { connectV1 } from './support/mcp-clients.ts';
 import { type Owner, type TestService, createOwner, createServer, startTestService } from './support/service.ts';
 
@@ -18,14 +18,14 @@ const TOOLS = [
 ];
 const { alice, bob, carol } = SEED_USERS;
 
-let jira: JiraSimulator;
+let jira: JiraSandbox;
 let svc: TestService;
 let owner: Owner;
 let client: Client;
 let accounts: Record<string, string>;
 
 beforeAll(async () => {
-  jira = await startJiraSimulator();
+  jira = await startJiraSandbox();
   svc = await startTestService();
   owner = await createOwner(svc, 10_000);
   const { serverId, key, accountIds } = await createServer(svc, owner, {
@@ -79,13 +79,13 @@ async function fails(name: string, args: Record<string, unknown>): Promise<Outco
 const balance = async (): Promise<number> => (await svc.call('GET', '/api/credits', { token: owner.token })).body.balance;
 
 /** Requests Jira received while `fn` ran. */
-async function received<T>(fn: () => Promise<T>): Promise<{ value: T; requests: JiraSimulator['requests'] }> {
+async function received<T>(fn: () => Promise<T>): Promise<{ value: T; requests: JiraSandbox['requests'] }> {
   const from = jira.requests.length;
   const value = await fn();
   return { value, requests: jira.requests.slice(from) };
 }
 
-const bodyOf = (r: JiraSimulator['requests'][number]) => JSON.parse(r.body);
+const bodyOf = (r: JiraSandbox['requests'][number]) => JSON.parse(r.body);
 
 /** A fresh DEMO task to change. */
 async function newTask(summary = 'Scratch task'): Promise<string> {

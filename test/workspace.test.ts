@@ -1,11 +1,11 @@
-// Workspace tools (Notion 2025-09-03) end to end: the official MCP client -> our service -> the Notion simulator.
+// Workspace tools (Notion 2025-09-03) end to end: the official MCP client -> our service -> the Notion sandbox.
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { markdownToBlocks } from '../plugins/notion/markdown.ts';
 import { connectV1 } from './support/mcp-clients.ts';
 import { createOwner, createServer, type Owner, startTestService, type TestService } from './support/service.ts';
-import { rateLimitFault, startNotionSimulator, type NotionSimulator } from './simulators/notion/index.ts';
+import { rateLimitFault, startNotionSandbox, type NotionSandbox } from '../sandboxes/notion/notion-sandbox.ts';
 
 const TOOLS = [
   'search_pages', 'get_page', 'get_page_content', 'create_page', 'get_database', 'retrieve_data_source', 'query_data_source',
@@ -20,13 +20,13 @@ const fixtures = readdirSync(fixtureDir)
 type Result = { isError?: boolean; structuredContent?: any };
 type Block = { type: string; children?: Block[]; [k: string]: any };
 
-let sim: NotionSimulator;
+let sim: NotionSandbox;
 let svc: TestService;
 let owner: Owner;
 let client: Awaited<ReturnType<typeof connectV1>>;
 
 beforeAll(async () => {
-  sim = await startNotionSimulator({ templateDelayMs: 40 });
+  sim = await startNotionSandbox({ templateDelayMs: 40 });
   svc = await startTestService();
   owner = await createOwner(svc, 1000);
   const { serverId, key } = await createServer(svc, owner, {
@@ -270,7 +270,7 @@ describe('create_page', () => {
   it('get_page reads every relation and people reference, past the 25 a Notion page object holds', async () => {
     const people = Array.from({ length: 30 }, () => ({ id: randomUUID() }));
     const created = await ok('create_page', { title: 'Big team', parent_data_source_id: sim.ids.tasksDataSource });
-    // 30 people and a relation of 40 pages, set on the simulator's records (more people than the seed has users;
+    // 30 people and a relation of 40 pages, set on the sandbox's records (more people than the seed has users;
     // the tools do not write relations).
     const ds = sim.dataSource(sim.ids.tasksDataSource)!;
     sim.page(created.id)!.properties[ds.schema.find((p) => p.name === 'Assignee')!.id] = people.map((p) => p.id);

@@ -1,7 +1,6 @@
 // Jira's two kinds of pagination: the token pages of /search/jql (no total) and the classic offset
 // page beans (startAt/maxResults with isLast or total) of project search and create metadata.
-import { type CallPlugin, type UpstreamResponse, UpstreamStatusError } from '../../runtime/plugin-api.ts';
-import { ToolError } from '../../runtime/tool-error.ts';
+import { type CallPlugin, ToolError, type UpstreamResponse, UpstreamStatusError } from '../../runtime/plugin-api.ts';
 
 /** Upper bound on pages of one call, so a provider that never says "last" cannot loop us forever. */
 const MAX_PAGES = 200;

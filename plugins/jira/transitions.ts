@@ -1,7 +1,6 @@
 // Moving an issue to a status by name. Jira changes status only through a workflow transition, whose
 // name ("Start progress") usually differs from the status it leads to ("In Progress").
-import type { CallPlugin, OutboundRequest, ProviderHttp } from '../../runtime/plugin-api.ts';
-import { ToolError } from '../../runtime/tool-error.ts';
+import { type CallPlugin, type OutboundRequest, type ProviderHttp, ToolError } from '../../runtime/plugin-api.ts';
 
 interface Transition {
   id: string | number;

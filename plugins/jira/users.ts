@@ -1,7 +1,6 @@
 // Jira Cloud identifies people only by accountId (GDPR strict mode): callers give an e-mail, a display
 // name or an accountId, and the request must carry {"accountId": "..."}.
-import { type ProviderHttp, type RequestPlugin, UpstreamStatusError } from '../../runtime/plugin-api.ts';
-import { ToolError } from '../../runtime/tool-error.ts';
+import { type ProviderHttp, type RequestPlugin, ToolError, UpstreamStatusError } from '../../runtime/plugin-api.ts';
 import { POINTERS_OPTIONS, updateAt } from '../pointer.ts';
 
 /** A user as GET /rest/api/3/user/search returns it (emailAddress is absent when the user hides it). */

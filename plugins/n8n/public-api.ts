@@ -1,10 +1,9 @@
 // n8n's public API, told apart from what answers when it is not there. n8n's own 404s are JSON
 // {"message": ...}: "Not Found" (owner or admin key) or 'Workflow with ID "x" not found.' (member key) for an
-// unknown workflow, "not found" for an unknown route under /api/v1 (providers.md 2.1 and 2.3). With the public
+// unknown workflow, "not found" for an unknown route under /api/v1 (docs/provider-coverage.md). With the public
 // API disabled (N8N_PUBLIC_API_DISABLED) every /api/v1 path is 404 but the instance still answers /healthz
 // with {"status":"ok"}; a Base URL that is not an n8n instance root answers with web pages or foreign 404s.
-import { type CallPlugin, UpstreamStatusError, type ProviderHttp, type UpstreamResponse } from '../../runtime/plugin-api.ts';
-import { ToolError } from '../../runtime/tool-error.ts';
+import { type CallPlugin, type ProviderHttp, ToolError, type UpstreamResponse, UpstreamStatusError } from '../../runtime/plugin-api.ts';
 
 const WORKFLOW_MISSING = /^(Not Found|Workflow with ID ".*" not found\.)$/;
 

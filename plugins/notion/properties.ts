@@ -1,6 +1,6 @@
 // Page property values for create_page: Notion's own write shapes pass through; the bare value shapes of
 // the service spec (select = {name}, date = {start}, ...) and plain strings are wrapped by the schema type.
-import { ToolError } from '../../runtime/tool-error.ts';
+import { ToolError } from '../../runtime/plugin-api.ts';
 import { MAX_TEXT_LENGTH } from './markdown.ts';
 
 /** One property of a data source schema, as GET /v1/data_sources/{id} answers it (keyed by name). */

@@ -1,6 +1,6 @@
 // API keys: `mcpk_` + 32 random bytes in base62, stored only as SHA-256 with a short display prefix.
 // Lookups are cached briefly; changes made on this instance drop the cache entry at once.
-import type { Collection, Doc, Store } from '../store/index.ts';
+import type { Collection, Doc, Store } from '../store/port.ts';
 import { randomId, randomToken, sha256 } from '../secrets.ts';
 import { TtlCache } from '../ttl-cache.ts';
 
@@ -63,6 +63,11 @@ export class ApiKeys {
     await this.keys.insertOne(doc);
     this.cache.delete(doc.hash);
     return { doc, key };
+  }
+
+  /** Whether a bearer token has the form of an API key (by its prefix). */
+  static isKey(token: string): boolean {
+    return token.startsWith(KEY_PREFIX);
   }
 
   /** The key document for a presented key value (cached). */

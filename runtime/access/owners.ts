@@ -1,6 +1,6 @@
 // Account owners: e-mail, dashboard password (scrypt), one-time invitations, and their management tokens
 // (`mcpo_...`, stored as SHA-256). Invitation tokens are stored hashed too.
-import type { Collection, Doc, Store } from '../store/index.ts';
+import type { Collection, Doc, Store } from '../store/port.ts';
 import { randomId, randomToken, sha256 } from '../secrets.ts';
 import { decoyHash, hashPassword, verifyPassword } from './passwords.ts';
 

@@ -1,7 +1,7 @@
 // Dashboard sessions: a random id in an HttpOnly cookie, stored only as its SHA-256; an idle and an absolute
 // expiry; revoked by logout, by a password change (all the others) and by "sign out everywhere".
 // The CSRF token is derived from the session id, so it needs no storage and dies with the session.
-import type { Collection, Doc, Store } from '../store/index.ts';
+import type { Collection, Doc, Store } from '../store/port.ts';
 import { randomToken, sha256 } from '../secrets.ts';
 
 export const SESSION_COOKIE = 'ts_session';

@@ -3,11 +3,11 @@
 // logged. Decrypted credentials are kept in memory only briefly (the lookup cache, KEY_CACHE_MS), for
 // the calls that use them; they are never written anywhere.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import type { AccountCredentials } from '../engine/index.ts';
-import type { LoadedProvider } from '../spec/catalog.ts';
-import type { CatalogSource } from '../spec/live.ts';
-import type { AccountFieldSpec } from '../spec/types.ts';
-import type { Collection, Doc, Store } from '../store/index.ts';
+import type { AccountCredentials } from '../engine/engine.ts';
+import type { Provider } from '../toolspec/catalog.ts';
+import type { CatalogSource } from '../toolspec/live.ts';
+import type { AccountFieldSpec } from '../toolspec/types.ts';
+import type { Collection, Doc, Store } from '../store/port.ts';
 import { randomId } from '../secrets.ts';
 import { TtlCache } from '../ttl-cache.ts';
 
@@ -62,7 +62,7 @@ export function parseMasterKey(text: string): Buffer {
   return /^[0-9a-f]{64}$/i.test(text) ? Buffer.from(text, 'hex') : Buffer.from(text, 'base64');
 }
 
-export function publicAccount(doc: AccountDoc, provider: LoadedProvider | undefined): Record<string, unknown> {
+export function publicAccount(doc: AccountDoc, provider: Provider | undefined): Record<string, unknown> {
   const secrets = provider?.spec.account.fields.filter((f) => f.secret).map((f) => f.name) ?? Object.keys(doc.hints);
   const hint = secrets.map((f) => (doc.hints[f] ? `${f}: ••••${doc.hints[f]}` : `${f}: (not set)`)).join(', ');
   return { id: doc._id, kind: doc.kind, name: doc.name, ...doc.fields, secret_hint: hint, created_at: doc.created_at, verified_at: doc.verified_at };
@@ -84,7 +84,7 @@ export class Accounts {
   }
 
   /** Validates the body of a create (all required fields) or an update (only the fields given). */
-  private checkFields(provider: LoadedProvider, body: Record<string, unknown>, partial: boolean): { plain: Record<string, string>; secret: Record<string, string> } {
+  private checkFields(provider: Provider, body: Record<string, unknown>, partial: boolean): { plain: Record<string, string>; secret: Record<string, string> } {
     const known = new Set(provider.spec.account.fields.map((f) => f.name));
     for (const k of Object.keys(body)) {
       if (!known.has(k)) throw new AccountFieldError(`"${k}" is not a field of a ${provider.spec.account.kind} account (fields: ${[...known].join(', ')})`);
@@ -115,11 +115,11 @@ export class Accounts {
   }
 
   /** The provider of each account kind, from the catalog in use. */
-  get providersByKind(): ReadonlyMap<string, LoadedProvider> {
+  get providersByKind(): ReadonlyMap<string, Provider> {
     return new Map([...this.catalog.current.providers.values()].map((p) => [p.spec.account.kind, p]));
   }
 
-  providerFor(kind: unknown): LoadedProvider {
+  providerFor(kind: unknown): Provider {
     const providers = this.providersByKind;
     const provider = typeof kind === 'string' ? providers.get(kind) : undefined;
     if (!provider) throw new AccountFieldError(`"kind" must be one of: ${[...providers.keys()].join(', ')}`);

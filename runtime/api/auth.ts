@@ -5,7 +5,7 @@ import type { Context } from 'koa';
 import { normalizeEmail, publicOwnerToken, type OwnerDoc } from '../access/owners.ts';
 import { passwordProblem } from '../access/passwords.ts';
 import { SESSION_COOKIE, csrfTokenOf } from '../access/sessions.ts';
-import { DuplicateKeyError } from '../store/index.ts';
+import { DuplicateKeyError } from '../store/port.ts';
 import { type ApiDeps, type Guards, crossSiteProblem, me, sessionOwner } from './context.ts';
 import { ApiError, jsonBody, notFound, onlyFields, str } from './http.ts';
 

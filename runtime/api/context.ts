@@ -7,13 +7,13 @@ import { SESSION_COOKIE, type Sessions, csrfTokenOf } from '../access/sessions.t
 import type { SignInLimits } from '../access/sign-in-limits.ts';
 import type { Credits } from '../billing/credits.ts';
 import type { Ledger } from '../billing/ledger.ts';
-import type { Engine } from '../engine/index.ts';
+import type { Engine } from '../engine/engine.ts';
 import type { OAuthClients } from '../oauth/clients.ts';
 import type { OAuthGrants } from '../oauth/grants.ts';
 import { sameSecret } from '../secrets.ts';
 import type { ServerDoc, Servers } from '../servers/servers.ts';
-import type { CustomTools } from '../servers/tools.ts';
-import type { CatalogSource } from '../spec/live.ts';
+import type { CustomTools } from '../servers/custom-tools.ts';
+import type { CatalogSource } from '../toolspec/live.ts';
 import { ApiError, bearer, notFound } from './http.ts';
 
 export interface ApiDeps {

@@ -2,7 +2,7 @@
 import type { Context, Next } from 'koa';
 import { AccountFieldError } from '../accounts/accounts.ts';
 import { BodyTooLargeError, readBody } from '../http/body.ts';
-import { DuplicateKeyError } from '../store/index.ts';
+import { DuplicateKeyError } from '../store/port.ts';
 
 /** A management-API failure: its HTTP status and a message naming what is wrong. */
 export class ApiError extends Error {

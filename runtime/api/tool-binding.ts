@@ -1,20 +1,14 @@
 // Checks a custom-tool binding: base tool exists, the account is the owner's and of the provider's kind,
 // defaults are valid for the base schema, locked parameters have a default.
 import type { Accounts } from '../accounts/accounts.ts';
-import { describeSchemaErrors } from '../engine/index.ts';
-import { createArgumentsAjv } from '../spec/loader.ts';
-import type { LoadedTool } from '../spec/catalog.ts';
-import type { CatalogSource } from '../spec/live.ts';
-import { TOOL_NAME_PATTERN, type ToolDoc } from '../servers/tools.ts';
+import type { Engine } from '../engine/engine.ts';
+import type { CatalogSource } from '../toolspec/live.ts';
+import { TOOL_NAME_PATTERN, type CustomToolDoc } from '../servers/custom-tools.ts';
 import { ApiError, storableKeys } from './http.ts';
 
-type Binding = Pick<ToolDoc, 'name' | 'base_tool' | 'account_id' | 'defaults' | 'locked' | 'description'>;
+type Binding = Pick<CustomToolDoc, 'name' | 'base_tool' | 'account_id' | 'defaults' | 'locked' | 'description'>;
 
-const ajv = createArgumentsAjv();
-/** Compiled "defaults" validators per compiled base tool: the base schema without `required`. */
-const defaultsValidators = new WeakMap<LoadedTool, ReturnType<typeof ajv.compile>>();
-
-export async function checkToolBinding(d: { catalog: CatalogSource; accounts: Accounts }, ownerId: string, body: Record<string, unknown>): Promise<Binding> {
+export async function checkToolBinding(d: { catalog: CatalogSource; accounts: Accounts; engine: Engine }, ownerId: string, body: Record<string, unknown>): Promise<Binding> {
   const baseId = body.base_tool;
   const tools = d.catalog.current.tools;
   const base = typeof baseId === 'string' ? tools.get(baseId) : undefined;
@@ -39,13 +33,8 @@ export async function checkToolBinding(d: { catalog: CatalogSource; accounts: Ac
   const defaults = body.defaults ?? {};
   if (defaults === null || typeof defaults !== 'object' || Array.isArray(defaults)) throw new ApiError(400, '"defaults" must be an object of parameter values');
   storableKeys(defaults, 'defaults');
-  let validate = defaultsValidators.get(base);
-  if (!validate) {
-    const { required: _required, ...schema } = base.spec.input;
-    validate = ajv.compile(schema);
-    defaultsValidators.set(base, validate);
-  }
-  if (!validate(structuredClone(defaults))) throw new ApiError(400, `"defaults" are not valid for ${base.spec.id}: ${describeSchemaErrors(validate.errors ?? [])}`);
+  const invalid = d.engine.checkDefaults(base, defaults as Record<string, unknown>);
+  if (invalid) throw new ApiError(400, `"defaults" are not valid for ${base.spec.id}: ${invalid}`);
 
   const locked = body.locked ?? [];
   if (!Array.isArray(locked) || !locked.every((p) => typeof p === 'string')) throw new ApiError(400, '"locked" must be an array of parameter names');

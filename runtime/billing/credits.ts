@@ -6,7 +6,7 @@
 // call's record, a refund closes the charge in the same update that gives the credits back; kept charges
 // are dropped from the list in batches. `granted` tracks what was given, so that granted - balance =
 // credits kept by recorded calls + charges with no record yet (ledger.ts checks it).
-import type { Collection, Doc, Store } from '../store/index.ts';
+import type { Collection, Doc, Store } from '../store/port.ts';
 import { KeyedGroupCommit } from './group-commit.ts';
 
 /** A charge whose call has not ended yet: what the ledger needs to record it if the process dies. */

@@ -8,7 +8,7 @@
 // hourly aggregates (collection `usage`) into which records are rolled, and then deleted, once they are
 // older than the retention or, on the embedded store (which keeps every document in memory), beyond the
 // newest `maxRecords`: the ledger stays bounded.
-import type { Collection, Doc, Filter, Store } from '../store/index.ts';
+import type { Collection, Doc, Filter, Store } from '../store/port.ts';
 import type { CreditDoc, Credits, OpenCharge } from './credits.ts';
 import { GroupCommit, KeyedGroupCommit } from './group-commit.ts';
 

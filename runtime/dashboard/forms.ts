@@ -1,6 +1,6 @@
 // Form fields generated from what the catalog declares: a provider's account fields (provider.yaml) and a
 // tool's JSON Schema parameters. A provider or tool dropped in as YAML gets its form with no page code.
-import type { AccountFieldSpec } from '../spec/types.ts';
+import type { AccountFieldSpec } from '../toolspec/types.ts';
 
 /** How the browser turns a control's text into the JSON value it sends (see assets/app.js). */
 export type ValueType = 'string' | 'number' | 'integer' | 'boolean' | 'json' | 'lines';

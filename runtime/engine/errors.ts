@@ -1,6 +1,6 @@
 // Maps provider answers to the spec's error families, keeping the provider's own detail.
 import type { UpstreamResponse } from '../http/client.ts';
-import type { CompiledErrorRule, LoadedProvider, LoadedTool } from '../spec/catalog.ts';
+import type { CompiledErrorRule, Provider, BaseTool } from '../toolspec/catalog.ts';
 import { ToolError } from '../tool-error.ts';
 
 /** Fallback families, after the tool's and the provider's own rules. */
@@ -50,11 +50,11 @@ function matches(rule: CompiledErrorRule, status: number, code: string | undefin
 
 /** The ToolError for a non-2xx provider answer. */
 export function mapUpstreamError(
-  tool: LoadedTool | undefined,
+  tool: BaseTool | undefined,
   step: string | undefined,
   res: UpstreamResponse,
   view: Record<string, unknown>,
-  provider: LoadedProvider | undefined = tool?.provider,
+  provider: Provider | undefined = tool?.provider,
 ): ToolError {
   const detail = providerDetail(res.body);
   const code = providerCode(res.body);

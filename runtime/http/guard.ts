@@ -1,4 +1,4 @@
-// Outbound guard (design.md section 9): tools call owner-supplied URLs, so every destination address
+// Outbound guard (docs/architecture.md, "Outbound safety"): tools call owner-supplied URLs, so every destination address
 // is judged after DNS resolution, and headers supplied by callers are checked before they are sent.
 import dns from 'node:dns';
 import type { LookupAddress } from 'node:dns';

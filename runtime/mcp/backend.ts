@@ -3,7 +3,7 @@
 // authenticate -> authorize -> rate limit -> (find tool -> merge defaults -> validate -> charge ->
 // execute -> refund or keep -> record usage).
 import type { ToolError } from '../tool-error.ts';
-import type { ToolAnnotations } from '../spec/types.ts';
+import type { ToolAnnotations } from '../toolspec/types.ts';
 
 export interface Principal {
   /** The API key, or the OAuth grant of an access token (limits and the ledger count per credential). */
@@ -22,7 +22,7 @@ export interface RateOutcome {
 }
 
 /** A tool as a server exposes it (a base tool, or a custom tool built on one). */
-export interface ExposedTool {
+export interface ToolListing {
   name: string;
   title: string;
   description: string;
@@ -32,7 +32,7 @@ export interface ExposedTool {
   credits: number;
 }
 
-export type CallOutcome = { ok: true; result: Record<string, unknown> } | { ok: false; error: ToolError };
+export type ToolCallResult = { ok: true; result: Record<string, unknown> } | { ok: false; error: ToolError };
 
 export interface CallOptions {
   signal: AbortSignal;
@@ -40,12 +40,12 @@ export interface CallOptions {
 }
 
 export interface McpBackend {
-  /** Authenticates the bearer key or OAuth access token and authorizes it for the server (design.md section 5). */
+  /** Authenticates the bearer key or OAuth access token and authorizes it for the server (the status table: README, "MCP endpoint"). */
   authenticate(serverId: string, authorization: string | undefined): Promise<AuthOutcome>;
   /** Counts `requests` JSON-RPC requests against the key's limits (a batch counts each of its requests). */
   rateLimit(principal: Principal, requests?: number): Promise<RateOutcome>;
   /** The server's tools, in a stable order. */
-  listTools(principal: Principal): Promise<ExposedTool[]>;
+  listTools(principal: Principal): Promise<ToolListing[]>;
   /** Runs a tool call end to end; undefined when the server has no tool of that name. */
-  callTool(principal: Principal, name: string, args: unknown, options: CallOptions): Promise<CallOutcome | undefined>;
+  callTool(principal: Principal, name: string, args: unknown, options: CallOptions): Promise<ToolCallResult | undefined>;
 }

@@ -20,8 +20,7 @@ import {
   rpcError,
 } from './protocol.ts';
 import { stringify } from './json-text.ts';
-import { callResult, describedTools, errorResult } from './tools.ts';
-import { SCOPE } from '../oauth/grants.ts';
+import { callResult, describedTools, errorResult } from './tool-wire.ts';
 import { type Negotiated, modernResultFields, negotiate } from './negotiation.ts';
 
 export interface McpEndpointOptions {
@@ -37,6 +36,8 @@ export interface McpEndpointOptions {
   instructions?: string;
   /** The protected resource metadata URL of a server, named in every 401 (RFC 9728 section 5.1). */
   resourceMetadataUrl: (serverId: string) => string;
+  /** The OAuth scope a client should ask for, named in every 401. */
+  scope: string;
 }
 
 const AUTH_BODIES = {
@@ -84,7 +85,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
 
     const auth = await backend.authenticate(ctx.params.serverId, ctx.get('authorization') || undefined);
     if (!auth.ok) {
-      if (auth.status === 401) ctx.set('WWW-Authenticate', bearerChallenge(opts.resourceMetadataUrl(ctx.params.serverId), auth.tokenError));
+      if (auth.status === 401) ctx.set('WWW-Authenticate', bearerChallenge(opts.resourceMetadataUrl(ctx.params.serverId), opts.scope, auth.tokenError));
       return sendHttpError(ctx, auth.status, AUTH_BODIES[auth.status]);
     }
     const principal = auth.principal;
@@ -297,9 +298,9 @@ function accepted(ctx: Context): void {
  * RFC 6750 section 3 with RFC 9728's resource_metadata, from which an OAuth client discovers how to sign in.
  * An error code only when an OAuth token was presented and refused (a request without credentials gets none).
  */
-function bearerChallenge(metadataUrl: string, tokenError?: string): string {
+function bearerChallenge(metadataUrl: string, scope: string, tokenError?: string): string {
   const quoted = (v: string) => `"${v.replace(/["\\]/g, '')}"`;
-  const parts = [`resource_metadata=${quoted(metadataUrl)}`, `scope=${quoted(SCOPE)}`];
+  const parts = [`resource_metadata=${quoted(metadataUrl)}`, `scope=${quoted(scope)}`];
   if (tokenError) parts.push('error="invalid_token"', `error_description=${quoted(tokenError)}`);
   return `Bearer ${parts.join(', ')}`;
 }

@@ -3,7 +3,7 @@
 // document we fetch through the outbound guard, size- and time-limited, and cache).
 import type { HttpClient } from '../http/client.ts';
 import { randomId, randomToken, sameSecret, sha256 } from '../secrets.ts';
-import type { Collection, Doc, Store } from '../store/index.ts';
+import type { Collection, Doc, Store } from '../store/port.ts';
 import { ToolError } from '../tool-error.ts';
 import { TtlCache } from '../ttl-cache.ts';
 import { OAuthError } from './errors.ts';

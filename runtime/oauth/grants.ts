@@ -3,14 +3,14 @@
 // only as its SHA-256; a reused code or refresh token revokes the whole grant (RFC 9700 section 4.14).
 import { createHash } from 'node:crypto';
 import { randomId, randomToken, sha256 } from '../secrets.ts';
-import type { Collection, Doc, Store } from '../store/index.ts';
+import type { Collection, Doc, Store } from '../store/port.ts';
 import { TtlCache } from '../ttl-cache.ts';
 import type { OAuthClient } from './clients.ts';
 import { OAuthError } from './errors.ts';
 
 /** The one scope: list and call the tools of one server, paid from the owner's credits. */
 export const SCOPE = 'mcp:tools';
-export const ACCESS_PREFIX = 'mcpat_';
+const ACCESS_PREFIX = 'mcpat_';
 const REFRESH_PREFIX = 'mcprt_';
 const CODE_PREFIX = 'mcpac_';
 const CODE_TTL_MS = 60_000;
@@ -205,6 +205,11 @@ export class OAuthGrants {
   }
 
   /** The access token's grant when it is valid at this server, else why not (for the WWW-Authenticate error). */
+  /** Whether a bearer token is one of our access tokens (by its prefix), so that it is checked here and not as an API key. */
+  static isAccessToken(token: string): boolean {
+    return token.startsWith(ACCESS_PREFIX);
+  }
+
   async authenticate(token: string, serverId: string): Promise<{ ok: true; principal: OAuthPrincipal } | { ok: false; reason: string }> {
     const hash = sha256(token);
     let doc = this.tokenCache.get(hash);

@@ -1,5 +1,5 @@
 // Tool servers: the thing an MCP client talks to at /mcp/<server_id>.
-import type { Collection, Doc, Store } from '../store/index.ts';
+import type { Collection, Doc, Store } from '../store/port.ts';
 import { randomId } from '../secrets.ts';
 import { TtlCache } from '../ttl-cache.ts';
 

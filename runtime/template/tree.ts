@@ -1,5 +1,5 @@
 // Template trees: JSON values whose leaf strings are templates (request bodies, queries, mappings).
-import { type CompiledTemplate, type VariableCheck, type View, TemplateError, compileTemplate, isTemplate } from './index.ts';
+import { type CompiledTemplate, type VariableCheck, type View, TemplateError, compileTemplate, isTemplate } from './template.ts';
 
 export type CompiledTree =
   | { kind: 'const'; value: unknown }

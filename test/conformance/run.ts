@@ -5,10 +5,10 @@
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startJiraSimulator } from '../simulators/jira/index.ts';
+import { startJiraSandbox } from '../../sandboxes/jira/jira-sandbox.ts';
 import { createOwner, createServer, startTestService } from '../support/service.ts';
 
-const jira = await startJiraSimulator();
+const jira = await startJiraSandbox();
 const svc = await startTestService({ LOG_LEVEL: 'warn' });
 const owner = await createOwner(svc, 1000);
 const { serverId, key } = await createServer(svc, owner, {

@@ -1,7 +1,7 @@
 // A tiny loopback upstream for the demo provider of test/fixtures/specs (access, billing, bench).
-import { type RecordedRequest, type RunningSimulator, listenOnLoopback, readBody, sendJson } from '../simulators/harness.ts';
+import { type RecordedRequest, type RunningSandbox, listenOnLoopback, readBody, sendJson } from '../../sandboxes/harness.ts';
 
-export interface DemoUpstream extends RunningSimulator {
+export interface DemoUpstream extends RunningSandbox {
   token: string;
   requests: RecordedRequest[];
   /** Answers after this many milliseconds (for concurrency tests). */

@@ -1,0 +1,22 @@
+// The management API under /api: the operator's routes and the owners' routes, one module per resource.
+import Router from '@koa/router';
+import { accountsRoutes } from './accounts.ts';
+import { authRoutes } from './auth.ts';
+import { adminRoutes } from './admin.ts';
+import { type ApiDeps, guards } from './context.ts';
+import { apiErrors } from './http.ts';
+import { keysRoutes } from './keys.ts';
+import { oauthRoutes } from './oauth.ts';
+import { serversRoutes } from './servers.ts';
+import { toolsRoutes } from './custom-tools.ts';
+import { usageRoutes } from './usage.ts';
+
+export type { ApiDeps };
+
+export function createApiRouter(d: ApiDeps): Router {
+  const router = new Router({ prefix: '/api' });
+  router.use(apiErrors);
+  const g = guards(d);
+  for (const routes of [authRoutes, adminRoutes, serversRoutes, keysRoutes, accountsRoutes, toolsRoutes, usageRoutes, oauthRoutes]) routes(router, d, g);
+  return router;
+}

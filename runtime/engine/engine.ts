@@ -1,0 +1,357 @@
+// Runs a tool from (loaded spec, account credentials, arguments): render each step's request, apply
+// plugins, call the provider through the one HTTP client, map the answer, map failures to ToolError.
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { HttpClient, UpstreamResponse } from '../http/client.ts';
+import { pointerParts } from '../json-pointer.ts';
+import { type BaseResolution, type OutboundRequest, type ProviderHttp, UpstreamStatusError } from '../plugin-api.ts';
+import { sha256 } from '../secrets.ts';
+import { TtlCache } from '../ttl-cache.ts';
+import type { CompiledRequest, Provider, BaseTool } from '../toolspec/catalog.ts';
+import type { VerifyWay } from '../toolspec/types.ts';
+import { createArgumentsAjv } from '../toolspec/loader.ts';
+import { type CompiledTemplate, RenderError, truthy } from '../template/template.ts';
+import { renderTree } from '../template/tree.ts';
+import { ToolError } from '../tool-error.ts';
+import { mapUpstreamError, redactor } from './errors.ts';
+
+/** A stored account, decrypted. */
+export interface AccountCredentials {
+  fields: Readonly<Record<string, string>>;
+}
+
+export interface RunOptions {
+  signal?: AbortSignal;
+  progress?: (message: string) => void;
+}
+
+export interface EngineOptions {
+  /** Timeout of one upstream request unless the tool sets its own. */
+  defaultTimeoutMs: number;
+}
+
+type View = { args: Record<string, unknown>; account: Record<string, string>; steps: Record<string, UpstreamResponse>; response?: UpstreamResponse };
+
+/** How long a resolved API base (base_url.resolve) is reused; a resolution that found nothing, a minute. */
+const RESOLVED_BASE_MS = 10 * 60_000;
+const UNRESOLVED_BASE_MS = 60_000;
+
+export class Engine {
+  /** Resolved API bases by provider and account (the key is a hash: account fields include secrets). */
+  private readonly bases = new TtlCache<string, Promise<BaseResolution>>(RESOLVED_BASE_MS, 10_000);
+  private readonly defaultsAjv = createArgumentsAjv();
+  /** Compiled validators of custom-tool defaults, per compiled base tool (a reloaded catalog gets new ones). */
+  private readonly defaultsValidators = new WeakMap<BaseTool, ValidateFunction>();
+
+  constructor(
+    private readonly http: HttpClient,
+    private readonly options: EngineOptions,
+  ) {}
+
+  /**
+   * Validates the arguments against the tool's compiled input schema and fills in defaults (in place:
+   * pass an object the caller owns, such as a freshly parsed request). Throws ToolError('invalid_arguments') naming every bad field.
+   */
+  validateArguments(tool: BaseTool, args: unknown): Record<string, unknown> {
+    const value = args === undefined || args === null ? {} : args;
+    if (!tool.validate(value)) {
+      throw new ToolError('invalid_arguments', `Invalid arguments: ${describeSchemaErrors(tool.validate.errors ?? [])}`);
+    }
+    return value as Record<string, unknown>;
+  }
+
+  /**
+   * Checks a custom tool's default parameters against the tool's input schema, without `required` (a
+   * default need not be given for every required parameter). Returns what is wrong, in words; null when valid.
+   */
+  checkDefaults(tool: BaseTool, defaults: Record<string, unknown>): string | null {
+    let validate = this.defaultsValidators.get(tool);
+    if (!validate) {
+      const { required: _required, ...schema } = tool.spec.input;
+      validate = this.defaultsAjv.compile(schema);
+      this.defaultsValidators.set(tool, validate);
+    }
+    return validate(structuredClone(defaults)) ? null : describeSchemaErrors(validate.errors ?? []);
+  }
+
+  /** Runs a tool with validated arguments. Resolves to the result object; throws ToolError. */
+  async run(tool: BaseTool, args: Record<string, unknown>, account: AccountCredentials | null, opts: RunOptions = {}): Promise<Record<string, unknown>> {
+    const provider = tool.provider;
+    if (!account && (tool.spec.account ?? 'required') === 'required') {
+      throw new ToolError('account_required', `The tool ${tool.spec.id} needs a stored ${provider.spec.account.kind} account bound to it`);
+    }
+    const facts = accountFacts(provider, account);
+    const redact = facts.redact;
+    const view: View = { args, account: facts.publicFields, steps: {} };
+    const resolved = account ? await this.resolveBase(provider, account, opts.signal) : undefined;
+    const http = this.bind(provider, account, opts.signal, tool.spec.annotations.idempotentHint, resolved?.base);
+    const ctxBase = { args, account: view.account, http, toolId: tool.spec.id, signal: opts.signal ?? new AbortController().signal, progress: opts.progress ?? (() => {}) };
+    const applied: string[] = [];
+    let last: UpstreamResponse | undefined;
+    for (const [index, step] of tool.steps.entries()) {
+      if (step.when && !truthy(step.when.render(view))) continue;
+      try {
+        if (tool.steps.length > 1) ctxBase.progress(`${step.title}`);
+        let request = this.render(step.request, view);
+        for (const p of step.request.plugins) request = await p.plugin.apply(request, { ...ctxBase, options: p.options });
+        const call = step.request.call;
+        last = call ? await call.plugin.apply(request, { ...ctxBase, options: call.options }) : await http.send(request);
+      } catch (err) {
+        const failure = toToolError(err, (res) => mapUpstreamError(tool, step.name, res, view), redact);
+        if (applied.length === 0) throw failure;
+        const rest = tool.steps.slice(index).filter((s) => !s.when || truthy(s.when.render(view))).map((s) => s.title);
+        throw new ToolError(failure.code, `${failure.message.replace(/[.\s]+$/, '')}. Applied before the failure: ${applied.join(', ')}. Not applied: ${rest.join(', ')}.`, {
+          retryable: false,
+          providerStatus: failure.providerStatus,
+          // Part of the work was done: the charge is kept.
+          refund: false,
+        });
+      }
+      view.steps[step.name] = last;
+      applied.push(step.title);
+    }
+    view.response = last;
+    let result: unknown = tool.responseMap ? renderTree(tool.responseMap, view) : (last?.body ?? {});
+    try {
+      for (const p of tool.responsePlugins) result = await p.plugin.apply(result, { ...ctxBase, options: p.options });
+    } catch (err) {
+      throw toToolError(err, (res) => mapUpstreamError(tool, undefined, res, view), redact);
+    }
+    if (!tool.validateOutput(result)) {
+      // The provider answered, but not in the shape the spec promises: say so rather than hand the client
+      // structuredContent that breaks its outputSchema. Nothing usable was delivered, so the credits go back.
+      throw new ToolError('unexpected_response', `The provider's answer did not have the expected shape: ${describeSchemaErrors(tool.validateOutput.errors ?? [], OUTPUT_WORDS)}`, {
+        providerStatus: last?.status ?? null,
+        refund: true,
+      });
+    }
+    return result as Record<string, unknown>;
+  }
+
+  /**
+   * Checks an account the first way of the provider's `verify` that applies to it (an n8n account without an
+   * API key is checked differently from one with a key); resolves with what was proven, in words.
+   */
+  async verify(provider: Provider, account: AccountCredentials, signal?: AbortSignal): Promise<string> {
+    const chosen = provider.verify.find(({ way }) => wayApplies(way, account));
+    if (!chosen) throw new ToolError('not_supported', `${provider.spec.title} declares no verification request for this account`);
+    const { way } = chosen;
+    const facts = accountFacts(provider, account);
+    const view: View = { args: {}, account: facts.publicFields, steps: {} };
+    // Resolved afresh: verification is where an owner learns which URL and kind of token work.
+    const resolved = await this.resolveBase(provider, account, signal, true);
+    const found = resolved ? ` ${resolved.says}` : '';
+    try {
+      const request = this.render(chosen.request, view);
+      if (way.from === 'instance') request.url = new URL(accountRoot(provider, account) + request.path);
+      const res = await this.bind(provider, account, signal, true, resolved?.base).send(request, { expectOk: false });
+      const accepted = (res.status >= 200 && res.status < 300) || way.accept_status?.includes(res.status);
+      if (!accepted) throw new UpstreamStatusError(res);
+      const body = (res.body ?? {}) as Record<string, unknown>;
+      const unlike = Object.entries(way.expect ?? {}).filter(([k, v]) => typeof body !== 'object' || body[k] !== v);
+      if (unlike.length) {
+        const where = new URL(accountRoot(provider, account)).host;
+        throw new ToolError('not_the_provider', `${where} answered ${way.path}, but not as ${provider.spec.title} does (expected ${JSON.stringify(way.expect)}): check the account's ${provider.spec.base_url.field}`, { providerStatus: res.status });
+      }
+      return (way.says ?? `${provider.spec.title} accepted the credentials (${way.method} ${way.path}).`) + found;
+    } catch (err) {
+      const failure = toToolError(err, (res) => mapUpstreamError(undefined, undefined, res, view, provider), facts.redact);
+      if (!resolved?.problem) throw failure;
+      throw new ToolError(failure.code, `${failure.message.replace(/[.\s]+$/, '')}. ${resolved.problem}`, { providerStatus: failure.providerStatus, retryable: failure.retryable });
+    }
+  }
+
+  /**
+   * The account's API base found by the provider's base_url.resolve plugin, cached per account; undefined for
+   * providers without one. The plugin may send the account's credentials to the URLs of its own fields only.
+   */
+  private resolveBase(provider: Provider, account: AccountCredentials, signal?: AbortSignal, fresh = false): Promise<BaseResolution> | undefined {
+    const resolver = provider.baseResolver;
+    if (!resolver) return undefined;
+    const facts = accountFacts(provider, account);
+    facts.cacheKey ??= sha256(`${provider.spec.id}\0${JSON.stringify(account.fields)}`);
+    const cached = fresh ? undefined : this.bases.get(facts.cacheKey);
+    if (cached) return cached;
+    const urls = Object.entries(facts.publicFields).filter(([k]) => provider.spec.account.fields.find((f) => f.name === k)?.format === 'url');
+    const origins = new Set(urls.flatMap(([, v]) => (URL.canParse(v) ? [new URL(v).origin] : [])));
+    const http = this.bind(provider, account, signal, true, undefined, origins);
+    const pending = resolver.plugin
+      .apply(facts.base!, { options: resolver.options as never, account: facts.publicFields, http, signal: signal ?? new AbortController().signal })
+      .catch((err: unknown): BaseResolution => {
+        // No answer at all (network, guard): the account's own URL, and the actual call reports the failure.
+        const why = err instanceof ToolError ? facts.redact(err.message) : 'it failed';
+        return { base: facts.base!, says: '', problem: `Finding the API address failed: ${why}` };
+      });
+    const key = facts.cacheKey;
+    this.bases.set(key, pending);
+    void pending.then((r) => r.problem && this.bases.set(key, pending, UNRESOLVED_BASE_MS));
+    return pending;
+  }
+
+  /** The provider client bound to one account: base URL, auth headers, default headers. */
+  private bind(provider: Provider, account: AccountCredentials | null, signal?: AbortSignal, idempotent = true, resolvedBase?: string, authOrigins?: ReadonlySet<string>): ProviderHttp {
+    const facts = accountFacts(provider, account);
+    const { headers, auth } = facts;
+    const base = resolvedBase ?? facts.base;
+    const baseOrigin = resolvedBase ? new URL(resolvedBase).origin : facts.baseOrigin;
+    return {
+      send: async (req, { expectOk = true, withAuth = true, retry = idempotent, followRedirects = true } = {}) => {
+        let url: URL;
+        if (req.url) url = new URL(req.url);
+        else if (base) url = new URL(base + req.path);
+        else throw new ToolError('account_required', `No ${provider.spec.account.kind} account is bound, so there is no base URL for this request`);
+        for (const [k, v] of req.query) url.searchParams.append(k, v);
+        // The account's credentials go only to the account's own origin: never to an absolute URL elsewhere.
+        const sendAuth = withAuth && (url.origin === baseOrigin || authOrigins?.has(url.origin) === true);
+        const res = await this.http.send({
+          method: req.method,
+          url,
+          headers: { ...headers, ...(sendAuth ? auth : {}), ...req.headers },
+          body: req.body,
+          timeoutMs: req.timeoutMs ?? this.options.defaultTimeoutMs,
+          signal,
+          retry,
+          followRedirects,
+        });
+        if (expectOk && (res.status < 200 || res.status > 299)) throw new UpstreamStatusError(res);
+        return res;
+      },
+    };
+  }
+
+  private render(req: CompiledRequest, view: View): OutboundRequest {
+    try {
+      const path = req.path.length === 0 ? '' : '/' + req.path.map((seg) => (typeof seg === 'string' ? seg : renderSegment(seg, view))).join('/');
+      const query: Array<[string, string]> = [];
+      for (const [name, tree] of req.query) {
+        const value = renderTree(tree, view);
+        for (const item of Array.isArray(value) ? value : [value]) {
+          if (item === undefined || item === null) continue;
+          query.push([name, typeof item === 'object' ? JSON.stringify(item) : String(item)]);
+        }
+      }
+      const headers: Record<string, string> = {};
+      for (const [name, tree] of req.headers) {
+        const value = renderTree(tree, view);
+        if (value !== undefined && value !== null) headers[name] = String(value);
+      }
+      const body = req.body ? renderTree(req.body, view) : undefined;
+      const timeout = req.timeoutSeconds ? Number(renderTree(req.timeoutSeconds, view)) : undefined;
+      return { method: req.method, path, query, headers, body, timeoutMs: timeout && timeout > 0 ? timeout * 1000 : undefined };
+    } catch (err) {
+      if (err instanceof RenderError) throw new ToolError('invalid_arguments', err.message);
+      throw err;
+    }
+  }
+}
+
+/** A path segment: expression outputs are URL-encoded; "." and ".." and empty values are refused. */
+function renderSegment(seg: CompiledTemplate, view: View): string {
+  const raw = seg.single ? seg.render(view) : seg.render(view, encodeURIComponent);
+  if (raw === undefined || raw === null || raw === '') {
+    throw new ToolError('invalid_arguments', `A value needed in the request path is missing (${seg.source})`);
+  }
+  const text = seg.single ? encodeURIComponent(String(raw)) : String(raw);
+  if (text === '.' || text === '..' || text === '%2E' || text === '%2E%2E') {
+    throw new ToolError('invalid_arguments', `"${text}" is not allowed as a path value`);
+  }
+  return text;
+}
+
+function toToolError(err: unknown, map: (res: UpstreamResponse) => ToolError, redact: (s: string) => string): ToolError {
+  let failure: ToolError;
+  if (err instanceof UpstreamStatusError) failure = map(err.response);
+  else if (err instanceof ToolError) failure = err;
+  else throw err;
+  const message = redact(failure.message);
+  return message === failure.message ? failure : new ToolError(failure.code, message, { retryable: failure.retryable, providerStatus: failure.providerStatus, refund: failure.refund });
+}
+
+/** What a call needs from an account, derived once per (account, provider) and reused by later calls. */
+interface AccountFacts {
+  provider: Provider;
+  /** Accept and the provider's constant headers. */
+  headers: Readonly<Record<string, string>>;
+  publicFields: Record<string, string>;
+  auth: Record<string, string>;
+  base?: string;
+  baseOrigin?: string;
+  redact: (text: string) => string;
+  /** Key of the account's resolved base (base_url.resolve), computed on first use. */
+  cacheKey?: string;
+}
+
+const NO_ACCOUNT = new WeakMap<Provider, AccountFacts>();
+const FACTS = new WeakMap<AccountCredentials, AccountFacts>();
+
+function accountFacts(provider: Provider, account: AccountCredentials | null): AccountFacts {
+  const cached = account ? FACTS.get(account) : NO_ACCOUNT.get(provider);
+  if (cached && cached.provider === provider) return cached;
+  const headers = { accept: 'application/json', ...provider.spec.headers };
+  const facts: AccountFacts = { provider, headers, publicFields: {}, auth: {}, redact: (text) => text };
+  if (account) {
+    for (const [k, v] of Object.entries(account.fields)) if (!provider.secretFields.has(k)) facts.publicFields[k] = v;
+    Object.freeze(facts.publicFields);
+    facts.auth = authHeaders(provider, account);
+    facts.base = baseUrl(provider, account);
+    facts.baseOrigin = new URL(facts.base).origin;
+    // Secret fields, and the credential of each auth header (the Basic form of e-mail:token, for one).
+    const secrets = [...provider.secretFields].map((f) => account.fields[f]);
+    facts.redact = redactor([...secrets, ...Object.values(facts.auth).map((v) => v.split(' ').pop()!)]);
+    FACTS.set(account, facts);
+  } else NO_ACCOUNT.set(provider, facts);
+  return facts;
+}
+
+/** The URL in the account's base field, without a trailing slash (an instance root, a site). */
+function accountRoot(provider: Provider, account: AccountCredentials): string {
+  const raw = account.fields[provider.spec.base_url.field];
+  if (!raw) throw new ToolError('account_invalid', `The bound account has no ${provider.spec.base_url.field}`);
+  const url = new URL(raw);
+  return url.origin + url.pathname.replace(/\/+$/, '');
+}
+
+const baseUrl = (provider: Provider, account: AccountCredentials) => accountRoot(provider, account) + (provider.spec.base_url.path ?? '');
+
+/** A verification way applies when the account has every field of `when.set` and none of `when.unset`. */
+const wayApplies = (way: VerifyWay, account: AccountCredentials) =>
+  (way.when?.set ?? []).every((f) => Boolean(account.fields[f])) && (way.when?.unset ?? []).every((f) => !account.fields[f]);
+
+function authHeaders(provider: Provider, account: AccountCredentials): Record<string, string> {
+  const out: Record<string, string> = {};
+  const basic = provider.spec.auth?.basic;
+  if (basic && account.fields[basic.username] && account.fields[basic.password]) {
+    out.authorization = 'Basic ' + Buffer.from(`${account.fields[basic.username]}:${account.fields[basic.password]}`).toString('base64');
+  }
+  for (const h of provider.authHeaders) {
+    // A header whose fields are empty is left out (e.g. an n8n account without an API key).
+    if (h.fields.every((f) => account.fields[f])) out[h.name.toLowerCase()] = String(h.template.render({ account: account.fields }));
+  }
+  return out;
+}
+
+const ARGUMENT_WORDS = { whole: 'the arguments', unknown: 'is not a parameter of this tool' };
+const OUTPUT_WORDS = { whole: 'the result', unknown: 'is not expected in the result' };
+
+/** `"max_results" must be <= 1000; "jql" is required` — names each bad field, never echoes values. */
+export function describeSchemaErrors(errors: ErrorObject[], words = ARGUMENT_WORDS): string {
+  const seen = new Set<string>();
+  for (const e of errors) {
+    const at = pointerParts(e.instancePath);
+    let text: string;
+    switch (e.keyword) {
+      case 'required':
+        text = `"${[...at, (e.params as { missingProperty: string }).missingProperty].join('.')}" is required`;
+        break;
+      case 'additionalProperties':
+        text = `"${[...at, (e.params as { additionalProperty: string }).additionalProperty].join('.')}" ${words.unknown}`;
+        break;
+      case 'enum':
+        text = `"${at.join('.')}" must be one of: ${(e.params as { allowedValues: unknown[] }).allowedValues.map(String).join(', ')}`;
+        break;
+      default:
+        text = at.length ? `"${at.join('.')}" ${e.message}` : `${words.whole} ${e.message}`;
+    }
+    seen.add(text);
+  }
+  return [...seen].join('; ');
+}

@@ -1,0 +1,124 @@
+// The MCP backend: authenticate -> authorize -> rate limit, then for tools/call
+// find the custom tool -> merge defaults -> validate -> charge -> execute -> record in the ledger -> refund or keep.
+import type { Accounts } from '../accounts/accounts.ts';
+import { ApiKeys } from '../access/keys.ts';
+import type { KeyRateLimiter } from '../access/rate-limit.ts';
+import type { Credits } from '../billing/credits.ts';
+import { type Ledger, recordOf } from '../billing/ledger.ts';
+import type { OpenCharge } from '../billing/credits.ts';
+import { randomId } from '../secrets.ts';
+import type { Engine } from '../engine/engine.ts';
+import type { Logger } from '../log.ts';
+import type { Metrics } from '../metrics.ts';
+import { OAuthGrants } from '../oauth/grants.ts';
+import type { AuthOutcome, CallOptions, ToolCallResult, ToolListing, McpBackend, Principal, RateOutcome } from '../mcp/backend.ts';
+import { ToolError } from '../tool-error.ts';
+import type { Servers } from '../servers/servers.ts';
+import type { CustomTool, CustomTools } from '../servers/custom-tools.ts';
+
+export interface CallPipelineDeps {
+  keys: ApiKeys;
+  oauth: OAuthGrants;
+  servers: Servers;
+  tools: CustomTools;
+  accounts: Accounts;
+  credits: Credits;
+  ledger: Ledger;
+  rateLimiter: KeyRateLimiter;
+  engine: Engine;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+export class CallPipeline implements McpBackend {
+  constructor(private readonly d: CallPipelineDeps) {}
+
+  async authenticate(serverId: string, authorization: string | undefined): Promise<AuthOutcome> {
+    const m = /^Bearer +(\S+)$/i.exec(authorization ?? '');
+    if (m && OAuthGrants.isAccessToken(m[1])) return this.authenticateToken(serverId, m[1]);
+    if (!m || !ApiKeys.isKey(m[1])) return { ok: false, status: 401 };
+    const key = await this.d.keys.lookup(m[1]);
+    if (!key || key.revoked_at) return { ok: false, status: 401 };
+    if (key.kind === 'server' && key.server_id !== serverId) return { ok: false, status: 401 };
+    const server = await this.d.servers.lookup(serverId);
+    if (!server || server.owner_id !== key.owner_id || !server.active) return { ok: false, status: 403 };
+    if (key.kind === 'global' && !key.linked_server_ids.includes(serverId)) return { ok: false, status: 403 };
+    this.d.keys.touch(key._id);
+    return { ok: true, principal: { keyId: key._id, ownerId: key.owner_id, serverId } };
+  }
+
+  /** An OAuth access token: valid, for this very server (audience), whose server is still its owner's and active. */
+  private async authenticateToken(serverId: string, token: string): Promise<AuthOutcome> {
+    const auth = await this.d.oauth.authenticate(token, serverId);
+    if (!auth.ok) return { ok: false, status: 401, tokenError: auth.reason };
+    const server = await this.d.servers.lookup(serverId);
+    if (!server || server.owner_id !== auth.principal.ownerId || !server.active) return { ok: false, status: 403 };
+    return { ok: true, principal: { keyId: auth.principal.grantId, ownerId: auth.principal.ownerId, serverId } };
+  }
+
+  rateLimit(principal: Principal, requests = 1): Promise<RateOutcome> {
+    return this.d.rateLimiter.consume(principal.keyId, requests);
+  }
+
+  async listTools(principal: Principal): Promise<ToolListing[]> {
+    return (await this.d.tools.forServer(principal.serverId)).map((t) => t.listing);
+  }
+
+  async callTool(principal: Principal, name: string, args: unknown, options: CallOptions): Promise<ToolCallResult | undefined> {
+    const tool = (await this.d.tools.forServer(principal.serverId)).find((t) => t.doc.name === name);
+    if (!tool) return undefined;
+    const cost = tool.base.spec.credits;
+    const started = performance.now();
+    const charge: OpenCharge = { id: randomId('call_'), cost, at: new Date(), server_id: principal.serverId, key_id: principal.keyId, tool: name };
+    const latency = () => Math.round(performance.now() - started);
+    /** A call refused before any charge: recorded, nothing to settle. */
+    const rejected = async (error: ToolError): Promise<ToolCallResult> => {
+      await this.d.ledger.record(recordOf({ ...charge, cost: 0 }, principal.ownerId, 'rejected', error.code, 0, latency()));
+      this.d.metrics.toolCall(name, error.code, 0);
+      return { ok: false, error };
+    };
+
+    let validated: Record<string, unknown>;
+    try {
+      validated = this.d.engine.validateArguments(tool.base, mergeArguments(tool, args as Record<string, unknown>));
+    } catch (err) {
+      if (!(err instanceof ToolError)) throw err;
+      return rejected(err);
+    }
+    const account = tool.doc.account_id ? await this.d.accounts.credentials(principal.ownerId, tool.doc.account_id) : null;
+    if (tool.doc.account_id && !account) {
+      return rejected(new ToolError('account_missing', `The account bound to ${name} no longer exists; bind another account to the tool`));
+    }
+    if (!(await this.d.credits.charge(principal.ownerId, charge))) {
+      const balance = await this.d.credits.balance(principal.ownerId);
+      return rejected(new ToolError('insufficient_credits', `Insufficient credits: ${name} costs ${cost} credit${cost === 1 ? '' : 's'} and the balance is ${balance}`));
+    }
+    // From here the charge is open on the balance: its record is written before the answer leaves, and a
+    // crash before that is refunded by Ledger.reconcile at the next start.
+    let outcome: ToolCallResult;
+    let failure: ToolError | undefined;
+    try {
+      outcome = { ok: true, result: await this.d.engine.run(tool.base, validated, account, options) };
+    } catch (err) {
+      failure = err instanceof ToolError ? err : new ToolError('internal_error', 'The tool failed inside the service', { refund: true });
+      if (!(err instanceof ToolError)) this.d.logger.error({ err, tool: name, keyId: principal.keyId }, 'tool failed unexpectedly');
+      outcome = { ok: false, error: failure };
+    }
+    const refund = failure?.refund === true;
+    const kept = refund ? 0 : cost;
+    await this.d.ledger.settle(recordOf(charge, principal.ownerId, !failure ? 'ok' : refund ? 'refunded' : 'tool_error', failure?.code ?? 'ok', kept, latency()), refund);
+    this.d.metrics.toolCall(name, failure?.code ?? 'ok', kept);
+    return outcome;
+  }
+}
+
+/** Server defaults under the caller's arguments; a locked parameter cannot come from the caller. */
+export function mergeArguments(tool: CustomTool, args: Record<string, unknown>): Record<string, unknown> {
+  const locked = tool.doc.locked.filter((p) => Object.hasOwn(args, p));
+  if (locked.length) {
+    throw new ToolError('invalid_arguments', `Invalid arguments: ${locked.map((p) => `"${p}" is fixed by this server and cannot be set`).join('; ')}`);
+  }
+  const defaults = tool.doc.defaults;
+  // Copied: validation fills defaults in place, and the stored defaults are shared by every call.
+  return Object.keys(defaults).length ? { ...structuredClone(defaults), ...args } : { ...args };
+}
