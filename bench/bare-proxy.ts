@@ -14,7 +14,11 @@ app.use(async (ctx) => {
   for await (const c of ctx.req) chunks.push(c as Buffer);
   const message = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: number };
   const res = await client(`${upstream}/ping`);
-  ctx.body = { jsonrpc: '2.0', id: message.id, result: { content: [{ type: 'text', text: JSON.stringify(res.body) }], structuredContent: res.body, isError: false } };
+  ctx.body = {
+    jsonrpc: '2.0',
+    id: message.id,
+    result: { content: [{ type: 'text', text: JSON.stringify(res.body) }], structuredContent: res.body, isError: false },
+  };
 });
 const server = app.listen(0, '127.0.0.1', () => {
   const { port } = server.address() as import('node:net').AddressInfo;

@@ -25,7 +25,11 @@ const config = loadConfig({
 config.inMemory = process.env.BENCH_STORE !== 'file';
 const service = await startService({ config, logDestination: pino.destination('/dev/null') });
 const api = async (p: string, token: string, body?: unknown) => {
-  const res = await fetch(service.url + p, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body ?? {}) });
+  const res = await fetch(service.url + p, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body ?? {}),
+  });
   return (await res.json()) as Record<string, any>;
 };
 const owner = await api('/api/admin/owners', service.operatorToken, { email: 'bench@example.com' });

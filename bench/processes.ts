@@ -61,11 +61,20 @@ export async function launchNotionMcp(upstream: string): Promise<NotionMcp> {
     if (i === 100 || child.exitCode !== null) throw new Error('the Notion MCP server did not start');
     await sleep(100);
   }
-  const headers: Record<string, string> = { authorization: `Bearer ${authToken}`, accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${authToken}`,
+    accept: 'application/json, text/event-stream',
+    'content-type': 'application/json',
+  };
   const init = await fetch(`${base}/mcp`, {
     method: 'POST',
     headers,
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+    }),
   });
   const session = init.headers.get('mcp-session-id');
   await init.text();

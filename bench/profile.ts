@@ -38,18 +38,34 @@ const STAGES: Array<[string, (f: Frame) => boolean]> = [
   ['log (pino)', (f) => /node_modules\/(pino|sonic-boom|thread-stream)|runtime\/log\.ts/.test(f.url)],
   ['validation (ajv)', (f) => /node_modules\/ajv/.test(f.url) || (f.url === '' && /^validate\d*$/.test(f.functionName))],
   ['rate limits', (f) => /rate-limiter-flexible|runtime\/access\/rate-limit\.ts/.test(f.url)],
-  ['auth (key lookup)', (f) => /runtime\/access\/keys\.ts|runtime\/oauth\//.test(f.url) || (/runtime\/pipeline\/call-pipeline\.ts/.test(f.url) && /authenticate/.test(f.functionName))],
+  [
+    'auth (key lookup)',
+    (f) =>
+      /runtime\/access\/keys\.ts|runtime\/oauth\//.test(f.url) || (/runtime\/pipeline\/call-pipeline\.ts/.test(f.url) && /authenticate/.test(f.functionName)),
+  ],
   ['credits', (f) => /runtime\/billing\/credits\.ts/.test(f.url)],
   ['ledger', (f) => /runtime\/billing\/ledger\.ts/.test(f.url)],
   ['store', (f) => /runtime\/store\/|node_modules\/(@seald-io\/nedb|nedb|mongodb|bson)/.test(f.url)],
   ['render request', (f) => /runtime\/engine\//.test(f.url) && /render|authHeaders|accountFacts|bind/.test(f.functionName)],
   ['mapping (templates)', (f) => /runtime\/template\//.test(f.url) || /node_modules\/handlebars/.test(f.url)],
   ['plugins', (f) => /\/plugins\//.test(f.url)],
-  ['got + outbound guard', (f) => /node_modules\/(got|@szmarczak|cacheable|http2-wrapper|responselike|lowercase-keys|p-cancelable|decompress-response|form-data-encoder|@sindresorhus|byte-counter|chunk-data)|runtime\/http\/(client|guard)\.ts/.test(f.url)],
+  [
+    'got + outbound guard',
+    (f) =>
+      /node_modules\/(got|@szmarczak|cacheable|http2-wrapper|responselike|lowercase-keys|p-cancelable|decompress-response|form-data-encoder|@sindresorhus|byte-counter|chunk-data)|runtime\/http\/(client|guard)\.ts/.test(
+        f.url,
+      ),
+  ],
   ['engine (other)', (f) => /runtime\/engine\//.test(f.url)],
   ['tools, accounts, call pipeline', (f) => /runtime\/(servers|accounts|pipeline)\//.test(f.url)],
   ['MCP protocol + JSON', (f) => /runtime\/mcp\//.test(f.url)],
-  ['Koa + middleware', (f) => /node_modules\/(koa|@koa|koa-compose|on-finished|statuses|http-errors|content-type|type-is|accepts|vary|cookies|delegates)|runtime\/(service|http|metrics)/.test(f.url) || /bench\/bare-proxy/.test(f.url)],
+  [
+    'Koa + middleware',
+    (f) =>
+      /node_modules\/(koa|@koa|koa-compose|on-finished|statuses|http-errors|content-type|type-is|accepts|vary|cookies|delegates)|runtime\/(service|http|metrics)/.test(
+        f.url,
+      ) || /bench\/bare-proxy/.test(f.url),
+  ],
   // File writes belong to whoever writes (the log, the store's files), so node:fs is left to the callers.
   ['node http + sockets', (f) => /^node:/.test(f.url) && !/^node:(internal\/)?fs/.test(f.url)],
   ['garbage collection', (f) => f.functionName === '(garbage collector)'],
@@ -86,7 +102,11 @@ async function profileOf(name: string, file: string, args: string[], env: Record
   const out = path.join(dir, 'cpu.json');
   const target = await launch(file, args, { ...env, BENCH_PROFILE: out });
   const child = children.at(-1)!;
-  const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(target.key ? { authorization: `Bearer ${target.key}` } : {}) };
+  const headers = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    ...(target.key ? { authorization: `Bearer ${target.key}` } : {}),
+  };
   const run = (amount: number) => autocannon({ url: target.url, connections: CONNECTIONS, amount, method: 'POST', headers, body });
   await run(3000);
   child.kill('SIGUSR2');

@@ -173,12 +173,15 @@ async function main(): Promise<void> {
 
   const pad = (s: string | number, n: number) => String(s).padEnd(n);
   console.log(`\n${pad('target', 22)}${pad('method', 12)}${pad('c', 4)}${pad('req/s', 10)}${pad('p50 ms', 8)}${pad('p99 ms', 8)}errors`);
-  for (const r of rows) console.log(`${pad(r.target, 22)}${pad(r.method, 12)}${pad(r.connections, 4)}${pad(Math.round(r.rps), 10)}${pad(r.p50, 8)}${pad(r.p99, 8)}${r.errors}`);
+  for (const r of rows)
+    console.log(`${pad(r.target, 22)}${pad(r.method, 12)}${pad(r.connections, 4)}${pad(Math.round(r.rps), 10)}${pad(r.p50, 8)}${pad(r.p99, 8)}${r.errors}`);
   const failed = rows.filter((r) => r.errors > 0);
-  if (failed.length) throw new Error(`errors in ${failed.map((r) => `${r.target} ${r.method} c=${r.connections}`).join(', ')}: the ratios would not mean anything`);
+  if (failed.length)
+    throw new Error(`errors in ${failed.map((r) => `${r.target} ${r.method} c=${r.connections}`).join(', ')}: the ratios would not mean anything`);
 
   const rps = (target: string, method: string, c: number) => rows.find((r) => r.target === target && r.method === method && r.connections === c)!.rps;
-  const ratio = (method: Method, c: number, a: string, b: string, label: string) => `${method} c=${c} ${label} ${(rps(a, method, c) / rps(b, method, c)).toFixed(2)}`;
+  const ratio = (method: Method, c: number, a: string, b: string, label: string) =>
+    `${method} c=${c} ${label} ${(rps(a, method, c) / rps(b, method, c)).toFixed(2)}`;
   const lines: string[] = [];
   for (const c of [1, 32]) {
     lines.push(`tools/call c=${c} ours/direct-upstream ${(rps(OURS, 'tools/call', c) / rps('direct upstream', 'GET /ping', c)).toFixed(2)}`);

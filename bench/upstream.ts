@@ -9,7 +9,13 @@ let pageReads = 0;
 
 /** A page of a task data source, as Notion-Version 2025-09-03 returns it (ids and times fixed). */
 function page(id: string): string {
-  const text = (content: string) => ({ type: 'text', text: { content, link: null }, annotations: { bold: false, italic: false, strikethrough: false, underline: false, code: false, color: 'default' }, plain_text: content, href: null });
+  const text = (content: string) => ({
+    type: 'text',
+    text: { content, link: null },
+    annotations: { bold: false, italic: false, strikethrough: false, underline: false, code: false, color: 'default' },
+    plain_text: content,
+    href: null,
+  });
   return JSON.stringify({
     object: 'page',
     id,
@@ -28,7 +34,14 @@ function page(id: string): string {
       Status: { id: '%3AUJq', type: 'status', status: { id: 'in-progress', name: 'In progress', color: 'blue' } },
       Due: { id: 'f%5B%5C', type: 'date', date: { start: '2026-12-01', end: null, time_zone: null } },
       Owner: { id: 'Ab%3Cd', type: 'people', people: [{ object: 'user', id: '6c1b3f2e-6a3d-4e0b-9a8c-2f7e1d5c4b3a' }] },
-      Tags: { id: 'Xy%7Bz', type: 'multi_select', multi_select: [{ id: 't1', name: 'planning', color: 'green' }, { id: 't2', name: 'q1', color: 'gray' }] },
+      Tags: {
+        id: 'Xy%7Bz',
+        type: 'multi_select',
+        multi_select: [
+          { id: 't1', name: 'planning', color: 'green' },
+          { id: 't2', name: 'q1', color: 'gray' },
+        ],
+      },
       Notes: { id: 'n0te', type: 'rich_text', rich_text: [text('Collect the estimates from each team before the review.')] },
     },
     url: `https://www.notion.so/Quarterly-roadmap-review-${id.replace(/-/g, '')}`,

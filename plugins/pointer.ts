@@ -33,7 +33,12 @@ export const POINTERS_OPTIONS = {
  */
 export function convertAt(name: string, hook: 'request', description: string, convert: (value: unknown) => unknown): RequestPlugin<{ pointers: string[] }>;
 export function convertAt(name: string, hook: 'response', description: string, convert: (value: unknown) => unknown): ResponsePlugin<{ pointers: string[] }>;
-export function convertAt(name: string, hook: 'request' | 'response', description: string, convert: (value: unknown) => unknown): RequestPlugin | ResponsePlugin {
+export function convertAt(
+  name: string,
+  hook: 'request' | 'response',
+  description: string,
+  convert: (value: unknown) => unknown,
+): RequestPlugin | ResponsePlugin {
   const each = (root: unknown, pointers: string[]) => {
     for (const pointer of pointers) updateAt(root, pointer, convert);
   };

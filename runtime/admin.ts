@@ -38,7 +38,9 @@ async function main(argv: string[]): Promise<void> {
       body: request.body === undefined ? undefined : JSON.stringify(request.body),
     });
   } catch {
-    throw new Error(`The service is not reachable at ${base}. Start it (npm start) or set ADMIN_URL: admin commands go through the running service and never write its store directly.`);
+    throw new Error(
+      `The service is not reachable at ${base}. Start it (npm start) or set ADMIN_URL: admin commands go through the running service and never write its store directly.`,
+    );
   }
   const text = await res.text();
   if (!res.ok) throw new Error(`${res.status}: ${text}`);

@@ -90,7 +90,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (env.MASTER_KEY && !isKey32(env.MASTER_KEY)) problems.push('MASTER_KEY must be 32 bytes as 64 hex characters or base64');
   const signup = (env.SIGNUP || 'open') as Config['signup'];
   if (signup !== 'open' && signup !== 'invite') problems.push(`SIGNUP must be open or invite (got "${env.SIGNUP}")`);
-  if (env.PUBLIC_URL && !isHttpUrl(env.PUBLIC_URL)) problems.push(`PUBLIC_URL must be an http(s) URL with no path, query or fragment (got "${env.PUBLIC_URL}")`);
+  if (env.PUBLIC_URL && !isHttpUrl(env.PUBLIC_URL))
+    problems.push(`PUBLIC_URL must be an http(s) URL with no path, query or fragment (got "${env.PUBLIC_URL}")`);
   if (env.OPERATOR_TOKEN !== undefined && env.OPERATOR_TOKEN.length < 24) problems.push('OPERATOR_TOKEN must be at least 24 characters');
   const config: Config = {
     port: int('PORT', 3000, 0, 65535),
@@ -105,7 +106,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     watchSpecs: bool('WATCH_SPECS', true),
     allowPrivateNetworks: allow,
     allowPrivateNetworksText: env.ALLOW_PRIVATE_NETWORKS ?? '',
-    allowedOrigins: (env.ALLOWED_ORIGINS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    allowedOrigins: (env.ALLOWED_ORIGINS ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
     maxBodyBytes: int('MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     upstreamTimeoutMs: int('UPSTREAM_TIMEOUT_MS', 30_000, 100, 300_000),
     maxResponseBytes: int('MAX_RESPONSE_BYTES', 10 * 1024 * 1024, 1024, 256 * 1024 * 1024),

@@ -52,7 +52,11 @@ export async function startDemo(env: NodeJS.ProcessEnv = process.env): Promise<D
   const { json: signedUp, res } = await api('POST', '/api/auth/signup', {}, { email, password });
   const cookie = res.headers.getSetCookie()[0].split(';')[0];
   const csrf = signedUp.csrf_token as string;
-  const tokenRes = await fetch(`${service.url}/api/me/tokens`, { method: 'POST', headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf, origin: service.url }, body: JSON.stringify({ name: 'demo script' }) });
+  const tokenRes = await fetch(`${service.url}/api/me/tokens`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf, origin: service.url },
+    body: JSON.stringify({ name: 'demo script' }),
+  });
   const token = ((await tokenRes.json()) as { token: string }).token;
 
   const accountByKind = new Map<string, string>();
@@ -63,7 +67,12 @@ export async function startDemo(env: NodeJS.ProcessEnv = process.env): Promise<D
   }
   const server = (await api('POST', '/api/servers', { token }, { name: 'Demo server', id: `demo-${Date.now().toString(36)}` })).json;
   for (const tool of service.catalog.current.tools.values()) {
-    await api('POST', `/api/servers/${server.id}/tools`, { token }, { base_tool: tool.spec.id, account_id: accountByKind.get(tool.provider.spec.account.kind) });
+    await api(
+      'POST',
+      `/api/servers/${server.id}/tools`,
+      { token },
+      { base_tool: tool.spec.id, account_id: accountByKind.get(tool.provider.spec.account.kind) },
+    );
   }
   const key = (await api('POST', `/api/servers/${server.id}/api-keys`, { token }, { name: 'demo key' })).json;
   return {

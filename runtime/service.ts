@@ -102,7 +102,14 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const operatorToken = config.operatorToken ?? (await secretFile('operator-token', () => randomToken('mcpop_')));
 
   const ca = config.outboundCaFile ? await readFile(config.outboundCaFile, 'utf8') : undefined;
-  const http = createHttpClient({ timeoutMs: config.upstreamTimeoutMs, maxResponseBytes: config.maxResponseBytes, allow: config.allowPrivateNetworks, retries: 2, maxRetryAfterMs: 3000, ca });
+  const http = createHttpClient({
+    timeoutMs: config.upstreamTimeoutMs,
+    maxResponseBytes: config.maxResponseBytes,
+    allow: config.allowPrivateNetworks,
+    retries: 2,
+    maxRetryAfterMs: 3000,
+    ca,
+  });
   // OAuth client ID metadata documents: the same guard, no retries, a small document only.
   const metadataHttp = createHttpClient({ ...METADATA_FETCH_LIMITS, allow: config.allowPrivateNetworks, retries: 0, maxRetryAfterMs: 0, ca });
   const engine = new Engine(http, { defaultTimeoutMs: config.upstreamTimeoutMs });
@@ -115,7 +122,11 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const credits = new Credits(store);
   const oauth = {
     clients: new OAuthClients(store, metadataHttp),
-    grants: new OAuthGrants(store, { accessMs: config.oauthAccessMinutes * 60_000, refreshMs: config.oauthRefreshDays * 86_400_000, cacheMs: config.keyCacheMs }),
+    grants: new OAuthGrants(store, {
+      accessMs: config.oauthAccessMinutes * 60_000,
+      refreshMs: config.oauthRefreshDays * 86_400_000,
+      cacheMs: config.keyCacheMs,
+    }),
   };
   // The embedded store keeps every document in memory: there the ledger keeps at most LEDGER_MAX_RECORDS
   // records (older ones live on as hourly aggregates).
@@ -155,7 +166,15 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       inFlight--;
       const ms = performance.now() - started;
       metrics.request(ctx.path, ctx.status, ms / 1000);
-      const line = { requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10, keyId: ctx.state.keyId, tool: ctx.state.tool };
+      const line = {
+        requestId,
+        method: ctx.method,
+        path: ctx.path,
+        status: ctx.status,
+        ms: Math.round(ms * 10) / 10,
+        keyId: ctx.state.keyId,
+        tool: ctx.state.tool,
+      };
       if (ctx.status >= 500) accessLog.warn(line, 'request');
       else accessLog.info(line, 'request');
     }
@@ -208,7 +227,23 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     sendJson(ctx, 405, rpcError(null, -32000, 'Method not allowed.'));
   });
   const signInLimits = new SignInLimits(undefined, store.mongo);
-  const apiDeps = { owners, servers, keys, tools, accounts, credits, ledger, catalog, engine, sessions, signInLimits, oauth, operatorToken, maxBodyBytes: config.maxBodyBytes, site };
+  const apiDeps = {
+    owners,
+    servers,
+    keys,
+    tools,
+    accounts,
+    credits,
+    ledger,
+    catalog,
+    engine,
+    sessions,
+    signInLimits,
+    oauth,
+    operatorToken,
+    maxBodyBytes: config.maxBodyBytes,
+    site,
+  };
   const api = createApiRouter(apiDeps);
   const dashboard = createDashboardRouter(apiDeps);
   app.use(router.routes()).use(router.allowedMethods());

@@ -32,7 +32,8 @@ async function mcp(svc: TestService, serverId: string, key: string | undefined, 
   return { status: res.status, body: (await res.json()) as any, headers: res.headers };
 }
 
-const echo = (svc: TestService, serverId: string, key: string, args: Record<string, unknown>) => mcp(svc, serverId, key, 'tools/call', { name: 'demo_echo', arguments: args });
+const echo = (svc: TestService, serverId: string, key: string, args: Record<string, unknown>) =>
+  mcp(svc, serverId, key, 'tools/call', { name: 'demo_echo', arguments: args });
 
 describe('random tokens (keys, ids)', () => {
   it('are the prefix and 43 base62 characters for 32 bytes, every character equally likely', () => {
@@ -72,7 +73,9 @@ describe('API keys and the authorization table', () => {
     expect(other.status).toBe(401);
     expect(other.body).toEqual({ error: 'Unauthorized', message: 'Invalid or expired API key' });
     // Points OAuth clients at the metadata of the server they asked for (RFC 9728); no error code for a key.
-    expect(other.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${svc.url}/.well-known/oauth-protected-resource/mcp/${b.serverId}", scope="mcp:tools"`);
+    expect(other.headers.get('www-authenticate')).toBe(
+      `Bearer resource_metadata="${svc.url}/.well-known/oauth-protected-resource/mcp/${b.serverId}", scope="mcp:tools"`,
+    );
   });
 
   it('missing, malformed and unknown keys get 401', async () => {
@@ -215,7 +218,13 @@ describe('credits', () => {
     const ok = results.filter((r) => r.body.result.isError === false);
     const refused = results.filter((r) => r.body.result.isError === true);
     expect(ok.length).toBe(30);
-    expect(refused.every((r) => r.body.result.structuredContent === undefined && /^Insufficient credits: demo_echo costs 2 credits and the balance is [01]$/.test(r.body.result.content[0].text))).toBe(true);
+    expect(
+      refused.every(
+        (r) =>
+          r.body.result.structuredContent === undefined &&
+          /^Insufficient credits: demo_echo costs 2 credits and the balance is [01]$/.test(r.body.result.content[0].text),
+      ),
+    ).toBe(true);
     expect(await balance()).toBe(1);
     // Insufficient balance never reaches the upstream.
     expect(upstream.requests.length - before).toBe(30);
@@ -330,7 +339,10 @@ describe('tenant isolation', () => {
   });
 
   it('a tool cannot be bound to another owner’s account', async () => {
-    const res = await svc.call('POST', `/api/servers/${bobServer.serverId}/tools`, { token: bob.token, body: { base_tool: 'demo_ping', account_id: aliceServer.accountIds.demo } });
+    const res = await svc.call('POST', `/api/servers/${bobServer.serverId}/tools`, {
+      token: bob.token,
+      body: { base_tool: 'demo_ping', account_id: aliceServer.accountIds.demo },
+    });
     expect(res.status).toBe(400);
     expect(res.body.message).toBe(`"account_id": no account ${aliceServer.accountIds.demo} of yours exists`);
   });
@@ -373,9 +385,15 @@ describe('stored accounts, custom tools and restarts', () => {
     expect((override.content as Array<{ text: string }>)[0].text).toBe('Invalid arguments: "channel" is fixed by this server and cannot be set');
     await client.close();
 
-    const badDefaults = await svc.call('POST', `/api/servers/${serverId}/tools`, { token: owner.token, body: { base_tool: 'demo_echo', name: 'x', account_id: accountIds.demo, defaults: { status: 99 } } });
+    const badDefaults = await svc.call('POST', `/api/servers/${serverId}/tools`, {
+      token: owner.token,
+      body: { base_tool: 'demo_echo', name: 'x', account_id: accountIds.demo, defaults: { status: 99 } },
+    });
     expect(badDefaults.body.message).toBe('"defaults" are not valid for demo_echo: "status" must be >= 200');
-    const dup = await svc.call('POST', `/api/servers/${serverId}/tools`, { token: owner.token, body: { base_tool: 'demo_ping', name: 'shout', account_id: accountIds.demo } });
+    const dup = await svc.call('POST', `/api/servers/${serverId}/tools`, {
+      token: owner.token,
+      body: { base_tool: 'demo_ping', name: 'shout', account_id: accountIds.demo },
+    });
     expect(dup.status).toBe(409);
 
     await svc.close();

@@ -102,7 +102,11 @@ describe('owner accounts (SIGNUP=open, the default)', () => {
     expect(crossSite.status).toBe(403);
     expect(crossSite.body.message).toMatch(/Cross-site request refused: https:\/\/evil.example/);
     // A form post from another site in a browser without Origin still says where it came from.
-    const res = await fetch(`${svc.url}/api/servers`, { method: 'POST', headers: { cookie: b.cookie, 'x-csrf-token': b.csrf, 'sec-fetch-site': 'cross-site', 'content-type': 'application/json' }, body: '{"name":"x"}' });
+    const res = await fetch(`${svc.url}/api/servers`, {
+      method: 'POST',
+      headers: { cookie: b.cookie, 'x-csrf-token': b.csrf, 'sec-fetch-site': 'cross-site', 'content-type': 'application/json' },
+      body: '{"name":"x"}',
+    });
     expect(res.status).toBe(403);
     // Reads need no token; the session's owner sees nothing created by the refused requests.
     expect((await b.send('GET', '/api/servers', undefined, { 'x-csrf-token': '' })).body.servers).toEqual([]);
@@ -148,7 +152,9 @@ describe('owner accounts (SIGNUP=open, the default)', () => {
     const token = created.body.token as string;
     expect((await svc.call('GET', '/api/servers', { token })).status).toBe(200);
     const list = await b.send('GET', '/api/me/tokens');
-    expect(list.body.tokens).toEqual([{ id: created.body.id, name: 'ci script', prefix: token.slice(0, 10), created_at: expect.any(String), last_used_at: expect.any(String) }]);
+    expect(list.body.tokens).toEqual([
+      { id: created.body.id, name: 'ci script', prefix: token.slice(0, 10), created_at: expect.any(String), last_used_at: expect.any(String) },
+    ]);
     expect(JSON.stringify(list.body)).not.toContain(token);
     expect((await b.send('DELETE', `/api/me/tokens/${created.body.id}`)).status).toBe(204);
     expect((await svc.call('GET', '/api/servers', { token })).status).toBe(401);
@@ -188,7 +194,8 @@ describe('sign-in throttling', () => {
   it('answers 429 with Retry-After after repeated failures for one e-mail, also for the right password', async () => {
     const address = email();
     await new Browser(svc).send('POST', '/api/auth/signup', { email: address, password: PASSWORD });
-    for (let i = 0; i < 5; i++) expect((await new Browser(svc).send('POST', '/api/auth/login', { email: address, password: `wrong ${i} password` })).status).toBe(401);
+    for (let i = 0; i < 5; i++)
+      expect((await new Browser(svc).send('POST', '/api/auth/login', { email: address, password: `wrong ${i} password` })).status).toBe(401);
     const blocked = await new Browser(svc).send('POST', '/api/auth/login', { email: address, password: PASSWORD });
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);

@@ -28,7 +28,12 @@ interface Session {
 }
 
 /** An owner with credits, an automation account on the sandbox and a server exposing the tools. */
-async function openSession(svc: TestService, sim: N8nSandbox, apiKey = sim.apiKey, baseUrl = sim.url): Promise<Session & { accountId: string; ownerToken: string }> {
+async function openSession(
+  svc: TestService,
+  sim: N8nSandbox,
+  apiKey = sim.apiKey,
+  baseUrl = sim.url,
+): Promise<Session & { accountId: string; ownerToken: string }> {
   const owner = await createOwner(svc, 1000);
   const { serverId, key, accountIds } = await createServer(svc, owner, {
     accounts: { n8n: { kind: 'automation', name: 'n8n sim', base_url: baseUrl, ...(apiKey ? { api_key: apiKey } : {}) } },
@@ -72,7 +77,11 @@ beforeAll(async () => {
   sim = await startN8nSandbox();
   const svc = await startTestService(specsEnv);
   s = await openSession(svc, sim);
-  closers.push(() => sim.close(), () => s.client.close(), () => svc.close());
+  closers.push(
+    () => sim.close(),
+    () => s.client.close(),
+    () => svc.close(),
+  );
 });
 
 afterAll(async () => {
@@ -116,7 +125,12 @@ describe('automation_List_Workflows', () => {
     for (const active of [true, false]) {
       const seen = await requestsDuring(async () => {
         const result = ok(await s.call(LIST, { active }));
-        expect(result.data.map((w: any) => w.id)).toEqual(sim.workflows().filter((w) => w.active === active).map((w) => w.id));
+        expect(result.data.map((w: any) => w.id)).toEqual(
+          sim
+            .workflows()
+            .filter((w) => w.active === active)
+            .map((w) => w.id),
+        );
         expect(result.data.every((w: any) => w.active === active)).toBe(true);
       });
       expect(seen[0].query.get('active')).toBe(String(active));
@@ -201,7 +215,9 @@ describe('automation_List_Workflows', () => {
     try {
       const error = failed(await other.call(LIST, {}));
       expect(error.code).toBe('unauthorized');
-      expect(error.message).toMatch(/^Unauthorized: n8n rejected the stored API key.*: unauthorized\. Create a key under Settings > n8n API and save it in the account\.$/);
+      expect(error.message).toMatch(
+        /^Unauthorized: n8n rejected the stored API key.*: unauthorized\. Create a key under Settings > n8n API and save it in the account\.$/,
+      );
       expect(error.message).not.toContain(wrongKey);
     } finally {
       await other.client.close();
@@ -235,7 +251,12 @@ describe('automation_Get_Workflow', () => {
 
   it('keeps disabled nodes, notes and retry settings, and only the id and name of credential references', async () => {
     const nightly = ok(await s.call(GET, { workflow_id: sim.ids.nightly }));
-    expect(nightly.nodes.find((n: { name: string }) => n.name === 'Fetch contacts')).toMatchObject({ notes: 'Paged by the CRM: 100 contacts a call', notesInFlow: true, retryOnFail: true, maxTries: 3 });
+    expect(nightly.nodes.find((n: { name: string }) => n.name === 'Fetch contacts')).toMatchObject({
+      notes: 'Paged by the CRM: 100 contacts a call',
+      notesInFlow: true,
+      retryOnFail: true,
+      maxTries: 3,
+    });
     expect(nightly.nodes.find((n: { name: string }) => n.name === 'Old export')).toMatchObject({ disabled: true });
     const secured = ok(await s.call(GET, { workflow_id: sim.ids.headerAuth }));
     const webhook = secured.nodes.find((n: { credentials?: unknown }) => n.credentials);
@@ -417,7 +438,9 @@ describe('automation_Trigger_Workflow_Webhook', () => {
     expect(refused.status_code).toBe(403);
     expect(JSON.stringify(refused.body)).toContain('Authorization data is wrong!');
 
-    const header = ok(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('secure-header'), headers: { [headerAuth.name]: headerAuth.value }, body: { ok: 1 } }));
+    const header = ok(
+      await s.call(TRIGGER, { webhook_url: sim.webhookUrl('secure-header'), headers: { [headerAuth.name]: headerAuth.value }, body: { ok: 1 } }),
+    );
     expect(header.status_code).toBe(200);
     expect(lastCall().workflowId).toBe(sim.ids.headerAuth);
 
@@ -478,7 +501,10 @@ describe('outbound guard through the tools', () => {
   async function guarded(allow: string): Promise<Session> {
     const svc = await startTestService({ ...specsEnv, ALLOW_PRIVATE_NETWORKS: allow });
     const session = await openSession(svc, sim);
-    closers.push(() => session.client.close(), () => svc.close());
+    closers.push(
+      () => session.client.close(),
+      () => svc.close(),
+    );
     return session;
   }
 
@@ -497,9 +523,19 @@ describe('outbound guard through the tools', () => {
   it('refuses loopback addresses when they are not allow-listed', async () => {
     const closed = await guarded('');
     const port = new URL(sim.url).port;
-    await expectRefused(closed, TRIGGER, { webhook_url: sim.webhookUrl('hello') }, /^Refused to connect to 127\.0\.0\.1: loopback address; set ALLOW_PRIVATE_NETWORKS to allow it$/);
+    await expectRefused(
+      closed,
+      TRIGGER,
+      { webhook_url: sim.webhookUrl('hello') },
+      /^Refused to connect to 127\.0\.0\.1: loopback address; set ALLOW_PRIVATE_NETWORKS to allow it$/,
+    );
     // A hostname is judged by what it resolves to.
-    await expectRefused(closed, TRIGGER, { webhook_url: `http://localhost:${port}/webhook/hello` }, /^Refused to connect to localhost \(127\.0\.0\.1\): loopback address/);
+    await expectRefused(
+      closed,
+      TRIGGER,
+      { webhook_url: `http://localhost:${port}/webhook/hello` },
+      /^Refused to connect to localhost \(127\.0\.0\.1\): loopback address/,
+    );
     await expectRefused(closed, TRIGGER, { webhook_url: `http://[::ffff:127.0.0.1]:${port}/webhook/hello` }, /loopback address/);
     // The account's own API requests pass the same guard.
     await expectRefused(closed, LIST, {}, /^Refused to connect to 127\.0\.0\.1: loopback address/);
@@ -543,10 +579,15 @@ describe('a 404 from n8n says which 404 it is', () => {
     sim.setPublicApi(false);
     try {
       const before = await s.balance();
-      for (const [name, args] of [[GET, { workflow_id: sim.ids.hello }], [LIST, {}]] as const) {
+      for (const [name, args] of [
+        [GET, { workflow_id: sim.ids.hello }],
+        [LIST, {}],
+      ] as const) {
         const error = failed(await s.call(name, args));
         expect(error.code, name).toBe('n8n_api_disabled');
-        expect(error.message).toMatch(/^The n8n instance at 127\.0\.0\.1:\d+ answers, but its public API does not \(HTTP 404 for \/api\/v1\): it is disabled there/);
+        expect(error.message).toMatch(
+          /^The n8n instance at 127\.0\.0\.1:\d+ answers, but its public API does not \(HTTP 404 for \/api\/v1\): it is disabled there/,
+        );
       }
       expect(await s.balance()).toBe(before);
     } finally {
@@ -580,7 +621,8 @@ describe('a 404 from n8n says which 404 it is', () => {
 // Point 8: an account used only for webhooks has no API key, and n8n answers 401 to a key-less API request;
 // such an account is verified by the instance's health check instead, and says what that proves.
 describe('verifying n8n accounts with and without an API key', () => {
-  const verify = async (session: { accountId: string; ownerToken: string }) => (await s.svc.call('POST', `/api/accounts/${session.accountId}/verify`, { token: session.ownerToken })).body;
+  const verify = async (session: { accountId: string; ownerToken: string }) =>
+    (await s.svc.call('POST', `/api/accounts/${session.accountId}/verify`, { token: session.ownerToken })).body;
 
   it('with a key: the key is checked', async () => {
     const withKey = await openSession(s.svc, sim);
@@ -592,11 +634,17 @@ describe('verifying n8n accounts with and without an API key', () => {
 
   it('without a key: the instance is checked, and the answer says what works', async () => {
     const webhooksOnly = await openSession(s.svc, sim, '');
-    expect(await verify(webhooksOnly)).toMatchObject({ verified: true, detail: expect.stringContaining('The n8n instance answers. Without an API key only webhook triggers work') });
+    expect(await verify(webhooksOnly)).toMatchObject({
+      verified: true,
+      detail: expect.stringContaining('The n8n instance answers. Without an API key only webhook triggers work'),
+    });
     const other = await listenOnLoopback((_req, res) => void res.writeHead(200, { 'content-type': 'text/html' }).end('<p>some other site</p>'));
     closers.push(() => other.close());
     const notN8n = await openSession(s.svc, sim, '', other.url);
-    expect(await verify(notN8n)).toMatchObject({ verified: false, error: { code: 'not_the_provider', message: expect.stringContaining("answered /healthz, but not as n8n does") } });
+    expect(await verify(notN8n)).toMatchObject({
+      verified: false,
+      error: { code: 'not_the_provider', message: expect.stringContaining('answered /healthz, but not as n8n does') },
+    });
     await Promise.all([webhooksOnly.client.close(), notN8n.client.close()]);
   });
 });

@@ -135,7 +135,10 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Revoke laptop' }).click();
     const confirm = page.getByRole('dialog', { name: 'Are you sure?' });
     await Promise.all([page.waitForEvent('load'), confirm.getByRole('button', { name: 'Revoke key' }).click()]);
-    await expect(client.callTool({ name: 'search_pages', arguments: {} })).rejects.toMatchObject({ code: 401, message: expect.stringContaining('Invalid or expired API key') });
+    await expect(client.callTool({ name: 'search_pages', arguments: {} })).rejects.toMatchObject({
+      code: 401,
+      message: expect.stringContaining('Invalid or expired API key'),
+    });
     await client.close().catch(() => undefined);
 
     // Nothing injected ever ran.
@@ -228,7 +231,9 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     // Another origin on the same site (same host, other port): Lax cookies travel, so only the origin check stops it.
     const attacker = http.createServer((_req, res) => {
       res.setHeader('content-type', 'text/html');
-      res.end(`<form method="post" action="${svc.url}/api/servers" enctype="text/plain"><input name='{"name":"pwned","x":"' value='"}'></form><script>document.forms[0].submit()</script>`);
+      res.end(
+        `<form method="post" action="${svc.url}/api/servers" enctype="text/plain"><input name='{"name":"pwned","x":"' value='"}'></form><script>document.forms[0].submit()</script>`,
+      );
     });
     await new Promise<void>((resolve) => attacker.listen(0, '127.0.0.1', resolve));
     const { port } = attacker.address() as AddressInfo;

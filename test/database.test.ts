@@ -118,7 +118,11 @@ describe('database_read_records', () => {
     const req = lastRequest();
     expect(req.method).toBe('GET');
     expect(req.path).toBe('/rest/v1/todos');
-    expect([...req.query]).toEqual([['select', '*'], ['order', 'id.asc'], ['limit', '100']]);
+    expect([...req.query]).toEqual([
+      ['select', '*'],
+      ['order', 'id.asc'],
+      ['limit', '100'],
+    ]);
     expect(req.headers.prefer).toBe('count=exact');
     expect(req.headers.apikey).toBe(sim.serviceRoleKey);
     expect(req.headers.authorization).toBe(`Bearer ${sim.serviceRoleKey}`);
@@ -178,7 +182,12 @@ describe('database_read_records', () => {
   });
 
   it('selects columns and orders by several columns', async () => {
-    const { data } = await ok('database_read_records', { table: 'contacts', columns: 'name, age', filters: { age: { gte: 40 } }, order_by: { active: 'desc', age: 'asc' } });
+    const { data } = await ok('database_read_records', {
+      table: 'contacts',
+      columns: 'name, age',
+      filters: { age: { gte: 40 } },
+      order_by: { active: 'desc', age: 'asc' },
+    });
     expect(lastRequest().query.get('select')).toBe('name,age');
     expect(lastRequest().query.get('order')).toBe('active.desc,age.asc');
     expect(data).toEqual([
@@ -239,7 +248,13 @@ describe('database_create_records', () => {
   });
 
   it('inserts a batch with the same keys without columns=', async () => {
-    const { count } = await ok('database_create_records', { table: 'contacts', records: [{ name: 'Ünï', age: 1 }, { age: 2, name: 'dup,name' }] });
+    const { count } = await ok('database_create_records', {
+      table: 'contacts',
+      records: [
+        { name: 'Ünï', age: 1 },
+        { age: 2, name: 'dup,name' },
+      ],
+    });
     expect(count).toBe(2);
     expect(lastRequest().query.has('columns')).toBe(false);
   });
@@ -250,9 +265,16 @@ describe('database_update_records and database_delete_records', () => {
 
   it('updates exactly the filtered rows and returns them', async () => {
     const before = await balance();
-    const { data, count } = await ok('database_update_records', { table: 'todos', updates: { done: true }, filters: { title: { in: ['Buy milk', 'Call mom'] } } });
+    const { data, count } = await ok('database_update_records', {
+      table: 'todos',
+      updates: { done: true },
+      filters: { title: { in: ['Buy milk', 'Call mom'] } },
+    });
     expect(count).toBe(2);
-    expect(data.map((r) => [r.title, r.done])).toEqual([['Buy milk', true], ['Call mom', true]]);
+    expect(data.map((r) => [r.title, r.done])).toEqual([
+      ['Buy milk', true],
+      ['Call mom', true],
+    ]);
     const req = lastRequest();
     expect(req.method).toBe('PATCH');
     expect(req.query.get('title')).toBe('in.("Buy milk","Call mom")');
@@ -365,7 +387,9 @@ describe('error families', () => {
   it('table not found: PGRST205 (PostgREST 13) and 42P01 (PostgREST 12)', async () => {
     const v13 = await fails('database_read_records', { table: 'todo' });
     expect(v13).toMatchObject({ code: 'table_not_found', provider_status: 404, retryable: false });
-    expect(v13.message).toBe("Table not found: Could not find the table 'public.todo' in the schema cache; Perhaps you meant the table 'public.todos'. Check the table name, and that its schema is exposed by the Data API.");
+    expect(v13.message).toBe(
+      "Table not found: Could not find the table 'public.todo' in the schema cache; Perhaps you meant the table 'public.todos'. Check the table name, and that its schema is exposed by the Data API.",
+    );
     const v12 = await fails('v12_read', { table: 'nope' });
     expect(v12).toMatchObject({ code: 'table_not_found', provider_status: 404 });
     expect(v12.message).toContain('relation "public.nope" does not exist');
@@ -393,9 +417,15 @@ describe('error families', () => {
   });
 
   it('other constraint and type errors', async () => {
-    expect(await fails('database_create_records', { table: 'todo_notes', records: { todo_id: 999, body: 'x' } })).toMatchObject({ code: 'foreign_key_violation', provider_status: 409 });
+    expect(await fails('database_create_records', { table: 'todo_notes', records: { todo_id: 999, body: 'x' } })).toMatchObject({
+      code: 'foreign_key_violation',
+      provider_status: 409,
+    });
     expect(await fails('database_create_records', { table: 'contacts', records: { age: -1 } })).toMatchObject({ code: 'invalid_value', provider_status: 400 });
-    expect(await fails('database_read_records', { table: 'contacts', filters: { age: { eq: 'abc' } } })).toMatchObject({ code: 'invalid_value', provider_status: 400 });
+    expect(await fails('database_read_records', { table: 'contacts', filters: { age: { eq: 'abc' } } })).toMatchObject({
+      code: 'invalid_value',
+      provider_status: 400,
+    });
   });
 
   it('permission denied (42501): 401 for the anon role (not reported as a bad key), 403 for other roles', async () => {
@@ -422,7 +452,9 @@ describe('error families', () => {
   it('invalid key: the gateway bodies "Invalid API key" and "No API key found"', async () => {
     const bad = await fails('badkey_read', { table: 'todos' });
     expect(bad).toMatchObject({ code: 'unauthorized', provider_status: 401 });
-    expect(bad.message).toBe("Unauthorized: Supabase rejected the stored key (invalid API key): Invalid API key; Double check your Supabase `anon` or `service_role` API key. Copy the key again from the project's API settings and save it in the account.");
+    expect(bad.message).toBe(
+      "Unauthorized: Supabase rejected the stored key (invalid API key): Invalid API key; Double check your Supabase `anon` or `service_role` API key. Copy the key again from the project's API settings and save it in the account.",
+    );
     sim.faults.push({ status: 401, body: { message: 'No API key found in request', hint: 'No `apikey` request header or url param was found.' } });
     const missing = await fails('database_read_records', { table: 'todos' });
     expect(missing).toMatchObject({ code: 'unauthorized', provider_status: 401 });
@@ -480,7 +512,10 @@ describe('account verification', () => {
   });
 
   it('refuses an account whose URL has a path or whose key has the wrong form', async () => {
-    const withPath = await svc.call('POST', '/api/accounts', { token: owner.token, body: { kind: 'database', name: 'x', url: `${sim.url}/rest/v1`, key: sim.anonKey } });
+    const withPath = await svc.call('POST', '/api/accounts', {
+      token: owner.token,
+      body: { kind: 'database', name: 'x', url: `${sim.url}/rest/v1`, key: sim.anonKey },
+    });
     expect(withPath.status).toBe(400);
     expect(JSON.stringify(withPath.body)).toContain('without a path');
     const badKey = await svc.call('POST', '/api/accounts', { token: owner.token, body: { kind: 'database', name: 'x', url: sim.url, key: 'not a key' } });
@@ -503,9 +538,13 @@ describe('plugins (the second line behind the input schemas)', () => {
       }
       expect(error).toBeInstanceOf(ToolError);
       expect(error).toMatchObject({ code: 'invalid_arguments', refund: true });
-      expect((error as Error).message).toBe('Invalid arguments: filters: at least one condition is required, so that an update or delete never touches every row by accident');
+      expect((error as Error).message).toBe(
+        'Invalid arguments: filters: at least one condition is required, so that an update or delete never touches every row by accident',
+      );
     }
-    expect(() => writeFiltersPlugin.apply(request, context({ table: 'to dos', filters: { id: { eq: 1 } } }))).toThrow(/table: "to dos" is not a valid table name/);
+    expect(() => writeFiltersPlugin.apply(request, context({ table: 'to dos', filters: { id: { eq: 1 } } }))).toThrow(
+      /table: "to dos" is not a valid table name/,
+    );
     const built = await writeFiltersPlugin.apply(request, context({ table: 'todos', filters: { id: { eq: 1 } } }));
     expect(built.query).toEqual([['id', 'eq.1']]);
   });

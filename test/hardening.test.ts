@@ -23,10 +23,15 @@ describe('bad input', () => {
 
   it('refuses custom-tool defaults the store cannot keep, naming the key', async () => {
     const bind = (defaults: unknown) =>
-      svc.call('POST', `/api/servers/${server.serverId}/tools`, { token: owner.token, body: { base_tool: 'database_read_records', name: `r${Math.random().toString(36).slice(2)}`, account_id: server.accountIds.db, defaults } });
+      svc.call('POST', `/api/servers/${server.serverId}/tools`, {
+        token: owner.token,
+        body: { base_tool: 'database_read_records', name: `r${Math.random().toString(36).slice(2)}`, account_id: server.accountIds.db, defaults },
+      });
     const dotted = await bind({ table: 'todos', filters: { 'profile.name': { eq: 'x' } } });
     expect(dotted.status).toBe(400);
-    expect(dotted.body.message).toBe('"defaults" cannot hold the key "profile.name" (at defaults.filters.profile.name): keys may not start with "$" or contain "." or NUL');
+    expect(dotted.body.message).toBe(
+      '"defaults" cannot hold the key "profile.name" (at defaults.filters.profile.name): keys may not start with "$" or contain "." or NUL',
+    );
     const dollar = await bind({ table: 'todos', filters: { $where: { eq: 1 } } });
     expect(dollar.status).toBe(400);
     expect(dollar.body.message).toContain('"$where"');
@@ -41,7 +46,11 @@ describe('bad input', () => {
       expect(res.body.message).toBe('"amount" must be a whole number from -1000000000 to 1000000000 (negative to debit)');
     }
     // A body of 1e999 parses as Infinity: refused the same way.
-    const inf = await fetch(`${svc.url}/api/admin/owners/${owner.id}/credits`, { method: 'POST', headers: { authorization: `Bearer ${svc.operatorToken}`, 'content-type': 'application/json' }, body: '{"amount":1e999}' });
+    const inf = await fetch(`${svc.url}/api/admin/owners/${owner.id}/credits`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${svc.operatorToken}`, 'content-type': 'application/json' },
+      body: '{"amount":1e999}',
+    });
     expect(inf.status).toBe(400);
     expect((await svc.call('GET', '/api/credits', { token: owner.token })).body.balance).toBe(10);
   });
@@ -66,17 +75,42 @@ describe('bad input', () => {
   it('counts every item of a JSON-RPC batch against the rate limit, invalid ones included', async () => {
     const other = await createServer(svc, owner, { tools: [] });
     const batch = [{ jsonrpc: '2.0', id: 1, method: 'ping' }, ...Array.from({ length: 5 }, () => ({ nonsense: true }))];
-    const res = await fetch(`${svc.url}/mcp/${other.serverId}`, { method: 'POST', headers: { authorization: `Bearer ${other.key}`, 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(batch) });
+    const res = await fetch(`${svc.url}/mcp/${other.serverId}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${other.key}`, 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify(batch),
+    });
     expect(res.status).toBe(429);
     expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
   });
 
   it('answers malformed management bodies with 4xx, never 500', async () => {
-    const bodies = ['[]', '"text"', '1e999', 'null', '{"name":5}', '{"name":"' + 'x'.repeat(5000) + '"}', '{"name":{"$gt":""}}', '{', '{"id":"../x","name":"a"}'];
-    const routes = ['/api/servers', `/api/servers/${server.serverId}/api-keys`, '/api/accounts', `/api/servers/${server.serverId}/tools`, '/api/me/tokens', '/api/api-keys'];
+    const bodies = [
+      '[]',
+      '"text"',
+      '1e999',
+      'null',
+      '{"name":5}',
+      '{"name":"' + 'x'.repeat(5000) + '"}',
+      '{"name":{"$gt":""}}',
+      '{',
+      '{"id":"../x","name":"a"}',
+    ];
+    const routes = [
+      '/api/servers',
+      `/api/servers/${server.serverId}/api-keys`,
+      '/api/accounts',
+      `/api/servers/${server.serverId}/tools`,
+      '/api/me/tokens',
+      '/api/api-keys',
+    ];
     for (const route of routes) {
       for (const body of bodies) {
-        const res = await fetch(svc.url + route, { method: 'POST', headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' }, body });
+        const res = await fetch(svc.url + route, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' },
+          body,
+        });
         expect(res.status, `${route} ${body.slice(0, 40)}`).toBeLessThan(500);
       }
     }
@@ -116,7 +150,10 @@ describe('slow clients', () => {
 
   it('cuts off a client that sends its body too slowly', async () => {
     // Sign-in reads the body before anything else.
-    const { ms, answer } = await trickle('POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{', ' ');
+    const { ms, answer } = await trickle(
+      'POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{',
+      ' ',
+    );
     expect(ms).toBeLessThan(10_000);
     expect(answer === '' || /^HTTP\/1\.1 408/.test(answer)).toBe(true);
   });

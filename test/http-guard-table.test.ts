@@ -148,7 +148,11 @@ describe('outbound guard verdicts', () => {
     });
 
     it.each(NAMES)('the name %s', async (name, addresses, ...verdicts) => {
-      const stub: LookupFunction = (_host, _options, callback) => (callback as (e: null, a: Array<{ address: string; family: number }>) => void)(null, addresses.map((a) => ({ address: a, family: a.includes(':') ? 6 : 4 })));
+      const stub: LookupFunction = (_host, _options, callback) =>
+        (callback as (e: null, a: Array<{ address: string; family: number }>) => void)(
+          null,
+          addresses.map((a) => ({ address: a, family: a.includes(':') ? 6 : 4 })),
+        );
       const verdict = await new Promise<Verdict>((resolve) => guardedLookup(allow, stub)(name, { all: true }, (err) => resolve(err ? 'refused' : 'ok')));
       expect(verdict).toBe(verdicts[i]);
     });
@@ -160,7 +164,8 @@ describe('outbound guard verdicts', () => {
     expect(refusalReason('fd00:ec2::254', parseAllowList('fd00:ec2::254'))).toBeNull();
     expect(refusalReason('100.100.100.200', parseAllowList('100.100.100.200, private'))).toBeNull();
     for (const wide of ['169.254.0.0/16', '169.254.169.0/24', '100.64.0.0/10', 'fd00::/8', 'private', 'all', '*']) {
-      for (const ip of ['169.254.169.254', '100.100.100.200', 'fd00:ec2::254']) expect(refusalReason(ip, parseAllowList(wide)), `${ip} under ${wide}`).toBe('cloud metadata address');
+      for (const ip of ['169.254.169.254', '100.100.100.200', 'fd00:ec2::254'])
+        expect(refusalReason(ip, parseAllowList(wide)), `${ip} under ${wide}`).toBe('cloud metadata address');
     }
     // Naming one metadata address opens that one only.
     expect(refusalReason('169.254.170.2', parseAllowList('169.254.169.254'))).toBe('cloud metadata address');

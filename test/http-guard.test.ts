@@ -3,15 +3,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { LookupFunction } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  BadHeaderError,
-  OutboundRefusedError,
-  checkOutboundHeaders,
-  checkUrl,
-  guardedLookup,
-  parseAllowList,
-  refusalReason,
-} from '../runtime/http/guard.ts';
+import { BadHeaderError, OutboundRefusedError, checkOutboundHeaders, checkUrl, guardedLookup, parseAllowList, refusalReason } from '../runtime/http/guard.ts';
 import { listenOnLoopback, type RunningSandbox } from '../sandboxes/harness.ts';
 
 // ---- Safety net -------------------------------------------------------------------------------
@@ -168,12 +160,9 @@ describe('refusalReason', () => {
     expect(refusalReason(ip, nothingAllowed)).toBe(reason);
   });
 
-  it.each(['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'])(
-    'lets the public address %s through',
-    (ip) => {
-      expect(refusalReason(ip, nothingAllowed)).toBeNull();
-    },
-  );
+  it.each(['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'])('lets the public address %s through', (ip) => {
+    expect(refusalReason(ip, nothingAllowed)).toBeNull();
+  });
 
   it('opens exactly what the allow-list names', () => {
     const loopback = parseAllowList('loopback');
@@ -213,9 +202,7 @@ describe('guardedLookup with a real http.request', () => {
     const error = await get('http://internal.example/path', guardedLookup(nothingAllowed, resolvesTo(address))).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OutboundRefusedError);
     expect(error).toMatchObject({ host: 'internal.example', address, reason, code: 'ERR_OUTBOUND_REFUSED' });
-    expect((error as Error).message).toBe(
-      `Refused to connect to internal.example (${address}): ${reason}; set ALLOW_PRIVATE_NETWORKS to allow it`,
-    );
+    expect((error as Error).message).toBe(`Refused to connect to internal.example (${address}): ${reason}; set ALLOW_PRIVATE_NETWORKS to allow it`);
     expect(reached).toEqual([]);
   });
 
@@ -380,7 +367,12 @@ describe('the safety net itself', () => {
     // The guard allows everything here; only the spy stands between the request and TEST-NET-1.
     const lookup = guardedLookup(parseAllowList('all'), resolvesTo('192.0.2.1'));
     await expect(get('http://leak.example:9/', lookup)).rejects.toThrow(/test safety net/);
-    expect(() => http.request('http://192.0.2.2:9/', { agent: false }).on('error', () => {}).end()).toThrow(/test safety net/);
+    expect(() =>
+      http
+        .request('http://192.0.2.2:9/', { agent: false })
+        .on('error', () => {})
+        .end(),
+    ).toThrow(/test safety net/);
     expect(violations.splice(0)).toEqual(['192.0.2.1', '192.0.2.2']);
     expect(reached).toEqual([]);
   });

@@ -60,7 +60,21 @@ describe('markdownToAdf', () => {
   });
 
   it('never emits an empty text node and always yields valid ADF', () => {
-    const inputs = ['', '   ', '```\n```', '#', '- ', '[](https://x.example)', '**`both`**', '<div>raw html</div>', '> ', '| a |\n|---|\n|   |', '- [ ] task\n- [x] done', 'a  \nb', '\n\n\n'];
+    const inputs = [
+      '',
+      '   ',
+      '```\n```',
+      '#',
+      '- ',
+      '[](https://x.example)',
+      '**`both`**',
+      '<div>raw html</div>',
+      '> ',
+      '| a |\n|---|\n|   |',
+      '- [ ] task\n- [x] done',
+      'a  \nb',
+      '\n\n\n',
+    ];
     for (const input of inputs) {
       const doc = markdownToAdf(input);
       expect(adfProblem(doc), JSON.stringify(input)).toBeNull();
@@ -89,7 +103,13 @@ describe('markdownToAdf', () => {
 
 describe('adfToMarkdown', () => {
   it('renders marks, links and hard breaks', () => {
-    const doc = { type: 'doc', version: 1, content: [para(text('see '), text('docs', [{ type: 'link', attrs: { href: 'https://d.example' } }, { type: 'strong' }]), { type: 'hardBreak' }, text('done'))] };
+    const doc = {
+      type: 'doc',
+      version: 1,
+      content: [
+        para(text('see '), text('docs', [{ type: 'link', attrs: { href: 'https://d.example' } }, { type: 'strong' }]), { type: 'hardBreak' }, text('done')),
+      ],
+    };
     expect(adfToMarkdown(doc)).toBe('see [**docs**](https://d.example)\ndone');
   });
 
@@ -111,7 +131,10 @@ describe('adfToMarkdown', () => {
       type: 'doc',
       version: 1,
       content: [
-        para(text('hi '), { type: 'mention', attrs: { id: 'abc', text: '@Alice Admin' } }, text(' '), { type: 'emoji', attrs: { shortName: ':smile:', text: '😄' } }),
+        para(text('hi '), { type: 'mention', attrs: { id: 'abc', text: '@Alice Admin' } }, text(' '), {
+          type: 'emoji',
+          attrs: { shortName: ':smile:', text: '😄' },
+        }),
         { type: 'panel', attrs: { panelType: 'info' }, content: [para(text('inside panel'))] },
         { type: 'someFutureNode', content: [text('future text')] },
         para({ type: 'status', attrs: { text: 'IN REVIEW' } }, text(' '), { type: 'inlineCard', attrs: { url: 'https://card.example' } }),
@@ -132,10 +155,16 @@ describe('adfToMarkdown', () => {
     const doc = {
       type: 'doc',
       version: 1,
-      content: [{ type: 'taskList', attrs: { localId: 't' }, content: [
-        { type: 'taskItem', attrs: { localId: '1', state: 'DONE' }, content: [text('ship it')] },
-        { type: 'taskItem', attrs: { localId: '2', state: 'TODO' }, content: [text('announce')] },
-      ] }],
+      content: [
+        {
+          type: 'taskList',
+          attrs: { localId: 't' },
+          content: [
+            { type: 'taskItem', attrs: { localId: '1', state: 'DONE' }, content: [text('ship it')] },
+            { type: 'taskItem', attrs: { localId: '2', state: 'TODO' }, content: [text('announce')] },
+          ],
+        },
+      ],
     };
     expect(adfToMarkdown(doc)).toBe('- [x] ship it\n- [ ] announce');
   });

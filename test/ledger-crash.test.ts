@@ -38,7 +38,11 @@ it('keeps every charge and its record across kill -9 at random moments', async (
   proc = startServiceProcess(env);
   let base = await proc.url;
   const api = async (method: string, p: string, token: string, body?: unknown) => {
-    const res = await fetch(base + p, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetch(base + p, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     return (await res.json()) as any;
   };
   const owner = await api('POST', '/api/admin/owners', OPERATOR_TOKEN, { email: 'crash@example.com' });

@@ -77,9 +77,19 @@ describe.each([
     const { ledger, store } = await setup();
     const now = Date.now();
     const at = (hoursAgo: number) => new Date(now - hoursAgo * HOUR);
-    const old = (i: number, hoursAgo: number) => ({ ...recordOf(charge(`old_${hoursAgo}_${i}`), 'own_1', i % 3 === 0 ? 'refunded' : 'ok', 'ok', i % 3 === 0 ? 0 : 2, 5), at: at(hoursAgo) });
-    await Promise.all([...Array.from({ length: 6 }, (_, i) => old(i, 48)), ...Array.from({ length: 4 }, (_, i) => old(i, 50)), old(0, 1)].map((r) => ledger.record(r)));
-    const totals = async () => (await ledger.usage('own_1', {})).reduce((t, r) => ({ calls: t.calls + r.calls, credits: t.credits + r.credits, refunds: t.refunds + r.refunds }), { calls: 0, credits: 0, refunds: 0 });
+    const old = (i: number, hoursAgo: number) => ({
+      ...recordOf(charge(`old_${hoursAgo}_${i}`), 'own_1', i % 3 === 0 ? 'refunded' : 'ok', 'ok', i % 3 === 0 ? 0 : 2, 5),
+      at: at(hoursAgo),
+    });
+    await Promise.all(
+      [...Array.from({ length: 6 }, (_, i) => old(i, 48)), ...Array.from({ length: 4 }, (_, i) => old(i, 50)), old(0, 1)].map((r) => ledger.record(r)),
+    );
+    const totals = async () =>
+      (await ledger.usage('own_1', {})).reduce((t, r) => ({ calls: t.calls + r.calls, credits: t.credits + r.credits, refunds: t.refunds + r.refunds }), {
+        calls: 0,
+        credits: 0,
+        refunds: 0,
+      });
     const before = await totals();
 
     expect(await ledger.rollUp(at(24))).toBe(10);
@@ -108,7 +118,10 @@ describe.each([
     const store = await open();
     const credits = new Credits(store);
     const ledger = new Ledger(store, credits, { maxRecords: 100 });
-    const records = Array.from({ length: 400 }, (_, i) => ({ ...recordOf(charge(`c_${i}`), 'own_1', 'ok', 'ok', 1, 1), at: new Date(Date.now() - 2 * HOUR + i * 1000) }));
+    const records = Array.from({ length: 400 }, (_, i) => ({
+      ...recordOf(charge(`c_${i}`), 'own_1', 'ok', 'ok', 1, 1),
+      at: new Date(Date.now() - 2 * HOUR + i * 1000),
+    }));
     for (let i = 0; i < records.length; i += 50) await Promise.all(records.slice(i, i + 50).map((r) => ledger.record(r)));
     await expect.poll(async () => (await ledger.latest('own_1', 1000)).length).toBeLessThanOrEqual(125);
     const usage = await ledger.usage('own_1', {});

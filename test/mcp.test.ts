@@ -70,7 +70,12 @@ describe('bare JSON-RPC over HTTP (no initialize, only Content-Type)', () => {
   });
 
   it('answers tools/call with content, and no structuredContent for 2025-03-26', async () => {
-    const res = await post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'tracker_get_issue', arguments: { issue_key: 'DEMO-1', fields: 'summary' } } });
+    const res = await post({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'tracker_get_issue', arguments: { issue_key: 'DEMO-1', fields: 'summary' } },
+    });
     expect(res.status).toBe(200);
     expect(res.body.result.isError).toBe(false);
     expect(res.body.result.structuredContent).toBeUndefined();
@@ -87,13 +92,27 @@ describe('bare JSON-RPC over HTTP (no initialize, only Content-Type)', () => {
 
 describe('versions of the initialize era', () => {
   it.each(['2025-03-26', '2025-06-18', '2025-11-25'])('echoes %s', async (v) => {
-    const res = await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: v, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
-    expect(res.body.result).toMatchObject({ protocolVersion: v, capabilities: { tools: { listChanged: false } }, serverInfo: { name: 'tool-server', title: 'Tool Server' } });
+    const res = await post({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: v, capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    });
+    expect(res.body.result).toMatchObject({
+      protocolVersion: v,
+      capabilities: { tools: { listChanged: false } },
+      serverInfo: { name: 'tool-server', title: 'Tool Server' },
+    });
     expect(typeof res.body.result.instructions).toBe('string');
   });
 
   it.each(['2024-01-01', '2026-07-28'])('answers 2025-11-25 to %s (initialize never names a modern revision)', async (v) => {
-    const res = await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: v, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    const res = await post({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: v, capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    });
     expect(res.body.result.protocolVersion).toBe('2025-11-25');
   });
 
@@ -111,12 +130,15 @@ describe('versions of the initialize era', () => {
     expect(tool.outputSchema.type).toBe('object');
     expect(tool.description).toContain('Cost: 1 credit per call.');
     expect(tool._meta['io.toolserver/credits']).toBe(1);
-    const call = await post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'tracker_get_issue', arguments: { issue_key: 'DEMO-2' } } }, { 'mcp-protocol-version': '2025-06-18' });
+    const call = await post(
+      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'tracker_get_issue', arguments: { issue_key: 'DEMO-2' } } },
+      { 'mcp-protocol-version': '2025-06-18' },
+    );
     expect(call.body.result.structuredContent.key).toBe('DEMO-2');
     expect(JSON.parse(call.body.result.content[0].text)).toEqual(call.body.result.structuredContent);
   });
 
-  it('tags every answer and log line with a request id (the caller\'s own when it sends one)', async () => {
+  it("tags every answer and log line with a request id (the caller's own when it sends one)", async () => {
     const own = await post({ jsonrpc: '2.0', id: 8, method: 'ping' }, { 'x-request-id': 'trace-42' });
     expect(own.headers.get('x-request-id')).toBe('trace-42');
     const made = await post({ jsonrpc: '2.0', id: 9, method: 'ping' }, { 'x-request-id': 'bad id with spaces' });
@@ -168,7 +190,11 @@ describe('the 2026-07-28 revision', () => {
       { 'mcp-protocol-version': '2099-01-01', 'mcp-method': 'tools/list' },
     );
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ jsonrpc: '2.0', id: 4, error: { code: -32022, message: 'Unsupported protocol version: 2099-01-01', data: { supported: ['2026-07-28'], requested: '2099-01-01' } } });
+    expect(res.body).toEqual({
+      jsonrpc: '2.0',
+      id: 4,
+      error: { code: -32022, message: 'Unsupported protocol version: 2099-01-01', data: { supported: ['2026-07-28'], requested: '2099-01-01' } },
+    });
   });
 
   it('requires the _meta envelope (400, -32602)', async () => {
@@ -214,7 +240,10 @@ describe('JSON-RPC errors', () => {
   });
 
   it('unknown tool, missing tool name and a bad cursor: -32602', async () => {
-    expect((await post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'nope', arguments: {} } })).body.error).toMatchObject({ code: -32602, message: 'Unknown tool: nope' });
+    expect((await post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'nope', arguments: {} } })).body.error).toMatchObject({
+      code: -32602,
+      message: 'Unknown tool: nope',
+    });
     expect((await post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: {} })).body.error.code).toBe(-32602);
     expect((await post({ jsonrpc: '2.0', id: 3, method: 'tools/list', params: { cursor: 'bogus' } })).body.error.code).toBe(-32602);
   });
@@ -222,7 +251,10 @@ describe('JSON-RPC errors', () => {
   it('an answer that does not fit the output schema is an error result, and the credit comes back', async () => {
     const before = await balance();
     jira.faults.push({ pathPrefix: '/rest/api/3/issue/DEMO-1', status: 200, body: 'maintenance page' });
-    const res = await post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'tracker_get_issue', arguments: { issue_key: 'DEMO-1' } } }, { 'mcp-protocol-version': '2025-11-25' });
+    const res = await post(
+      { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'tracker_get_issue', arguments: { issue_key: 'DEMO-1' } } },
+      { 'mcp-protocol-version': '2025-11-25' },
+    );
     expect(res.body.result.isError).toBe(true);
     expect(res.body.result.structuredContent.error).toEqual({
       code: 'unexpected_response',
@@ -235,15 +267,29 @@ describe('JSON-RPC errors', () => {
 
   it('invalid arguments are a tool result naming each field, and nothing is charged', async () => {
     const before = await balance();
-    const res = await post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'tracker_get_issue', arguments: { fields: 3, extra: true } } }, { 'mcp-protocol-version': '2025-11-25' });
+    const res = await post(
+      { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'tracker_get_issue', arguments: { fields: 3, extra: true } } },
+      { 'mcp-protocol-version': '2025-11-25' },
+    );
     expect(res.body.result.isError).toBe(true);
-    expect(res.body.result.content[0].text).toBe('Invalid arguments: "issue_key" is required; "extra" is not a parameter of this tool; "fields" must be string');
-    expect(res.body.result.structuredContent.error).toEqual({ code: 'invalid_arguments', message: res.body.result.content[0].text, retryable: false, provider_status: null });
+    expect(res.body.result.content[0].text).toBe(
+      'Invalid arguments: "issue_key" is required; "extra" is not a parameter of this tool; "fields" must be string',
+    );
+    expect(res.body.result.structuredContent.error).toEqual({
+      code: 'invalid_arguments',
+      message: res.body.result.content[0].text,
+      retryable: false,
+      provider_status: null,
+    });
     expect(await balance()).toBe(before);
   });
 
   it('batches: answered for 2025-03-26, refused for later revisions', async () => {
-    const ok = await post([{ jsonrpc: '2.0', id: 1, method: 'ping' }, { jsonrpc: '2.0', method: 'notifications/initialized' }, { jsonrpc: '2.0', id: 2, method: 'nope' }]);
+    const ok = await post([
+      { jsonrpc: '2.0', id: 1, method: 'ping' },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 2, method: 'nope' },
+    ]);
     expect(ok.status).toBe(200);
     expect(ok.body).toEqual([
       { jsonrpc: '2.0', id: 1, result: {} },
@@ -281,7 +327,9 @@ describe('HTTP errors before the MCP layer', () => {
   it('no key: 401 with WWW-Authenticate and the spec body', async () => {
     const res = await post({ jsonrpc: '2.0', id: 1, method: 'ping' }, { authorization: '' });
     expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toMatch(/^Bearer resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/mcp\/[\w-]+", scope="mcp:tools"$/);
+    expect(res.headers.get('www-authenticate')).toMatch(
+      /^Bearer resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/mcp\/[\w-]+", scope="mcp:tools"$/,
+    );
     expect(res.body).toEqual({ error: 'Unauthorized', message: 'Invalid or expired API key' });
   });
 });
@@ -304,7 +352,10 @@ describe('official SDK clients', () => {
     expect([...first.tools, ...second.tools].map((t) => t.name)).toEqual(['read_demo_issue', 'tracker_get_issue']);
     const result = await client.callTool({ name: 'tracker_get_issue', arguments: { issue_key: 'DEMO-1' } });
     expect(result.isError).toBe(false);
-    expect(result.structuredContent).toMatchObject({ key: 'DEMO-1', fields: { status: { name: expect.any(String), statusCategory: { key: expect.any(String) } } } });
+    expect(result.structuredContent).toMatchObject({
+      key: 'DEMO-1',
+      fields: { status: { name: expect.any(String), statusCategory: { key: expect.any(String) } } },
+    });
     const failed = await client.callTool({ name: 'tracker_get_issue', arguments: { issue_key: 'DEMO-99999' } });
     expect(failed.isError).toBe(true);
     expect((failed.structuredContent as { error: { code: string } }).error.code).toBe('issue_not_found');
@@ -328,13 +379,25 @@ describe('progress and cancellation', () => {
     const res = await fetch(`${svc.url}/mcp/${serverId}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${key}` },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 11, method: 'tools/call', params: { name: 'tracker_get_issue', arguments: { issue_key: 'DEMO-1' }, _meta: { progressToken: 'p1' } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 11,
+        method: 'tools/call',
+        params: { name: 'tracker_get_issue', arguments: { issue_key: 'DEMO-1' }, _meta: { progressToken: 'p1' } },
+      }),
     });
     expect(res.headers.get('content-type')).toBe('text/event-stream');
     const events = (await res.text())
       .split('\n\n')
       .filter(Boolean)
-      .map((e) => JSON.parse(e.split('\n').find((l) => l.startsWith('data: '))!.slice(6)));
+      .map((e) =>
+        JSON.parse(
+          e
+            .split('\n')
+            .find((l) => l.startsWith('data: '))!
+            .slice(6),
+        ),
+      );
     expect(events[0]).toMatchObject({ method: 'notifications/progress', params: { progressToken: 'p1', progress: 1 } });
     expect(events.at(-1)).toMatchObject({ id: 11, result: { isError: false } });
   });
@@ -371,7 +434,15 @@ describe('progress and cancellation', () => {
 });
 
 describe('answers with pre-serialized parts (tools/list entries)', () => {
-  const tool = { name: 'get_page', title: 'Get page', description: 'Reads a page. ', inputSchema: { type: 'object' }, outputSchema: { type: 'object' }, annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true }, credits: 2 };
+  const tool = {
+    name: 'get_page',
+    title: 'Get page',
+    description: 'Reads a page. ',
+    inputSchema: { type: 'object' },
+    outputSchema: { type: 'object' },
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    credits: 2,
+  };
 
   it('put each part in as its JSON, exactly where the value was, and nothing else', () => {
     const forged = 'a string that looks like a part: \u0000deadbeefdeadbeef:0\u0000';

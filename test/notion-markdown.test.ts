@@ -25,7 +25,9 @@ describe('markdownToBlocks', () => {
     expect(h1.type).toBe('heading_1');
     expect(h3.type).toBe('heading_3');
     const runs = body(para).rich_text;
-    expect(runs.map((r) => [r.text.content, r.annotations.bold, r.annotations.italic, r.annotations.code, r.annotations.strikethrough, r.text.link?.url ?? null])).toEqual([
+    expect(
+      runs.map((r) => [r.text.content, r.annotations.bold, r.annotations.italic, r.annotations.code, r.annotations.strikethrough, r.text.link?.url ?? null]),
+    ).toEqual([
       ['Plain ', false, false, false, false, null],
       ['bold ', true, false, false, false, null],
       ['both', true, true, false, false, null],
@@ -62,7 +64,11 @@ describe('markdownToBlocks', () => {
     const lengths = body(para).rich_text.map((r) => r.text.content.length);
     expect(Math.max(...lengths)).toBeLessThanOrEqual(MAX_TEXT_LENGTH);
     expect(lengths.reduce((a, b) => a + b, 0)).toBe(4500 + 1 + 2500);
-    expect(body(para).rich_text.filter((r) => r.annotations.bold).map((r) => r.text.content.length)).toEqual([2000, 500]);
+    expect(
+      body(para)
+        .rich_text.filter((r) => r.annotations.bold)
+        .map((r) => r.text.content.length),
+    ).toEqual([2000, 500]);
     expect(body(code).rich_text.map((r) => r.text.content.length)).toEqual([2000, 2000, 500]);
   });
 
@@ -82,12 +88,19 @@ describe('markdownToBlocks', () => {
 describe('blocksToMarkdown', () => {
   it('renders blocks as read from the API, children under `children`', () => {
     const rich = (content: string, extra: Partial<RichText['annotations']> = {}) => ({
-      type: 'text', text: { content, link: null }, plain_text: content, href: null,
+      type: 'text',
+      text: { content, link: null },
+      plain_text: content,
+      href: null,
       annotations: { bold: false, italic: false, strikethrough: false, underline: false, code: false, color: 'default', ...extra },
     });
     const blocks: NotionBlockWithChildren[] = [
       { type: 'heading_2', heading_2: { rich_text: [rich('Plan')] } },
-      { type: 'bulleted_list_item', bulleted_list_item: { rich_text: [rich('parent')] }, children: [{ type: 'bulleted_list_item', bulleted_list_item: { rich_text: [rich('child', { bold: true })] } }] },
+      {
+        type: 'bulleted_list_item',
+        bulleted_list_item: { rich_text: [rich('parent')] },
+        children: [{ type: 'bulleted_list_item', bulleted_list_item: { rich_text: [rich('child', { bold: true })] } }],
+      },
       { type: 'toggle', toggle: { rich_text: [rich('More')] }, children: [{ type: 'paragraph', paragraph: { rich_text: [rich('hidden')] } }] },
       { type: 'child_page', id: '11111111-2222-3333-4444-555555555555', child_page: { title: 'Sub page' } },
       { type: 'code', code: { rich_text: [rich('a ``` b')], language: 'c++' } },

@@ -39,7 +39,29 @@ let otherServerId: string;
 beforeAll(async () => {
   // A self-signed certificate for 127.0.0.1, trusted by the service through OUTBOUND_CA_FILE.
   const dir = await mkdtemp(path.join(tmpdir(), 'oauth-test-'));
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      path.join(dir, 'key.pem'),
+      '-out',
+      path.join(dir, 'cert.pem'),
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   documents = https.createServer({ key: await readFile(path.join(dir, 'key.pem')), cert: await readFile(path.join(dir, 'cert.pem')) }, (req, res) => {
     const body = documentBodies.get(req.url ?? '');
     res.writeHead(body === undefined ? 404 : 200, { 'content-type': 'application/json' }).end(JSON.stringify(body ?? { error: 'not found' }));
@@ -52,11 +74,22 @@ beforeAll(async () => {
     if (url.pathname === '/callback') lastCallback = url;
     res.writeHead(200, { 'content-type': 'text/html' }).end('<p>Signed in. You can close this window.</p>');
   });
-  [svc, jira] = await Promise.all([startTestService({ OUTBOUND_CA_FILE: path.join(dir, 'cert.pem'), KEY_CACHE_MS: '0', STARTING_CREDITS: '100' }), startJiraSandbox()]);
+  [svc, jira] = await Promise.all([
+    startTestService({ OUTBOUND_CA_FILE: path.join(dir, 'cert.pem'), KEY_CACHE_MS: '0', STARTING_CREDITS: '100' }),
+    startJiraSandbox(),
+  ]);
 
-  const signup = await fetch(`${svc.url}/api/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: owner.email, password: PASSWORD }) });
+  const signup = await fetch(`${svc.url}/api/auth/signup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: owner.email, password: PASSWORD }),
+  });
   const session = { cookie: signup.headers.get('set-cookie')!.split(';')[0], csrf: ((await signup.json()) as { csrf_token: string }).csrf_token };
-  const issued = await fetch(`${svc.url}/api/me/tokens`, { method: 'POST', headers: { 'content-type': 'application/json', cookie: session.cookie, 'x-csrf-token': session.csrf, origin: svc.url }, body: '{"name":"oauth test"}' });
+  const issued = await fetch(`${svc.url}/api/me/tokens`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie: session.cookie, 'x-csrf-token': session.csrf, origin: svc.url },
+    body: '{"name":"oauth test"}',
+  });
   owner.token = ((await issued.json()) as { token: string }).token;
   const ownerRef = { id: '', token: owner.token };
   const account = { kind: 'tracker', name: 'Jira', site_url: jira.url, email: jira.credentials.email, api_token: jira.credentials.apiToken };
@@ -90,7 +123,13 @@ class MemoryProvider implements OAuthClientProvider {
     return redirectUri();
   }
   get clientMetadata(): OAuthClientMetadata {
-    return { client_name: 'Test agent', redirect_uris: [redirectUri()], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+    return {
+      client_name: 'Test agent',
+      redirect_uris: [redirectUri()],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
   }
   clientInformation() {
     return this.info;
@@ -124,7 +163,11 @@ async function connect(provider: OAuthClientProvider, id = serverId): Promise<{ 
 
 /** Raw MCP request with a bearer credential. */
 const mcp = (token: string, id = serverId) =>
-  fetch(mcpUrl(id), { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
+  fetch(mcpUrl(id), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+  });
 
 const form = (url: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams(fields) });
@@ -200,7 +243,27 @@ describe.skipIf(!chromiumAvailable)('an SDK client that knows only the URL, appr
   it('passes the MCP conformance scenarios authorization-server-metadata-endpoint and authorization-code-grant', { timeout: 240_000 }, async () => {
     const port = await freePort();
     const { body: client } = await register({ client_name: 'Conformance suite', redirect_uris: [`http://127.0.0.1:${port}/callback`] });
-    const child = spawn('npx', ['-y', '-p', 'node@22', '-p', '@modelcontextprotocol/conformance@0.2.0-alpha.12', 'conformance', 'authorization', '--url', svc.url, '--client-id', client.client_id, '--resource', mcpUrl(), '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      'npx',
+      [
+        '-y',
+        '-p',
+        'node@22',
+        '-p',
+        '@modelcontextprotocol/conformance@0.2.0-alpha.12',
+        'conformance',
+        'authorization',
+        '--url',
+        svc.url,
+        '--client-id',
+        client.client_id,
+        '--resource',
+        mcpUrl(),
+        '--port',
+        String(port),
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
@@ -218,7 +281,9 @@ describe.skipIf(!chromiumAvailable)('an SDK client that knows only the URL, appr
     await fullFlow(provider);
     expect(provider.info?.client_id).toMatch(/^mcpc_/);
     // The app is listed on the Keys page's Connected apps, with the server and its last use.
-    const grants = (await (await fetch(`${svc.url}/api/oauth/grants`, { headers: { authorization: `Bearer ${owner.token}` } })).json()) as { grants: Array<Record<string, unknown>> };
+    const grants = (await (await fetch(`${svc.url}/api/oauth/grants`, { headers: { authorization: `Bearer ${owner.token}` } })).json()) as {
+      grants: Array<Record<string, unknown>>;
+    };
     expect(grants.grants[0]).toMatchObject({ client_name: 'Test agent', registration: 'dynamic', server_id: serverId, revoked_at: null });
 
     // The owner disconnects it on the Keys page; the client's token stops working at once.
@@ -239,7 +304,14 @@ describe.skipIf(!chromiumAvailable)('an SDK client that knows only the URL, appr
 
   it('with a client ID metadata document fetched over https', async () => {
     const clientId = `${documentsUrl}/clients/test-agent.json`;
-    documentBodies.set('/clients/test-agent.json', { client_id: clientId, client_name: 'Test agent', redirect_uris: [redirectUri()], token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] });
+    documentBodies.set('/clients/test-agent.json', {
+      client_id: clientId,
+      client_name: 'Test agent',
+      redirect_uris: [redirectUri()],
+      token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+    });
     const provider = new MemoryProvider(clientId);
     await fullFlow(provider);
     expect(provider.info?.client_id).toBe(clientId);
@@ -251,7 +323,16 @@ async function approve(clientId: string, challenge: string, o: { resource?: stri
   const res = await fetch(`${svc.url}/api/oauth/authorize`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${owner.token}` },
-    body: JSON.stringify({ response_type: 'code', client_id: clientId, redirect_uri: o.redirect ?? redirectUri(), code_challenge: challenge, code_challenge_method: 'S256', resource: o.resource ?? mcpUrl(o.server), state: 'st', decision: 'approve' }),
+    body: JSON.stringify({
+      response_type: 'code',
+      client_id: clientId,
+      redirect_uri: o.redirect ?? redirectUri(),
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      resource: o.resource ?? mcpUrl(o.server),
+      state: 'st',
+      decision: 'approve',
+    }),
   });
   const body = (await res.json()) as { redirect_to: string; message?: string };
   if (!res.ok) throw new Error(body.message);
@@ -259,14 +340,26 @@ async function approve(clientId: string, challenge: string, o: { resource?: stri
 }
 
 async function register(meta: Record<string, unknown> = {}) {
-  const res = await fetch(`${svc.url}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'Raw client', redirect_uris: [redirectUri()], token_endpoint_auth_method: 'none', ...meta }) });
+  const res = await fetch(`${svc.url}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ client_name: 'Raw client', redirect_uris: [redirectUri()], token_endpoint_auth_method: 'none', ...meta }),
+  });
   return { status: res.status, body: (await res.json()) as Record<string, any> };
 }
 
 const VERIFIER = 'v'.repeat(50);
 const token = (clientId: string, code: string, verifier = VERIFIER, extra: Record<string, string> = {}) =>
-  form(`${svc.url}/oauth/token`, { grant_type: 'authorization_code', client_id: clientId, code, redirect_uri: redirectUri(), code_verifier: verifier, ...extra });
-const refresh = (clientId: string, refreshToken: string) => form(`${svc.url}/oauth/token`, { grant_type: 'refresh_token', client_id: clientId, refresh_token: refreshToken });
+  form(`${svc.url}/oauth/token`, {
+    grant_type: 'authorization_code',
+    client_id: clientId,
+    code,
+    redirect_uri: redirectUri(),
+    code_verifier: verifier,
+    ...extra,
+  });
+const refresh = (clientId: string, refreshToken: string) =>
+  form(`${svc.url}/oauth/token`, { grant_type: 'refresh_token', client_id: clientId, refresh_token: refreshToken });
 
 async function tokensFor(clientId: string, server = serverId) {
   const res = await token(clientId, await approve(clientId, s256(VERIFIER), { server }));
@@ -276,7 +369,11 @@ async function tokensFor(clientId: string, server = serverId) {
 
 describe('discovery documents', () => {
   it('a 401 names the resource metadata, which names this authorization server', async () => {
-    const res = await fetch(mcpUrl(), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' });
+    const res = await fetch(mcpUrl(), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+    });
     expect(res.status).toBe(401);
     expect(await res.json()).toEqual({ error: 'Unauthorized', message: 'Invalid or expired API key' });
     const challenge = res.headers.get('www-authenticate')!;
@@ -284,12 +381,21 @@ describe('discovery documents', () => {
     const prm = await (await fetch(`${svc.url}/.well-known/oauth-protected-resource/mcp/${serverId}`)).json();
     expect(prm).toMatchObject({ resource: mcpUrl(), authorization_servers: [svc.url], scopes_supported: ['mcp:tools'] });
     const as = (await (await fetch(`${svc.url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
-    expect(as).toMatchObject({ issuer: svc.url, code_challenge_methods_supported: ['S256'], grant_types_supported: ['authorization_code', 'refresh_token'], client_id_metadata_document_supported: true, response_types_supported: ['code'] });
+    expect(as).toMatchObject({
+      issuer: svc.url,
+      code_challenge_methods_supported: ['S256'],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
+      client_id_metadata_document_supported: true,
+      response_types_supported: ['code'],
+    });
     expect(as.grant_types_supported).not.toContain('password');
   });
 
   it('lets browser-based clients read the documents and call the token endpoint (CORS, no cookies)', async () => {
-    const preflight = await fetch(`${svc.url}/oauth/token`, { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' } });
+    const preflight = await fetch(`${svc.url}/oauth/token`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' },
+    });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
     const doc = await fetch(`${svc.url}/.well-known/oauth-authorization-server`, { headers: { origin: 'https://app.example' } });
@@ -297,7 +403,10 @@ describe('discovery documents', () => {
   });
 
   it('says nothing about whether a server exists', async () => {
-    const [mine, none] = await Promise.all([fetch(`${svc.url}/.well-known/oauth-protected-resource/mcp/${serverId}`), fetch(`${svc.url}/.well-known/oauth-protected-resource/mcp/no-such-server`)]);
+    const [mine, none] = await Promise.all([
+      fetch(`${svc.url}/.well-known/oauth-protected-resource/mcp/${serverId}`),
+      fetch(`${svc.url}/.well-known/oauth-protected-resource/mcp/no-such-server`),
+    ]);
     expect(mine.status).toBe(none.status);
     const other = (await none.json()) as Record<string, unknown>;
     expect(Object.keys(other)).toEqual(Object.keys((await mine.json()) as object));
@@ -306,8 +415,17 @@ describe('discovery documents', () => {
 
 describe('registration and redirect URIs', () => {
   it('accepts https and loopback http (any port); refuses everything else with invalid_redirect_uri', async () => {
-    expect((await register({ redirect_uris: ['https://app.example/cb', 'http://127.0.0.1:1/cb', 'http://[::1]/cb', 'http://localhost:9/x'] })).status).toBe(201);
-    for (const uri of ['http://app.example/cb', 'javascript:alert(1)', 'https://app.example/cb#frag', 'com.example.app:/cb', 'https://user:pw@app.example/cb', '/relative']) {
+    expect((await register({ redirect_uris: ['https://app.example/cb', 'http://127.0.0.1:1/cb', 'http://[::1]/cb', 'http://localhost:9/x'] })).status).toBe(
+      201,
+    );
+    for (const uri of [
+      'http://app.example/cb',
+      'javascript:alert(1)',
+      'https://app.example/cb#frag',
+      'com.example.app:/cb',
+      'https://user:pw@app.example/cb',
+      '/relative',
+    ]) {
       const res = await register({ redirect_uris: [uri] });
       expect(res.status, uri).toBe(400);
       expect(res.body.error, uri).toBe('invalid_redirect_uri');
@@ -328,7 +446,15 @@ describe('registration and redirect URIs', () => {
 
   it('sends other bad requests back to the client with the error of RFC 6749', async () => {
     const { body } = await register();
-    const base = { response_type: 'code', client_id: body.client_id, redirect_uri: redirectUri(), code_challenge: s256(VERIFIER), code_challenge_method: 'S256', resource: mcpUrl(), state: 'xyz' };
+    const base = {
+      response_type: 'code',
+      client_id: body.client_id,
+      redirect_uri: redirectUri(),
+      code_challenge: s256(VERIFIER),
+      code_challenge_method: 'S256',
+      resource: mcpUrl(),
+      state: 'xyz',
+    };
     const cases: Array<[Record<string, string>, string]> = [
       [{ code_challenge_method: 'plain' }, 'invalid_request'],
       [{ code_challenge: '' }, 'invalid_request'],
@@ -348,7 +474,12 @@ describe('registration and redirect URIs', () => {
   });
 
   it('refuses client ID metadata URLs on private addresses through the outbound guard', async () => {
-    for (const clientId of ['https://10.0.0.1/client.json', 'https://169.254.169.254/latest/meta-data', 'https://[fd00::1]/c.json', 'http://127.0.0.1/c.json']) {
+    for (const clientId of [
+      'https://10.0.0.1/client.json',
+      'https://169.254.169.254/latest/meta-data',
+      'https://[fd00::1]/c.json',
+      'http://127.0.0.1/c.json',
+    ]) {
       const url = `${svc.url}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri(), code_challenge: s256(VERIFIER), code_challenge_method: 'S256', resource: mcpUrl() })}`;
       const res = await fetch(url, { redirect: 'manual', headers: { accept: 'text/html' } });
       expect(res.status, clientId).toBe(400);
@@ -451,14 +582,24 @@ describe('codes, tokens and their misuse', () => {
   });
 
   it('the token endpoint answers bad requests with the RFC error codes', async () => {
-    expect(await (await form(`${svc.url}/oauth/token`, { client_id: clientId, grant_type: 'password', username: 'a', password: 'b' })).json()).toMatchObject({ error: 'unsupported_grant_type' });
+    expect(await (await form(`${svc.url}/oauth/token`, { client_id: clientId, grant_type: 'password', username: 'a', password: 'b' })).json()).toMatchObject({
+      error: 'unsupported_grant_type',
+    });
     const unknown = await form(`${svc.url}/oauth/token`, { client_id: 'mcpc_nope', grant_type: 'authorization_code', code: 'x' });
     expect(unknown.status).toBe(401);
     expect(await unknown.json()).toMatchObject({ error: 'invalid_client' });
-    const basic = await form(`${svc.url}/oauth/token`, { grant_type: 'authorization_code', code: 'x' }, { authorization: `Basic ${Buffer.from('mcpc_nope:secret').toString('base64')}` });
+    const basic = await form(
+      `${svc.url}/oauth/token`,
+      { grant_type: 'authorization_code', code: 'x' },
+      { authorization: `Basic ${Buffer.from('mcpc_nope:secret').toString('base64')}` },
+    );
     expect(basic.status).toBe(401);
     expect(basic.headers.get('www-authenticate')).toMatch(/^Basic/);
-    const twice = await fetch(`${svc.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `client_id=${clientId}&grant_type=refresh_token&refresh_token=a&refresh_token=b` });
+    const twice = await fetch(`${svc.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `client_id=${clientId}&grant_type=refresh_token&refresh_token=a&refresh_token=b`,
+    });
     expect(await twice.json()).toMatchObject({ error: 'invalid_request', error_description: 'refresh_token is given more than once' });
     const json = await fetch(`${svc.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(await json.json()).toMatchObject({ error: 'invalid_request' });
@@ -471,7 +612,11 @@ describe('codes, tokens and their misuse', () => {
     expect((await token(body.client_id, code)).status).toBe(401);
     const code2 = await approve(body.client_id, s256(VERIFIER));
     const basic = `Basic ${Buffer.from(`${body.client_id}:${body.client_secret}`).toString('base64')}`;
-    const ok = await form(`${svc.url}/oauth/token`, { grant_type: 'authorization_code', code: code2, redirect_uri: redirectUri(), code_verifier: VERIFIER }, { authorization: basic });
+    const ok = await form(
+      `${svc.url}/oauth/token`,
+      { grant_type: 'authorization_code', code: code2, redirect_uri: redirectUri(), code_verifier: VERIFIER },
+      { authorization: basic },
+    );
     expect(ok.status).toBe(200);
   });
 
@@ -479,7 +624,16 @@ describe('codes, tokens and their misuse', () => {
     const res = await fetch(`${svc.url}/api/oauth/authorize`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${owner.token}` },
-      body: JSON.stringify({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri(), code_challenge: s256(VERIFIER), code_challenge_method: 'S256', resource: `${svc.url}/mcp`, server_id: otherServerId, decision: 'approve' }),
+      body: JSON.stringify({
+        response_type: 'code',
+        client_id: clientId,
+        redirect_uri: redirectUri(),
+        code_challenge: s256(VERIFIER),
+        code_challenge_method: 'S256',
+        resource: `${svc.url}/mcp`,
+        server_id: otherServerId,
+        decision: 'approve',
+      }),
     });
     const code = new URL(((await res.json()) as { redirect_to: string }).redirect_to).searchParams.get('code')!;
     const t = (await (await token(clientId, code)).json()) as { access_token: string };
@@ -491,7 +645,15 @@ describe('codes, tokens and their misuse', () => {
     const res = await fetch(`${svc.url}/api/oauth/authorize`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${owner.token}` },
-      body: JSON.stringify({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri(), code_challenge: s256(VERIFIER), code_challenge_method: 'S256', resource: `${svc.url}/mcp/nobody-has-this`, decision: 'approve' }),
+      body: JSON.stringify({
+        response_type: 'code',
+        client_id: clientId,
+        redirect_uri: redirectUri(),
+        code_challenge: s256(VERIFIER),
+        code_challenge_method: 'S256',
+        resource: `${svc.url}/mcp/nobody-has-this`,
+        decision: 'approve',
+      }),
     });
     expect(res.status).toBe(404);
     expect(((await res.json()) as { message: string }).message).toBe('"server_id": no server of yours has the id nobody-has-this');

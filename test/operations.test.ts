@@ -16,7 +16,8 @@ describe('configuration', () => {
     expect(await p.exit).toBe(1);
     const out = p.output();
     expect(out).toContain('Invalid configuration:');
-    for (const name of ['PORT must be an integer', 'LOG_LEVEL must be one of', 'MASTER_KEY must be 32 bytes', 'ALLOW_PRIVATE_NETWORKS:']) expect(out).toContain(name);
+    for (const name of ['PORT must be an integer', 'LOG_LEVEL must be one of', 'MASTER_KEY must be 32 bytes', 'ALLOW_PRIVATE_NETWORKS:'])
+      expect(out).toContain(name);
   });
 
   it('refuses WORKERS > 1 on the embedded store, saying what it needs', async () => {
@@ -45,7 +46,12 @@ describe('a running service', () => {
 
   beforeAll(async () => {
     upstream = await startDemoUpstream();
-    proc = start({ DATA_DIR: await mkdtemp(path.join(tmpdir(), 'ops-')), TOOL_SPECS_DIR: path.resolve('test/fixtures/specs'), OPERATOR_TOKEN, ALLOW_PRIVATE_NETWORKS: 'loopback' });
+    proc = start({
+      DATA_DIR: await mkdtemp(path.join(tmpdir(), 'ops-')),
+      TOOL_SPECS_DIR: path.resolve('test/fixtures/specs'),
+      OPERATOR_TOKEN,
+      ALLOW_PRIVATE_NETWORKS: 'loopback',
+    });
     base = await proc.url;
   });
 
@@ -55,7 +61,11 @@ describe('a running service', () => {
   });
 
   const call = async (method: string, p: string, token: string, body?: unknown) => {
-    const res = await fetch(base + p, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetch(base + p, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     return { status: res.status, body: (await res.json()) as any };
   };
 

@@ -157,7 +157,10 @@ describe('order, select, paging', () => {
 
   it('defaults limit to 100 and bounds limit and offset', () => {
     expect(pagingParams(undefined, undefined)).toEqual([['limit', '100']]);
-    expect(pagingParams(1000, 20)).toEqual([['limit', '1000'], ['offset', '20']]);
+    expect(pagingParams(1000, 20)).toEqual([
+      ['limit', '1000'],
+      ['offset', '20'],
+    ]);
     expect(pagingParams(1, 0)).toEqual([['limit', '1']]);
     expect(errorOf(() => pagingParams(0, 0)).path).toBe('limit');
     expect(errorOf(() => pagingParams(1001, 0)).path).toBe('limit');
@@ -190,7 +193,12 @@ describe('identifiers and insert columns', () => {
 
   it('adds columns= only for a batch whose rows have different keys', () => {
     expect(insertParams({ a: 1 })).toEqual([]);
-    expect(insertParams([{ a: 1, b: 2 }, { b: 3, a: 4 }])).toEqual([]);
+    expect(
+      insertParams([
+        { a: 1, b: 2 },
+        { b: 3, a: 4 },
+      ]),
+    ).toEqual([]);
     expect(insertParams([{ a: 1 }, { b: 2 }, { a: 3, c: 4 }])).toEqual([['columns', 'a,b,c']]);
     expect(insertParams([])).toEqual([]);
     expect(errorOf(() => insertParams([{ a: 1 }, { 'b c': 2 }])).path).toBe('records[1]["b c"]');

@@ -25,10 +25,13 @@ auth:
     Authorization: "Bearer {{account.token}}"
 `;
 
-const TOOL = (extra = '', request = `request:
+const TOOL = (
+  extra = '',
+  request = `request:
   method: GET
   path: /items/{{args.id}}
-`) => `id: demo_get
+`,
+) => `id: demo_get
 provider: demo
 title: Get
 description: Gets an item.
@@ -90,7 +93,9 @@ describe('spec loader', () => {
   });
 
   it('reports an unknown provider', async () => {
-    expect(await problems({ 'get.yaml': TOOL().replace('provider: demo', 'provider: nope') })).toEqual(['demo/get.yaml:2:11 /provider unknown provider "nope" (declared: demo)']);
+    expect(await problems({ 'get.yaml': TOOL().replace('provider: demo', 'provider: nope') })).toEqual([
+      'demo/get.yaml:2:11 /provider unknown provider "nope" (declared: demo)',
+    ]);
   });
 
   it('reports a duplicate tool id', async () => {
@@ -104,7 +109,9 @@ describe('spec loader', () => {
 
   it('refuses a secret account field outside the provider auth section', async () => {
     const text = TOOL('', 'request:\n  method: GET\n  path: /items\n  query:\n    t: "{{account.token}}"\n');
-    expect(await problems({ 'get.yaml': text })).toEqual(['demo/get.yaml:19:11 /request/query/t "account.token" is a secret: it can only be used in the provider\'s auth section']);
+    expect(await problems({ 'get.yaml': text })).toEqual([
+      'demo/get.yaml:19:11 /request/query/t "account.token" is a secret: it can only be used in the provider\'s auth section',
+    ]);
   });
 
   it('refuses prototype access in a template', async () => {
@@ -113,7 +120,10 @@ describe('spec loader', () => {
   });
 
   it('refuses block helpers, unknown helpers and template syntax errors', async () => {
-    const text = TOOL('', 'request:\n  method: GET\n  path: /items\n  query:\n    a: "{{#if args.id}}x{{/if}}"\n    b: "{{shout args.id}}"\n    c: "{{args.id"\n');
+    const text = TOOL(
+      '',
+      'request:\n  method: GET\n  path: /items\n  query:\n    a: "{{#if args.id}}x{{/if}}"\n    b: "{{shout args.id}}"\n    c: "{{args.id"\n',
+    );
     expect(await problems({ 'get.yaml': text })).toEqual([
       'demo/get.yaml:19:9 /request/query/a a block helper ({{#...}}) is not allowed in templates (write a plugin for logic)',
       'demo/get.yaml:20:9 /request/query/b unknown helper "shout" (allowed: default, join, split, lower, upper, trim, json, eq, ne, not, and, or, exists, concat, length, pick, wrap)',
@@ -158,7 +168,9 @@ describe('spec loader', () => {
 
   it('requires exactly one of request and steps, and checks step references', async () => {
     const neither = TOOL('', '');
-    expect(await problems({ 'get.yaml': neither })).toEqual(['demo/get.yaml:1:1 / declare either "request" (one call) or "steps" (several calls), not both and not neither']);
+    expect(await problems({ 'get.yaml': neither })).toEqual([
+      'demo/get.yaml:1:1 / declare either "request" (one call) or "steps" (several calls), not both and not neither',
+    ]);
     const steps = TOOL(
       '',
       'steps:\n  - name: first\n    when: "{{steps.second.status}}"\n    request: { method: GET, path: /a }\n  - name: first\n    request: { method: GET, path: /b }\nerrors:\n  - step: third\n    code: x\n    message: y\n',
@@ -171,7 +183,9 @@ describe('spec loader', () => {
   });
 
   it('reports provider problems: unknown and secret base_url fields, bad auth fields, bad patterns', async () => {
-    const provider = PROVIDER.replace('field: base', 'field: token').replace('      secret: true', '      secret: true\n      pattern: "(["') + 'verify: { method: GET, path: /me }\n';
+    const provider =
+      PROVIDER.replace('field: base', 'field: token').replace('      secret: true', '      secret: true\n      pattern: "(["') +
+      'verify: { method: GET, path: /me }\n';
     const basic = provider.replace('auth:\n', 'auth:\n  basic: { username: user, password: token }\n');
     expect(await problems({ 'provider.yaml': basic })).toEqual([
       expect.stringMatching(/^demo\/provider\.yaml:12:17 \/account\/fields\/1\/pattern invalid regular expression: /),

@@ -229,14 +229,27 @@ function storeContract(open: () => Promise<Store>): void {
     let docs: Collection<Doc>;
     beforeEach(async () => {
       docs = store.collection<Doc>('docs');
-      await docs.insertOne({ _id: 'x', name: 'x', n: 5, tags: ['a', 'b'], items: [{ sku: 'p', qty: 1 }, { sku: 'q', qty: 5 }], note: 'n' });
+      await docs.insertOne({
+        _id: 'x',
+        name: 'x',
+        n: 5,
+        tags: ['a', 'b'],
+        items: [
+          { sku: 'p', qty: 1 },
+          { sku: 'q', qty: 5 },
+        ],
+        note: 'n',
+      });
       await docs.insertOne({ _id: 'y', name: 'y', n: 1 });
     });
     const get = async (id = 'x') => (await docs.findOne({ _id: id }))!;
 
     it('$set (creating nested paths) and $unset', async () => {
-      expect(await docs.updateOne({ _id: 'x' }, { $set: { name: 'x2', 'profile.plan': 'pro' }, $unset: { note: '' } }))
-        .toEqual({ matched: 1, modified: 1, upserted: false });
+      expect(await docs.updateOne({ _id: 'x' }, { $set: { name: 'x2', 'profile.plan': 'pro' }, $unset: { note: '' } })).toEqual({
+        matched: 1,
+        modified: 1,
+        upserted: false,
+      });
       const doc = await get();
       expect(doc).toMatchObject({ name: 'x2', profile: { plan: 'pro' } });
       expect('note' in doc).toBe(false);
@@ -288,12 +301,32 @@ function storeContract(open: () => Promise<Store>): void {
     });
 
     it('a conditional update on a dotted path through an array of sub-documents (open charges of the ledger)', async () => {
-      await docs.insertOne({ _id: 'w', name: 'w', balance: 10, open: [{ id: 'c1', cost: 1 }, { id: 'c2', cost: 2 }] });
+      await docs.insertOne({
+        _id: 'w',
+        name: 'w',
+        balance: 10,
+        open: [
+          { id: 'c1', cost: 1 },
+          { id: 'c2', cost: 2 },
+        ],
+      });
       const close = (id: string, refund: number) => docs.updateOne({ _id: 'w', 'open.id': id }, { $pull: { open: { id } }, $inc: { balance: refund } });
       expect(await close('c2', 2)).toMatchObject({ matched: 1, modified: 1 });
       expect(await close('c2', 2)).toMatchObject({ matched: 0, modified: 0 });
       expect(await docs.findOne({ _id: 'w' })).toMatchObject({ balance: 12, open: [{ id: 'c1', cost: 1 }] });
-      await docs.updateOne({ _id: 'w' }, { $push: { open: { $each: [{ id: 'c3', cost: 3 }, { id: 'c4', cost: 4 }] } } });
+      await docs.updateOne(
+        { _id: 'w' },
+        {
+          $push: {
+            open: {
+              $each: [
+                { id: 'c3', cost: 3 },
+                { id: 'c4', cost: 4 },
+              ],
+            },
+          },
+        },
+      );
       await docs.updateOne({ _id: 'w' }, { $pull: { open: { id: { $in: ['c1', 'c4', 'c9'] } } } });
       expect((await docs.findOne({ _id: 'w' }))!.open).toEqual([{ id: 'c3', cost: 3 }]);
     });
@@ -317,7 +350,7 @@ function storeContract(open: () => Promise<Store>): void {
       expect((await get()).n).toBe(8);
     });
 
-    it('hands out copies: changing a returned document, or the update\'s own values, changes nothing stored', async () => {
+    it("hands out copies: changing a returned document, or the update's own values, changes nothing stored", async () => {
       const pushed = { id: 'p1', tags: ['a'] };
       const after = (await docs.findOneAndUpdate({ _id: 'x' }, { $push: { list: pushed }, $set: { n: 1 } }))!;
       const before = (await docs.findOneAndUpdate({ _id: 'x' }, { $set: { n: 2 } }, { returnDocument: 'before' }))!;
@@ -348,11 +381,12 @@ function storeContract(open: () => Promise<Store>): void {
     it('inserts from the filter equalities plus the update, applying $setOnInsert only on insert', async () => {
       const counters = store.collection<Doc>('counters');
       const created = new Date('2024-01-01T00:00:00Z');
-      const upsert = () => counters.updateOne(
-        { _id: 'k1', owner: 'o1', hits: { $gte: 0 } },
-        { $setOnInsert: { created, balance: 0 }, $inc: { hits: 1 }, $set: { seen: true } },
-        { upsert: true },
-      );
+      const upsert = () =>
+        counters.updateOne(
+          { _id: 'k1', owner: 'o1', hits: { $gte: 0 } },
+          { $setOnInsert: { created, balance: 0 }, $inc: { hits: 1 }, $set: { seen: true } },
+          { upsert: true },
+        );
       expect(await upsert()).toEqual({ matched: 0, modified: 0, upserted: true });
       expect(await counters.findOne({ _id: 'k1' })).toEqual({ _id: 'k1', owner: 'o1', created, balance: 0, hits: 1, seen: true });
       await counters.updateOne({ _id: 'k1' }, { $set: { balance: 5 } });
@@ -362,11 +396,7 @@ function storeContract(open: () => Promise<Store>): void {
 
     it('takes equalities from dotted paths and $and, generates a string _id, and ignores $setOnInsert without upsert', async () => {
       const things = store.collection<Doc>('things');
-      const result = await things.updateOne(
-        { 'scope.owner': 'o2', $and: [{ kind: 'k' }, { n: { $gt: 1 } }] },
-        { $set: { v: 1 } },
-        { upsert: true },
-      );
+      const result = await things.updateOne({ 'scope.owner': 'o2', $and: [{ kind: 'k' }, { n: { $gt: 1 } }] }, { $set: { v: 1 } }, { upsert: true });
       expect(result.upserted).toBe(true);
       const [doc] = await things.find({});
       expect(typeof doc!._id).toBe('string');
@@ -392,8 +422,11 @@ function storeContract(open: () => Promise<Store>): void {
     it('a conditional upsert whose condition fails on an existing _id is a duplicate key', async () => {
       const accounts = store.collection<Doc>('accounts');
       await accounts.insertOne({ _id: 'acct', balance: 1 });
-      await expect(accounts.findOneAndUpdate({ _id: 'acct', balance: { $gte: 5 } }, { $inc: { balance: -5 } }, { upsert: true }))
-        .rejects.toMatchObject({ name: 'DuplicateKeyError', collection: 'accounts', fields: ['_id'] });
+      await expect(accounts.findOneAndUpdate({ _id: 'acct', balance: { $gte: 5 } }, { $inc: { balance: -5 } }, { upsert: true })).rejects.toMatchObject({
+        name: 'DuplicateKeyError',
+        collection: 'accounts',
+        fields: ['_id'],
+      });
       expect(await accounts.findOne({ _id: 'acct' })).toEqual({ _id: 'acct', balance: 1 });
     });
   });
@@ -402,9 +435,13 @@ function storeContract(open: () => Promise<Store>): void {
     it('50 concurrent conditional decrements never overdraw', async () => {
       const credits = store.collection<Doc & { balance: number }>('credits');
       await credits.insertOne({ _id: 'owner', balance: 25 });
-      const results = await Promise.all(Array.from({ length: 50 }, () =>
-        credits.findOneAndUpdate({ _id: 'owner', balance: { $gte: 2 } }, { $inc: { balance: -2 } })));
-      const granted = results.filter((doc) => doc !== null).map((doc) => doc.balance).sort((a, b) => b - a);
+      const results = await Promise.all(
+        Array.from({ length: 50 }, () => credits.findOneAndUpdate({ _id: 'owner', balance: { $gte: 2 } }, { $inc: { balance: -2 } })),
+      );
+      const granted = results
+        .filter((doc) => doc !== null)
+        .map((doc) => doc.balance)
+        .sort((a, b) => b - a);
       expect(granted).toEqual([23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1]);
       expect((await credits.findOne({ _id: 'owner' }))!.balance).toBe(1);
     });
@@ -412,8 +449,11 @@ function storeContract(open: () => Promise<Store>): void {
     it('concurrent increments lose no update', async () => {
       const counters = store.collection<Doc>('counters');
       await counters.insertOne({ _id: 'c', n: 0 });
-      await Promise.all(Array.from({ length: 50 }, (_, i) =>
-        i % 2 ? counters.updateOne({ _id: 'c' }, { $inc: { n: 1 } }) : counters.updateMany({ _id: 'c' }, { $inc: { n: 1 } })));
+      await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          i % 2 ? counters.updateOne({ _id: 'c' }, { $inc: { n: 1 } }) : counters.updateMany({ _id: 'c' }, { $inc: { n: 1 } }),
+        ),
+      );
       expect(await counters.findOne({ _id: 'c' })).toEqual({ _id: 'c', n: 50 });
     });
   });
@@ -441,7 +481,12 @@ function storeContract(open: () => Promise<Store>): void {
       await expect(keys.updateOne({ _id: 'k2' }, { $set: { hash: 'h1' } })).rejects.toMatchObject(duplicate);
       await expect(keys.findOneAndUpdate({ _id: 'k2' }, { $set: { hash: 'h1' } })).rejects.toMatchObject(duplicate);
       await expect(keys.updateOne({ _id: 'k9' }, { $set: { hash: 'h2' } }, { upsert: true })).rejects.toMatchObject(duplicate);
-      await expect(keys.insertMany([{ _id: 'k4', hash: 'h4' }, { _id: 'k5', hash: 'h4' }])).rejects.toMatchObject(duplicate);
+      await expect(
+        keys.insertMany([
+          { _id: 'k4', hash: 'h4' },
+          { _id: 'k5', hash: 'h4' },
+        ]),
+      ).rejects.toMatchObject(duplicate);
 
       expect(await keys.findOne({ _id: 'k2' })).toEqual({ _id: 'k2', hash: 'h2' });
       expect(await keys.countDocuments({ hash: { $in: ['h1', 'h2'] } })).toBe(2);
@@ -459,10 +504,15 @@ function storeContract(open: () => Promise<Store>): void {
       await tools.insertOne({ _id: 't1', server: 's1', name: 'search' });
       await tools.insertOne({ _id: 't2', server: 's2', name: 'search' });
       await tools.insertOne({ _id: 't3', server: 's1', name: 'create' });
-      await expect(tools.insertOne({ _id: 't4', server: 's1', name: 'search' }))
-        .rejects.toMatchObject({ name: 'DuplicateKeyError', collection: 'tools', fields: ['server', 'name'] });
-      await expect(tools.updateOne({ _id: 't3' }, { $set: { name: 'search' } }))
-        .rejects.toMatchObject({ name: 'DuplicateKeyError', fields: ['server', 'name'] });
+      await expect(tools.insertOne({ _id: 't4', server: 's1', name: 'search' })).rejects.toMatchObject({
+        name: 'DuplicateKeyError',
+        collection: 'tools',
+        fields: ['server', 'name'],
+      });
+      await expect(tools.updateOne({ _id: 't3' }, { $set: { name: 'search' } })).rejects.toMatchObject({
+        name: 'DuplicateKeyError',
+        fields: ['server', 'name'],
+      });
       await tools.updateOne({ _id: 't3' }, { $set: { server: 's3', name: 'search' } });
       expect(await tools.find({ name: 'search' }, { sort: { server: 1 } })).toEqual([
         { _id: 't1', server: 's1', name: 'search' },
@@ -478,16 +528,21 @@ function storeContract(open: () => Promise<Store>): void {
 
       const owners = store.collection<Doc>('owners');
       await owners.insertMany([{ _id: 'o1' }, { _id: 'o2' }, { _id: 'o3', email: 'a@example.test' }]);
-      await expect(owners.insertOne({ _id: 'o4', email: 'a@example.test' }))
-        .rejects.toMatchObject({ name: 'DuplicateKeyError', fields: ['email'] });
+      await expect(owners.insertOne({ _id: 'o4', email: 'a@example.test' })).rejects.toMatchObject({ name: 'DuplicateKeyError', fields: ['email'] });
       expect(await owners.countDocuments({})).toBe(3);
     });
 
     it('creating a unique index over existing duplicates fails with DuplicateKeyError', async () => {
       const logins = store.collection<Doc>('logins');
-      await logins.insertMany([{ _id: 'l1', user: 'u' }, { _id: 'l2', user: 'u' }]);
-      await expect(store.ensureIndexes([{ collection: 'logins', fields: ['user'], unique: true }]))
-        .rejects.toMatchObject({ name: 'DuplicateKeyError', collection: 'logins', fields: ['user'] });
+      await logins.insertMany([
+        { _id: 'l1', user: 'u' },
+        { _id: 'l2', user: 'u' },
+      ]);
+      await expect(store.ensureIndexes([{ collection: 'logins', fields: ['user'], unique: true }])).rejects.toMatchObject({
+        name: 'DuplicateKeyError',
+        collection: 'logins',
+        fields: ['user'],
+      });
       await logins.insertOne({ _id: 'l3', user: 'u' }); // no index was left behind
     });
   });
@@ -509,7 +564,11 @@ describe('embedded store, file-backed specifics', () => {
     expect(first.kind).toBe('embedded');
     await first.ensureIndexes([{ collection: 'owners', fields: ['email'], unique: true }]);
     const owners = first.collection<Doc>('owners');
-    await owners.insertMany([{ _id: 'o1', email: 'a@x.test', born }, { _id: 'o2', email: 'b@x.test' }, { _id: 'o3', email: 'c@x.test' }]);
+    await owners.insertMany([
+      { _id: 'o1', email: 'a@x.test', born },
+      { _id: 'o2', email: 'b@x.test' },
+      { _id: 'o3', email: 'c@x.test' },
+    ]);
     await owners.updateOne({ _id: 'o2' }, { $set: { plan: 'pro' } });
     await owners.deleteOne({ _id: 'o3' });
     await first.close();

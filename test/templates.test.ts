@@ -12,7 +12,13 @@ const anyVariable = () => null;
 describe('template compilation and rendering', () => {
   it('keeps the JSON type of a leaf that is one expression', () => {
     const tree = compileTree({ n: '{{args.n}}', list: '{{args.list}}', flag: '{{args.flag}}', obj: '{{args.obj}}', text: 'n={{args.n}}' }, anyVariable);
-    expect(renderTree(tree, { args: { n: 3, list: [1, 'a'], flag: false, obj: { a: 1 } } })).toEqual({ n: 3, list: [1, 'a'], flag: false, obj: { a: 1 }, text: 'n=3' });
+    expect(renderTree(tree, { args: { n: 3, list: [1, 'a'], flag: false, obj: { a: 1 } } })).toEqual({
+      n: 3,
+      list: [1, 'a'],
+      flag: false,
+      obj: { a: 1 },
+      text: 'n=3',
+    });
   });
 
   it('drops keys whose single expression is undefined, and refuses a missing value inside text', () => {
@@ -99,7 +105,11 @@ describe('path parameters and secrets through the service', () => {
 
   it('never echoes the account secret, even when the provider does', async () => {
     const basic = Buffer.from(`${jira.credentials.email}:${jira.credentials.apiToken}`).toString('base64');
-    jira.faults.push({ pathPrefix: '/rest/api/3/issue/', status: 400, body: { errorMessages: [`token ${jira.credentials.apiToken} and header Basic ${basic} rejected`], errors: {} } });
+    jira.faults.push({
+      pathPrefix: '/rest/api/3/issue/',
+      status: 400,
+      body: { errorMessages: [`token ${jira.credentials.apiToken} and header Basic ${basic} rejected`], errors: {} },
+    });
     const r = await call({ issue_key: 'DEMO-1' });
     expect(r.isError).toBe(true);
     expect(r.text).toContain('token [redacted] and header Basic [redacted] rejected');

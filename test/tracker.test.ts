@@ -30,9 +30,30 @@ beforeAll(async () => {
   owner = await createOwner(svc, 10_000);
   const { serverId, key, accountIds } = await createServer(svc, owner, {
     accounts: {
-      main: { kind: 'tracker', name: 'Jira', site_url: jira.url, email: jira.credentials.email, api_token: jira.credentials.apiToken, gateway_url: jira.gatewayUrl },
-      wrong: { kind: 'tracker', name: 'Jira (old token)', site_url: jira.url, email: jira.credentials.email, api_token: 'ATATT-revoked-token-0000', gateway_url: jira.gatewayUrl },
-      scoped: { kind: 'tracker', name: 'Jira (scoped token)', site_url: jira.url, email: SEED_USERS.bob.email, api_token: SEED_USERS.bob.scopedApiToken, gateway_url: jira.gatewayUrl },
+      main: {
+        kind: 'tracker',
+        name: 'Jira',
+        site_url: jira.url,
+        email: jira.credentials.email,
+        api_token: jira.credentials.apiToken,
+        gateway_url: jira.gatewayUrl,
+      },
+      wrong: {
+        kind: 'tracker',
+        name: 'Jira (old token)',
+        site_url: jira.url,
+        email: jira.credentials.email,
+        api_token: 'ATATT-revoked-token-0000',
+        gateway_url: jira.gatewayUrl,
+      },
+      scoped: {
+        kind: 'tracker',
+        name: 'Jira (scoped token)',
+        site_url: jira.url,
+        email: SEED_USERS.bob.email,
+        api_token: SEED_USERS.bob.scopedApiToken,
+        gateway_url: jira.gatewayUrl,
+      },
     },
     tools: [
       ...TOOLS.map((base_tool) => ({ base_tool, account: 'main' })),
@@ -131,8 +152,13 @@ describe('tracker_Create_Issue', () => {
 
     const stored = jira.issue(result.key)!;
     expect(stored).toMatchObject({
-      summary: 'SSO login loops', issueType: 'Bug', assignee: bob.accountId, priority: 'High',
-      labels: ['auth', 'sso'], components: ['Backend', 'API'], fixVersions: ['1.1'],
+      summary: 'SSO login loops',
+      issueType: 'Bug',
+      assignee: bob.accountId,
+      priority: 'High',
+      labels: ['auth', 'sso'],
+      components: ['Backend', 'API'],
+      fixVersions: ['1.1'],
     });
     expect(adfProblem(stored.description)).toBeNull();
     expect(JSON.stringify(stored.description)).toContain('{"type":"strong"}');
@@ -143,8 +169,12 @@ describe('tracker_Create_Issue', () => {
     expect(lookup.query.get('query')).toBe('bob@example.com');
     const create = requests.find((r) => r.method === 'POST' && r.path === '/rest/api/3/issue')!;
     expect(bodyOf(create).fields).toMatchObject({
-      project: { key: 'DEMO' }, issuetype: { name: 'Bug' }, assignee: { accountId: bob.accountId }, priority: { name: 'High' },
-      components: [{ name: 'Backend' }, { name: 'API' }], fixVersions: [{ name: '1.1' }],
+      project: { key: 'DEMO' },
+      issuetype: { name: 'Bug' },
+      assignee: { accountId: bob.accountId },
+      priority: { name: 'High' },
+      components: [{ name: 'Backend' }, { name: 'API' }],
+      fixVersions: [{ name: '1.1' }],
     });
   });
 
@@ -168,8 +198,14 @@ describe('tracker_Create_Issue', () => {
 
   it('names the candidates when the assignee is ambiguous or matches nobody, and creates nothing', async () => {
     jira.store.users.push({
-      accountId: '712020:0b0b0b0b-1111-4222-8333-944445555666', displayName: 'Bob Bauer', email: 'bob.bauer@example.com',
-      emailVisible: true, accountType: 'atlassian', active: true, timeZone: 'UTC', locale: 'en_US',
+      accountId: '712020:0b0b0b0b-1111-4222-8333-944445555666',
+      displayName: 'Bob Bauer',
+      email: 'bob.bauer@example.com',
+      emailVisible: true,
+      accountType: 'atlassian',
+      active: true,
+      timeZone: 'UTC',
+      locale: 'en_US',
     });
     const count = jira.issueKeys('DEMO').length;
     const ambiguous = await fails('tracker_Create_Issue', { project_key: 'DEMO', summary: 'x', assignee: 'Bob' });
@@ -199,7 +235,10 @@ describe('tracker_Create_Issue', () => {
     expect(orphan.message).toContain('parent: Issue type is a sub-task but parent issue key or id not specified.');
 
     const badComponent = await fails('tracker_Create_Issue', { project_key: 'DEMO', summary: 'x', components: ['Mainframe'] });
-    expect(badComponent).toMatchObject({ code: 'invalid_fields', message: "Jira rejected the issue fields: components: Component name 'Mainframe' is not valid" });
+    expect(badComponent).toMatchObject({
+      code: 'invalid_fields',
+      message: "Jira rejected the issue fields: components: Component name 'Mainframe' is not valid",
+    });
   });
 
   it('refuses labels with spaces before any charge or request', async () => {
@@ -234,8 +273,10 @@ describe('tracker_get_issue', () => {
   it('says when an issue does not exist', async () => {
     const error = await fails('tracker_get_issue', { issue_key: 'DEMO-9999' });
     expect(error).toMatchObject({
-      code: 'issue_not_found', provider_status: 404,
-      message: 'Issue DEMO-9999 not found: Issue does not exist or you do not have permission to see it. Check the key; Jira answers the same when the account may not browse the project.',
+      code: 'issue_not_found',
+      provider_status: 404,
+      message:
+        'Issue DEMO-9999 not found: Issue does not exist or you do not have permission to see it. Check the key; Jira answers the same when the account may not browse the project.',
     });
   });
 });
@@ -245,13 +286,26 @@ describe('tracker_update_issue', () => {
     const key = await newTask('Before');
     const { value: result, requests } = await received(() =>
       ok('tracker_update_issue', {
-        issue_key: key, summary: 'After', labels: ['triaged'], priority: 'Low', assignee: bob.email, components: ['Frontend'],
-        status: 'in progress', comment: 'Picked up, see **notes**',
+        issue_key: key,
+        summary: 'After',
+        labels: ['triaged'],
+        priority: 'Low',
+        assignee: bob.email,
+        components: ['Frontend'],
+        status: 'in progress',
+        comment: 'Picked up, see **notes**',
       }),
     );
     expect(result).toEqual({ success: true, key, message: `Issue ${key} updated. Fields changed. Status set to In Progress. Comment added.` });
     const stored = jira.issue(key)!;
-    expect(stored).toMatchObject({ summary: 'After', labels: ['triaged'], priority: 'Low', assignee: bob.accountId, components: ['Frontend'], status: 'In Progress' });
+    expect(stored).toMatchObject({
+      summary: 'After',
+      labels: ['triaged'],
+      priority: 'Low',
+      assignee: bob.accountId,
+      components: ['Frontend'],
+      status: 'In Progress',
+    });
     expect(stored.comments).toHaveLength(1);
     expect(adfProblem(stored.comments[0].body)).toBeNull();
 
@@ -367,7 +421,9 @@ describe('tracker_search_issues', () => {
   });
 
   it('gives the exact total when every match fits, without asking for a count', async () => {
-    const { value: result, requests } = await received(() => ok('tracker_search_issues', { jql: JQL, max_results: 1000, fields: ['summary'], expand: ['changelog', 'renderedFields'] }));
+    const { value: result, requests } = await received(() =>
+      ok('tracker_search_issues', { jql: JQL, max_results: 1000, fields: ['summary'], expand: ['changelog', 'renderedFields'] }),
+    );
     expect(result.total).toBe(130);
     expect(result.issues).toHaveLength(130);
     expect(Object.keys(result.issues[0].fields)).toEqual(['summary']);
@@ -400,7 +456,9 @@ describe('tracker_search_issues', () => {
       'The JQL query is unbounded: add a search restriction such as project = KEY: Unbounded JQL queries are not allowed here. Please add a search restriction to your query.',
     );
     const unknown = await fails('tracker_search_issues', { jql: 'project = NOPE' });
-    expect(unknown.message).toBe("Jira could not run the JQL query: The value 'NOPE' does not exist for the field 'project'. Correct the JQL as Jira says above.");
+    expect(unknown.message).toBe(
+      "Jira could not run the JQL query: The value 'NOPE' does not exist for the field 'project'. Correct the JQL as Jira says above.",
+    );
   });
 });
 
@@ -413,8 +471,12 @@ describe('tracker_get_projects', () => {
     const { value: result, requests } = await received(() => ok('tracker_get_projects', { expand: 'description,lead' }));
     expect(result.projects).toHaveLength(124);
     expect(result.projects.find((p: { key: string }) => p.key === 'DEMO')).toMatchObject({
-      id: '10000', key: 'DEMO', name: 'Demo Project', projectTypeKey: 'software',
-      description: 'The main software project of the demo site.', lead: { displayName: 'Alice Admin' },
+      id: '10000',
+      key: 'DEMO',
+      name: 'Demo Project',
+      projectTypeKey: 'software',
+      description: 'The main software project of the demo site.',
+      lead: { displayName: 'Alice Admin' },
     });
     expect(result.projects.find((p: { key: string }) => p.key === 'OPS').projectTypeKey).toBe('service_desk');
     expect(requests.map((r) => [r.query.get('startAt'), r.query.get('maxResults'), r.query.get('expand')])).toEqual([
@@ -441,7 +503,9 @@ describe('tracker_get_project_issue_types', () => {
     const result = await ok('tracker_get_project_issue_types', { project_key: 'DEMO' });
     expect(result.issue_types.map((t: { name: string }) => t.name)).toEqual(['Task', 'Bug', 'Story', 'Epic', 'Sub-task']);
     expect(result.issue_types.find((t: { name: string }) => t.name === 'Sub-task')).toMatchObject({
-      id: '10004', description: expect.any(String), subtask: true,
+      id: '10004',
+      description: expect.any(String),
+      subtask: true,
     });
     expect(result.issue_types[0].subtask).toBe(false);
   });
@@ -449,7 +513,11 @@ describe('tracker_get_project_issue_types', () => {
   it('says when the project does not exist', async () => {
     const error = await fails('tracker_get_project_issue_types', { project_key: 'NOPE' });
     // Jira's OpenAPI (getCreateIssueMetaIssueTypes) documents 400, not 404, for a project it cannot use.
-    expect(error).toMatchObject({ code: 'project_not_found', provider_status: 400, message: "Project NOPE not found, or the Jira account cannot see it: No project could be found with key 'NOPE'. Check the key with tracker_get_projects." });
+    expect(error).toMatchObject({
+      code: 'project_not_found',
+      provider_status: 400,
+      message: "Project NOPE not found, or the Jira account cannot see it: No project could be found with key 'NOPE'. Check the key with tracker_get_projects.",
+    });
   });
 });
 
@@ -462,11 +530,16 @@ describe('provider errors', () => {
   });
 
   it("maps Jira's JSON 401", async () => {
-    jira.faults.push({ status: 401, pathPrefix: '/rest/api/3/project', body: { message: 'Client must be authenticated to access this resource.', 'status-code': 401 } });
+    jira.faults.push({
+      status: 401,
+      pathPrefix: '/rest/api/3/project',
+      body: { message: 'Client must be authenticated to access this resource.', 'status-code': 401 },
+    });
     const error = await fails('tracker_get_projects', {});
     expect(error).toMatchObject({
       code: 'unauthorized',
-      message: 'Unauthorized: Jira rejected the stored e-mail and API token: Client must be authenticated to access this resource. Check both, or create a token at id.atlassian.com (Security > API tokens) and save it in the account.',
+      message:
+        'Unauthorized: Jira rejected the stored e-mail and API token: Client must be authenticated to access this resource. Check both, or create a token at id.atlassian.com (Security > API tokens) and save it in the account.',
     });
   });
 
@@ -507,12 +580,16 @@ describe('scoped API tokens and service accounts (the API gateway)', () => {
 
   it('verify says which URL and kind of token worked, or why none did', async () => {
     const verify = async (id: string) => (await svc.call('POST', `/api/accounts/${id}/verify`, { token: owner.token })).body;
-    expect((await verify(accounts.main)).detail).toBe(`Jira accepted the e-mail and API token. It works through the site URL ${jira.url} (a classic API token).`);
+    expect((await verify(accounts.main)).detail).toBe(
+      `Jira accepted the e-mail and API token. It works through the site URL ${jira.url} (a classic API token).`,
+    );
     expect((await verify(accounts.scoped)).detail).toBe(
       `Jira accepted the e-mail and API token. It works through Atlassian's API gateway ${jira.gatewayUrl}/ex/jira/${jira.cloudId} (a scoped API token or a service account's token; the site URL answered HTTP 401).`,
     );
     const wrong = await verify(accounts.wrong);
     expect(wrong.verified).toBe(false);
-    expect(wrong.error.message).toContain(`Neither the site URL ${jira.url} (HTTP 401) nor the API gateway for its cloud id ${jira.cloudId} (HTTP 401) accepted the e-mail and API token`);
+    expect(wrong.error.message).toContain(
+      `Neither the site URL ${jira.url} (HTTP 401) nor the API gateway for its cloud id ${jira.cloudId} (HTTP 401) accepted the e-mail and API token`,
+    );
   });
 });

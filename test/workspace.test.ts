@@ -8,8 +8,18 @@ import { createOwner, createServer, type Owner, startTestService, type TestServi
 import { rateLimitFault, startNotionSandbox, type NotionSandbox } from '../sandboxes/notion/notion-sandbox.ts';
 
 const TOOLS = [
-  'search_pages', 'get_page', 'get_page_content', 'create_page', 'get_database', 'retrieve_data_source', 'query_data_source',
-  'create_database', 'update_database', 'create_data_source', 'update_data_source', 'list_data_source_templates',
+  'search_pages',
+  'get_page',
+  'get_page_content',
+  'create_page',
+  'get_database',
+  'retrieve_data_source',
+  'query_data_source',
+  'create_database',
+  'update_database',
+  'create_data_source',
+  'update_data_source',
+  'list_data_source_templates',
 ];
 
 const fixtureDir = new URL('./fixtures/markdown/', import.meta.url);
@@ -56,7 +66,10 @@ async function ok(name: string, args: Record<string, unknown>): Promise<any> {
   return r.structuredContent;
 }
 
-async function fails(name: string, args: Record<string, unknown>): Promise<{ code: string; message: string; retryable: boolean; provider_status: number | null }> {
+async function fails(
+  name: string,
+  args: Record<string, unknown>,
+): Promise<{ code: string; message: string; retryable: boolean; provider_status: number | null }> {
   const r = await call(name, args);
   expect(r.isError).toBe(true);
   return r.structuredContent.error;
@@ -73,7 +86,10 @@ const text = (items: Array<{ plain_text: string }>) => items.map((t) => t.plain_
 
 describe('account', () => {
   it('fills in the API URL and checks the token form', async () => {
-    const created = await svc.call('POST', '/api/accounts', { token: owner.token, body: { kind: 'workspace', name: 'Defaulted', integration_token: 'secret_abcdef' } });
+    const created = await svc.call('POST', '/api/accounts', {
+      token: owner.token,
+      body: { kind: 'workspace', name: 'Defaulted', integration_token: 'secret_abcdef' },
+    });
     expect(created.status).toBe(201);
     expect(created.body.api_url).toBe('https://api.notion.com');
     const bad = await svc.call('POST', '/api/accounts', { token: owner.token, body: { kind: 'workspace', name: 'Bad', integration_token: 'abc123' } });
@@ -88,7 +104,12 @@ describe('account', () => {
     const res = await svc.call('POST', `/api/accounts/${main.id}/verify`, { token: owner.token });
     expect(res.body).toMatchObject({ id: main.id, verified: true });
     const [req] = requestsSince(before);
-    expect([req.method, req.path, req.headers.authorization, req.headers['notion-version']]).toEqual(['GET', '/v1/users/me', `Bearer ${sim.token}`, '2025-09-03']);
+    expect([req.method, req.path, req.headers.authorization, req.headers['notion-version']]).toEqual([
+      'GET',
+      '/v1/users/me',
+      `Bearer ${sim.token}`,
+      '2025-09-03',
+    ]);
   });
 
   it('lists the twelve tools at 1 credit each', async () => {
@@ -145,7 +166,9 @@ describe('reading pages', () => {
     expect(text(list.children[1].children[0].bulleted_list_item.rich_text)).toBe('Deeper item');
     expect(content.block_count).toBe(countTree(content.blocks));
     expect(content.block_count).toBeGreaterThan(content.blocks.length);
-    expect(content.markdown).toContain('# Welcome to the workspace\n\nThis workspace is **simulated** for tests. See the [API docs](https://developers.notion.com).');
+    expect(content.markdown).toContain(
+      '# Welcome to the workspace\n\nThis workspace is **simulated** for tests. See the [API docs](https://developers.notion.com).',
+    );
     expect(content.markdown).toContain('- First item\n  - Nested item A\n  - Nested item B\n    - Deeper item\n- Second item');
     expect(content.markdown).toContain('```typescript\nconst answer: number = 42;');
     // Child pages are links: their content is not read.
@@ -189,7 +212,7 @@ describe('create_page', () => {
     expect(content.markdown).toBe(markdown);
   }, 30_000);
 
-  it('splits text of more than 100 rich-text items (Notion\'s limit per array) into following blocks, losing no word', async () => {
+  it("splits text of more than 100 rich-text items (Notion's limit per array) into following blocks, losing no word", async () => {
     // 150 words alternating plain and bold make about 300 rich-text items in one paragraph and one list item.
     const words = Array.from({ length: 150 }, (_, i) => (i % 2 ? `**w${i}**` : `w${i}`)).join(' ');
     const longCode = Array.from({ length: 120 }, (_, i) => `line ${i} ${'x'.repeat(1990)}`).join('\n'); // > 200,000 characters
@@ -197,10 +220,11 @@ describe('create_page', () => {
     const before = sim.requests.length;
     const created = await ok('create_page', { title: 'Many runs', parent_page_id: sim.ids.welcomePage, content: markdown });
     for (const w of requestsSince(before).filter((r) => r.method !== 'GET')) {
-      const check = (blocks: Block[]) => blocks.forEach((b) => {
-        expect((notionBody(b).rich_text ?? []).length).toBeLessThanOrEqual(100);
-        check(notionBody(b).children ?? []);
-      });
+      const check = (blocks: Block[]) =>
+        blocks.forEach((b) => {
+          expect((notionBody(b).rich_text ?? []).length).toBeLessThanOrEqual(100);
+          check(notionBody(b).children ?? []);
+        });
       check(bodyOf(w).children ?? []);
     }
     const content = await ok('get_page_content', { page_id: created.id });
@@ -209,7 +233,8 @@ describe('create_page', () => {
   });
 
   it('keeps the words of links Notion would refuse (relative, #anchor, mailto:, javascript:, data:) as plain text', async () => {
-    const markdown = 'See [the docs](https://example.com/docs), [setup](./setup.md), [top](#top), [mail](mailto:a@example.com), [x](javascript:alert(1)) and [pixel](data:text/plain,hi).';
+    const markdown =
+      'See [the docs](https://example.com/docs), [setup](./setup.md), [top](#top), [mail](mailto:a@example.com), [x](javascript:alert(1)) and [pixel](data:text/plain,hi).';
     const created = await ok('create_page', { title: 'Links', parent_page_id: sim.ids.welcomePage, content: markdown });
     const content = await ok('get_page_content', { page_id: created.id });
     expect(content.markdown).toBe('See [the docs](https://example.com/docs), setup, top, mail, x and pixel.');
@@ -217,11 +242,18 @@ describe('create_page', () => {
 
   it('says which part was written when appending content fails after the page exists', async () => {
     const markdown = Array.from({ length: 150 }, (_, i) => `Line ${i + 1}`).join('\n\n');
-    sim.faults.push({ method: 'PATCH', pathPrefix: '/v1/blocks/', status: 503, body: { object: 'error', status: 503, code: 'service_unavailable', message: 'Notion is unavailable.' } });
+    sim.faults.push({
+      method: 'PATCH',
+      pathPrefix: '/v1/blocks/',
+      status: 503,
+      body: { object: 'error', status: 503, code: 'service_unavailable', message: 'Notion is unavailable.' },
+    });
     const credits = await balance();
     const e = await fails('create_page', { title: 'Half written', parent_page_id: sim.ids.welcomePage, content: markdown });
     expect(e).toMatchObject({ code: 'partially_applied', provider_status: 503, retryable: false });
-    expect(e.message).toMatch(/^The page was created \(id [0-9a-f-]{36}, https:\/\/www\.notion\.so\/\S+\) but only 100 of 150 content blocks were written: Notion answered 503: Notion is unavailable\.$/);
+    expect(e.message).toMatch(
+      /^The page was created \(id [0-9a-f-]{36}, https:\/\/www\.notion\.so\/\S+\) but only 100 of 150 content blocks were written: Notion answered 503: Notion is unavailable\.$/,
+    );
     // The page exists, so the call is charged.
     expect(await balance()).toBe(credits - 1);
   });
@@ -249,7 +281,14 @@ describe('create_page', () => {
     const create = requestsSince(before).find((r) => r.method === 'POST' && r.path === '/v1/pages')!;
     const sent = bodyOf(create);
     expect(sent.parent).toEqual({ type: 'data_source_id', data_source_id: sim.ids.tasksDataSource });
-    expect(sent.properties).toMatchObject({ Name: { title: [{ text: { content: 'Ship the release' } }] }, Priority: { select: { name: 'High' } }, Due: { date: { start: '2025-12-01' } }, Done: { checkbox: false }, Estimate: { number: 13 }, Link: { url: 'https://example.com/release' } });
+    expect(sent.properties).toMatchObject({
+      Name: { title: [{ text: { content: 'Ship the release' } }] },
+      Priority: { select: { name: 'High' } },
+      Due: { date: { start: '2025-12-01' } },
+      Done: { checkbox: false },
+      Estimate: { number: 13 },
+      Link: { url: 'https://example.com/release' },
+    });
 
     const page = await ok('get_page', { page_id: created.id });
     const p = page.properties;
@@ -299,7 +338,12 @@ describe('create_page', () => {
     const before = sim.requests.length;
     const fromDefault = await ok('create_page', { title: 'Crash on start', parent_data_source_id: sim.ids.tasksDataSource, template_type: 'default' });
     expect(bodyOf(requestsSince(before).find((r) => r.path === '/v1/pages')!).template).toEqual({ type: 'default' });
-    const fromId = await ok('create_page', { title: 'Dark mode', parent_data_source_id: sim.ids.tasksDataSource, template_type: 'template_id', template_id: sim.ids.featureTemplate });
+    const fromId = await ok('create_page', {
+      title: 'Dark mode',
+      parent_data_source_id: sim.ids.tasksDataSource,
+      template_type: 'template_id',
+      template_id: sim.ids.featureTemplate,
+    });
     // Notion applies templates asynchronously: the content arrives shortly after the answer.
     await new Promise((r) => setTimeout(r, 120));
     expect((await ok('get_page_content', { page_id: fromDefault.id })).markdown).toContain('## Steps to reproduce');
@@ -375,7 +419,9 @@ describe('databases and data sources', () => {
 
   it('retrieve_data_source returns the schema with select and status options', async () => {
     const ds = await ok('retrieve_data_source', { data_source_id: sim.ids.tasksDataSource });
-    expect(Object.keys(ds.properties)).toEqual(expect.arrayContaining(['Name', 'Notes', 'Estimate', 'Priority', 'Tags', 'Due', 'Done', 'Status', 'Assignee', 'Link', 'Contact']));
+    expect(Object.keys(ds.properties)).toEqual(
+      expect.arrayContaining(['Name', 'Notes', 'Estimate', 'Priority', 'Tags', 'Due', 'Done', 'Status', 'Assignee', 'Link', 'Contact']),
+    );
     expect(ds.properties.Priority.select.options.map((o: any) => [o.name, o.color])).toContainEqual(['High', 'red']);
     expect(ds.properties.Status.status.options.map((o: any) => o.name)).toContain('Done');
   });
@@ -385,14 +431,29 @@ describe('query_data_source', () => {
   it('filters with nested and/or, sorts and pages', async () => {
     const filter = {
       or: [
-        { and: [{ property: 'Priority', select: { equals: 'High' } }, { property: 'Done', checkbox: { equals: false } }] },
+        {
+          and: [
+            { property: 'Priority', select: { equals: 'High' } },
+            { property: 'Done', checkbox: { equals: false } },
+          ],
+        },
         { property: 'Tags', multi_select: { contains: 'docs' } },
       ],
     };
     const sorts = [{ property: 'Estimate', direction: 'descending' }];
-    const first = await ok('query_data_source', { data_source_id: sim.ids.tasksDataSource, filter: JSON.stringify(filter), sorts: JSON.stringify(sorts), page_size: 1 });
+    const first = await ok('query_data_source', {
+      data_source_id: sim.ids.tasksDataSource,
+      filter: JSON.stringify(filter),
+      sorts: JSON.stringify(sorts),
+      page_size: 1,
+    });
     expect(first.has_more).toBe(true);
-    const rest = await ok('query_data_source', { data_source_id: sim.ids.tasksDataSource, filter: JSON.stringify(filter), sorts: JSON.stringify(sorts), start_cursor: first.next_cursor });
+    const rest = await ok('query_data_source', {
+      data_source_id: sim.ids.tasksDataSource,
+      filter: JSON.stringify(filter),
+      sorts: JSON.stringify(sorts),
+      start_cursor: first.next_cursor,
+    });
     const names = [...first.results, ...rest.results].map((r: any) => text(r.properties.Name.title));
     // Rows created by other tests (High, not done) may join; the seeded ones come in estimate order.
     expect(names.filter((n) => ['Write API docs', 'Set up CI', 'Fix login bug'].includes(n))).toEqual(['Write API docs', 'Set up CI']);
@@ -404,9 +465,14 @@ describe('query_data_source', () => {
     // Notion shows ids URL-encoded; the query string must carry ":UJq" encoded once ("%3AUJq"), not "%253AUJq".
     expect(ds.properties.Status.id).toBe('%3AUJq');
     const before = sim.requests.length;
-    for (const wanted of [['Name', 'Status'], ['title', '%3AUJq']]) {
+    for (const wanted of [
+      ['Name', 'Status'],
+      ['title', '%3AUJq'],
+    ]) {
       const res = await ok('query_data_source', { data_source_id: sim.ids.tasksDataSource, filter_properties: wanted, page_size: 3 });
-      const query = requestsSince(before).filter((r) => r.path.endsWith('/query')).at(-1)!;
+      const query = requestsSince(before)
+        .filter((r) => r.path.endsWith('/query'))
+        .at(-1)!;
       expect(query.query.getAll('filter_properties')).toEqual(['title', ':UJq']);
       for (const row of res.results) expect(Object.keys(row.properties).sort()).toEqual(['Name', 'Status']);
     }
@@ -435,7 +501,9 @@ describe('list_data_source_templates', () => {
       ]),
     );
     expect(all).toMatchObject({ has_more: false, next_cursor: null });
-    expect((await ok('list_data_source_templates', { data_source_id: sim.ids.tasksDataSource, name: 'bug' })).templates.map((t: any) => t.name)).toEqual(['Bug report']);
+    expect((await ok('list_data_source_templates', { data_source_id: sim.ids.tasksDataSource, name: 'bug' })).templates.map((t: any) => t.name)).toEqual([
+      'Bug report',
+    ]);
     const one = await ok('list_data_source_templates', { data_source_id: sim.ids.tasksDataSource, page_size: 1 });
     expect(one.templates).toHaveLength(1);
     expect(one.has_more).toBe(true);

@@ -227,8 +227,24 @@ function children(node: AdfNode): AdfNode[] {
   return Array.isArray(node.content) ? node.content.filter(isNode) : [];
 }
 
-const BLOCK_CONTAINERS = new Set(['doc', 'blockquote', 'bulletList', 'orderedList', 'listItem', 'panel', 'expand',
-  'nestedExpand', 'table', 'tableRow', 'tableCell', 'tableHeader', 'taskList', 'decisionList', 'layoutSection', 'layoutColumn']);
+const BLOCK_CONTAINERS = new Set([
+  'doc',
+  'blockquote',
+  'bulletList',
+  'orderedList',
+  'listItem',
+  'panel',
+  'expand',
+  'nestedExpand',
+  'table',
+  'tableRow',
+  'tableCell',
+  'tableHeader',
+  'taskList',
+  'decisionList',
+  'layoutSection',
+  'layoutColumn',
+]);
 
 function isBlockContainer(node: AdfNode): boolean {
   return BLOCK_CONTAINERS.has(node.type);
@@ -263,7 +279,10 @@ function inlineAttrText(node: AdfNode): string | undefined {
 }
 
 function blocksMd(nodes: AdfNode[]): string {
-  return nodes.map(blockMd).filter((s) => s !== '').join('\n\n');
+  return nodes
+    .map(blockMd)
+    .filter((s) => s !== '')
+    .join('\n\n');
 }
 
 function blockMd(node: AdfNode): string {
@@ -351,7 +370,13 @@ function itemBlocksMd(nodes: AdfNode[]): string {
 
 function tableMd(node: AdfNode): string {
   const rows = children(node).map((row) =>
-    children(row).map((cell) => children(cell).map((b) => inlineMd(children(b))).join(' ').replace(/\|/g, '\\|').replace(/\n/g, ' ')),
+    children(row).map((cell) =>
+      children(cell)
+        .map((b) => inlineMd(children(b)))
+        .join(' ')
+        .replace(/\|/g, '\\|')
+        .replace(/\n/g, ' '),
+    ),
   );
   if (rows.length === 0) return '';
   const width = Math.max(...rows.map((r) => r.length));
@@ -361,11 +386,17 @@ function tableMd(node: AdfNode): string {
 
 /** Indents every line but the first (continuation lines of a list item). */
 function indent(text: string, pad: string): string {
-  return text.split('\n').map((l, i) => (i === 0 || l === '' ? l : pad + l)).join('\n');
+  return text
+    .split('\n')
+    .map((l, i) => (i === 0 || l === '' ? l : pad + l))
+    .join('\n');
 }
 
 function prefixLines(text: string, prefix: string, emptyPrefix: string): string {
-  return text.split('\n').map((l) => (l === '' ? emptyPrefix : prefix + l)).join('\n');
+  return text
+    .split('\n')
+    .map((l) => (l === '' ? emptyPrefix : prefix + l))
+    .join('\n');
 }
 
 /** Marks that wrap runs of text, outermost first; `code` is applied per node (it admits only `link`). */
@@ -406,7 +437,7 @@ function inlineMd(nodes: AdfNode[]): string {
       continue;
     }
     closeDownTo(keep);
-    const raw = node.type === 'text' ? node.text ?? '' : plainText(node);
+    const raw = node.type === 'text' ? (node.text ?? '') : plainText(node);
     const code = node.type === 'text' && (node.marks ?? []).some((m) => m.type === 'code');
     if (!code && raw.trim() === '') {
       out += raw; // whitespace alone never opens a mark

@@ -8,13 +8,19 @@ import { transitionToStatusPlugin } from './transitions.ts';
 import { resolveUsersPlugin } from './users.ts';
 
 /** Text or markdown in the request body becomes Atlassian Document Format (Jira v3 rejects plain strings). */
-export const markdownToAdfPlugin = convertAt('jira.markdown_to_adf', 'request', 'Converts the strings at the given body pointers from text/markdown to Atlassian Document Format.', (v) =>
-  typeof v === 'string' ? markdownToAdf(v) : undefined,
+export const markdownToAdfPlugin = convertAt(
+  'jira.markdown_to_adf',
+  'request',
+  'Converts the strings at the given body pointers from text/markdown to Atlassian Document Format.',
+  (v) => (typeof v === 'string' ? markdownToAdf(v) : undefined),
 );
 
 /** ADF in the result becomes readable markdown for the caller. */
-export const adfToMarkdownPlugin = convertAt('jira.adf_to_markdown', 'response', 'Converts the ADF documents at the given result pointers to markdown text.', (v) =>
-  v && typeof v === 'object' ? adfToMarkdown(v) : undefined,
+export const adfToMarkdownPlugin = convertAt(
+  'jira.adf_to_markdown',
+  'response',
+  'Converts the ADF documents at the given result pointers to markdown text.',
+  (v) => (v && typeof v === 'object' ? adfToMarkdown(v) : undefined),
 );
 
 /**
@@ -39,4 +45,13 @@ export const requireOneOfPlugin: ResponsePlugin<{ args: string[] }> = {
 };
 
 /** Every Jira plugin, for the registry (plugins/registry.ts). */
-export const jiraPlugins: Plugin[] = [apiGatewayPlugin, markdownToAdfPlugin, adfToMarkdownPlugin, resolveUsersPlugin, transitionToStatusPlugin, searchJqlPlugin, offsetPagesPlugin, requireOneOfPlugin];
+export const jiraPlugins: Plugin[] = [
+  apiGatewayPlugin,
+  markdownToAdfPlugin,
+  adfToMarkdownPlugin,
+  resolveUsersPlugin,
+  transitionToStatusPlugin,
+  searchJqlPlugin,
+  offsetPagesPlugin,
+  requireOneOfPlugin,
+];

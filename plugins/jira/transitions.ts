@@ -41,10 +41,11 @@ function cannotTransition(issueKey: string, target: string, from: string | undef
 export const transitionToStatusPlugin: CallPlugin = {
   name: 'jira.transition_to_status',
   hook: 'call',
-  description: 'Moves an issue to the status named in the body\'s `status`, through the transition leading there (transition name as fallback).',
+  description: "Moves an issue to the status named in the body's `status`, through the transition leading there (transition name as fallback).",
   async apply(request: OutboundRequest, { http }) {
     const { status: target, ...rest } = (request.body ?? {}) as Record<string, unknown>;
-    if (typeof target !== 'string' || !target.trim()) throw new ToolError('invalid_arguments', 'A status name is needed to transition the issue', { refund: true });
+    if (typeof target !== 'string' || !target.trim())
+      throw new ToolError('invalid_arguments', 'A status name is needed to transition the issue', { refund: true });
     const listed = await http.send({ method: 'GET', path: request.path, query: [], headers: {} });
     const transitions = ((listed.body as { transitions?: Transition[] } | null)?.transitions ?? []).filter((t) => t && t.id !== undefined);
     const chosen = chooseTransition(transitions, target);

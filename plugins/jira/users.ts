@@ -42,7 +42,11 @@ export async function resolveAccountId(http: ProviderHttp, given: string, role: 
   if (ACCOUNT_ID.test(value)) {
     const [byId] = await searchUsers(http, 'accountId', value);
     if (byId && isAssignable(byId)) return byId.accountId;
-    if (byId) throw new ToolError('user_not_found', `The ${role} "${value}" is not an active Jira user: ${describeUser(byId, byId.active === false ? ', inactive' : `, ${byId.accountType}`)}`);
+    if (byId)
+      throw new ToolError(
+        'user_not_found',
+        `The ${role} "${value}" is not an active Jira user: ${describeUser(byId, byId.active === false ? ', inactive' : `, ${byId.accountType}`)}`,
+      );
   }
   const found = await searchUsers(http, 'query', value);
   const people = found.filter(isAssignable);
@@ -62,7 +66,9 @@ export async function resolveAccountId(http: ProviderHttp, given: string, role: 
       `The ${role} "${value}" matches ${candidates.length} Jira users: ${candidates.map((u) => describeUser(u)).join('; ')}. Give the e-mail address or the accountId`,
     );
   }
-  const others = found.map((u) => describeUser(u, u.active === false ? ', inactive' : u.accountType !== 'atlassian' ? `, ${u.accountType ?? 'unknown'} account` : ''));
+  const others = found.map((u) =>
+    describeUser(u, u.active === false ? ', inactive' : u.accountType !== 'atlassian' ? `, ${u.accountType ?? 'unknown'} account` : ''),
+  );
   throw new ToolError(
     'user_not_found',
     `No active Jira user matches the ${role} "${value}"` + (others.length ? ` (found but not matching or not assignable: ${others.join('; ')})` : ''),

@@ -135,7 +135,11 @@ export const triggerWebhookPlugin: CallPlugin = {
       if (err instanceof ToolError && err.code === 'timeout') {
         const seconds = (request.timeoutMs ?? 0) / 1000;
         // The workflow may have started: a retry could run it twice, so it is not marked retryable.
-        throw new ToolError('timeout', `The webhook responded too slowly: no answer from ${url.host} within ${seconds} s`, { retryable: false, refund: true, providerStatus: null });
+        throw new ToolError('timeout', `The webhook responded too slowly: no answer from ${url.host} within ${seconds} s`, {
+          retryable: false,
+          refund: true,
+          providerStatus: null,
+        });
       }
       throw err;
     }

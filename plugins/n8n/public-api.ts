@@ -30,11 +30,17 @@ async function diagnose(res: UpstreamResponse, baseUrl: string, http: ProviderHt
   const root = new URL(baseUrl);
   const fix = `set the account's Base URL to the root of the n8n instance (e.g. https://your-name.app.n8n.cloud or http://localhost:5678)`;
   if (res.status === 404 && isN8nError(res.body) && res.body.message === 'not found') {
-    return new ToolError('n8n_wrong_path', `n8n at ${root.host} has no such API route: the Base URL ${baseUrl} seems to carry a path (such as /api/v1) that the service adds itself; ${fix}`, { providerStatus: 404, refund: true });
+    return new ToolError(
+      'n8n_wrong_path',
+      `n8n at ${root.host} has no such API route: the Base URL ${baseUrl} seems to carry a path (such as /api/v1) that the service adds itself; ${fix}`,
+      { providerStatus: 404, refund: true },
+    );
   }
   // The health check lives beside the API, under the same root (an instance behind a proxy path included).
   const healthUrl = new URL(`${root.pathname.replace(/\/+$/, '')}/healthz`, root.origin);
-  const health = await http.send({ method: 'GET', path: '', url: healthUrl, query: [], headers: {} }, { expectOk: false, withAuth: false }).catch(() => undefined);
+  const health = await http
+    .send({ method: 'GET', path: '', url: healthUrl, query: [], headers: {} }, { expectOk: false, withAuth: false })
+    .catch(() => undefined);
   if (health?.status === 200 && isN8nHealth(health.body)) {
     return new ToolError(
       'n8n_api_disabled',
@@ -42,10 +48,14 @@ async function diagnose(res: UpstreamResponse, baseUrl: string, http: ProviderHt
       { providerStatus: res.status, refund: true },
     );
   }
-  return new ToolError('n8n_unreachable_api', `No n8n instance answers at ${baseUrl}: ${root.host} answered HTTP ${res.status}${res.status < 300 ? ' with a web page' : ''} and has no n8n health check (/healthz); ${fix}`, {
-    providerStatus: res.status,
-    refund: true,
-  });
+  return new ToolError(
+    'n8n_unreachable_api',
+    `No n8n instance answers at ${baseUrl}: ${root.host} answered HTTP ${res.status}${res.status < 300 ? ' with a web page' : ''} and has no n8n health check (/healthz); ${fix}`,
+    {
+      providerStatus: res.status,
+      refund: true,
+    },
+  );
 }
 
 const isN8nHealth = (body: unknown) => body !== null && typeof body === 'object' && (body as { status?: unknown }).status === 'ok';

@@ -26,7 +26,12 @@ function withKids(b: NotionBlock, kids: NotionBlock[]): NotionBlock {
 
 /** What one request carries of a block: the block and its first 100 children, without grandchildren. */
 export function twoLevels(b: NotionBlock): NotionBlock {
-  return withKids(b, kidsOf(b).slice(0, MAX_CHILDREN).map((k) => withKids(k, [])));
+  return withKids(
+    b,
+    kidsOf(b)
+      .slice(0, MAX_CHILDREN)
+      .map((k) => withKids(k, [])),
+  );
 }
 
 /** Splits top-level blocks into request batches within Notion's limits (each sent in two-level form). */

@@ -10,26 +10,151 @@ export const MAX_RICH_TEXT_ITEMS = 100;
 
 /** Notion's code block languages (anything else is answered with a validation error). */
 export const NOTION_CODE_LANGUAGES: readonly string[] = [
-  'abap', 'abc', 'agda', 'arduino', 'ascii art', 'assembly', 'bash', 'basic', 'bnf', 'c', 'c#', 'c++', 'clojure', 'coffeescript',
-  'coq', 'css', 'dart', 'dhall', 'diff', 'docker', 'ebnf', 'elixir', 'elm', 'erlang', 'f#', 'flow', 'fortran', 'gherkin', 'glsl',
-  'go', 'graphql', 'groovy', 'haskell', 'hcl', 'html', 'idris', 'java', 'javascript', 'json', 'julia', 'kotlin', 'latex', 'less',
-  'lisp', 'livescript', 'llvm ir', 'lua', 'makefile', 'markdown', 'markup', 'matlab', 'mathematica', 'mermaid', 'nix',
-  'notion formula', 'objective-c', 'ocaml', 'pascal', 'perl', 'php', 'plain text', 'powershell', 'prolog', 'protobuf',
-  'purescript', 'python', 'r', 'racket', 'reason', 'ruby', 'rust', 'sass', 'scala', 'scheme', 'scss', 'shell', 'smalltalk',
-  'solidity', 'sql', 'swift', 'toml', 'typescript', 'vb.net', 'verilog', 'vhdl', 'visual basic', 'webassembly', 'xml', 'yaml',
+  'abap',
+  'abc',
+  'agda',
+  'arduino',
+  'ascii art',
+  'assembly',
+  'bash',
+  'basic',
+  'bnf',
+  'c',
+  'c#',
+  'c++',
+  'clojure',
+  'coffeescript',
+  'coq',
+  'css',
+  'dart',
+  'dhall',
+  'diff',
+  'docker',
+  'ebnf',
+  'elixir',
+  'elm',
+  'erlang',
+  'f#',
+  'flow',
+  'fortran',
+  'gherkin',
+  'glsl',
+  'go',
+  'graphql',
+  'groovy',
+  'haskell',
+  'hcl',
+  'html',
+  'idris',
+  'java',
+  'javascript',
+  'json',
+  'julia',
+  'kotlin',
+  'latex',
+  'less',
+  'lisp',
+  'livescript',
+  'llvm ir',
+  'lua',
+  'makefile',
+  'markdown',
+  'markup',
+  'matlab',
+  'mathematica',
+  'mermaid',
+  'nix',
+  'notion formula',
+  'objective-c',
+  'ocaml',
+  'pascal',
+  'perl',
+  'php',
+  'plain text',
+  'powershell',
+  'prolog',
+  'protobuf',
+  'purescript',
+  'python',
+  'r',
+  'racket',
+  'reason',
+  'ruby',
+  'rust',
+  'sass',
+  'scala',
+  'scheme',
+  'scss',
+  'shell',
+  'smalltalk',
+  'solidity',
+  'sql',
+  'swift',
+  'toml',
+  'typescript',
+  'vb.net',
+  'verilog',
+  'vhdl',
+  'visual basic',
+  'webassembly',
+  'xml',
+  'yaml',
   'java/c/c++/c#',
 ];
 
 /** Common fence names that differ from Notion's language names. */
 const LANGUAGE_ALIASES: Record<string, string> = {
-  js: 'javascript', jsx: 'javascript', mjs: 'javascript', cjs: 'javascript', node: 'javascript',
-  ts: 'typescript', tsx: 'typescript', mts: 'typescript',
-  py: 'python', python3: 'python', rb: 'ruby', rs: 'rust', golang: 'go', kt: 'kotlin', cs: 'c#', csharp: 'c#',
-  cpp: 'c++', cxx: 'c++', hpp: 'c++', h: 'c', fs: 'f#', fsharp: 'f#', objc: 'objective-c', 'objective_c': 'objective-c',
-  sh: 'shell', zsh: 'shell', console: 'shell', ps1: 'powershell', pwsh: 'powershell', bat: 'shell',
-  yml: 'yaml', md: 'markdown', tex: 'latex', dockerfile: 'docker', make: 'makefile', hs: 'haskell', pl: 'perl',
-  proto: 'protobuf', wasm: 'webassembly', vb: 'visual basic', jsonc: 'json', json5: 'json', htm: 'html', svg: 'xml',
-  text: 'plain text', txt: 'plain text', plaintext: 'plain text', tf: 'hcl', terraform: 'hcl', gql: 'graphql', ml: 'ocaml',
+  js: 'javascript',
+  jsx: 'javascript',
+  mjs: 'javascript',
+  cjs: 'javascript',
+  node: 'javascript',
+  ts: 'typescript',
+  tsx: 'typescript',
+  mts: 'typescript',
+  py: 'python',
+  python3: 'python',
+  rb: 'ruby',
+  rs: 'rust',
+  golang: 'go',
+  kt: 'kotlin',
+  cs: 'c#',
+  csharp: 'c#',
+  cpp: 'c++',
+  cxx: 'c++',
+  hpp: 'c++',
+  h: 'c',
+  fs: 'f#',
+  fsharp: 'f#',
+  objc: 'objective-c',
+  objective_c: 'objective-c',
+  sh: 'shell',
+  zsh: 'shell',
+  console: 'shell',
+  ps1: 'powershell',
+  pwsh: 'powershell',
+  bat: 'shell',
+  yml: 'yaml',
+  md: 'markdown',
+  tex: 'latex',
+  dockerfile: 'docker',
+  make: 'makefile',
+  hs: 'haskell',
+  pl: 'perl',
+  proto: 'protobuf',
+  wasm: 'webassembly',
+  vb: 'visual basic',
+  jsonc: 'json',
+  json5: 'json',
+  htm: 'html',
+  svg: 'xml',
+  text: 'plain text',
+  txt: 'plain text',
+  plaintext: 'plain text',
+  tf: 'hcl',
+  terraform: 'hcl',
+  gql: 'graphql',
+  ml: 'ocaml',
 };
 
 /** Fence names written back for Notion languages whose name is not a usual fence name. */
@@ -54,8 +179,18 @@ export interface RichText {
 }
 
 export type NotionBlockType =
-  | 'paragraph' | 'heading_1' | 'heading_2' | 'heading_3' | 'bulleted_list_item' | 'numbered_list_item'
-  | 'to_do' | 'toggle' | 'quote' | 'callout' | 'code' | 'divider';
+  | 'paragraph'
+  | 'heading_1'
+  | 'heading_2'
+  | 'heading_3'
+  | 'bulleted_list_item'
+  | 'numbered_list_item'
+  | 'to_do'
+  | 'toggle'
+  | 'quote'
+  | 'callout'
+  | 'code'
+  | 'divider';
 
 /** The body under a block's type key. Children of a request block go here, as Notion expects. */
 export interface BlockBody {
@@ -216,7 +351,9 @@ function blocksFrom(tokens: Token[]): NotionBlock[] {
       case 'blockquote': {
         const [first, ...rest] = token.tokens ?? [];
         const leading = first?.type === 'paragraph';
-        blocks.push(block('quote', { rich_text: leading ? richText(first.tokens) : [], color: 'default', children: blocksFrom(leading ? rest : token.tokens ?? []) }));
+        blocks.push(
+          block('quote', { rich_text: leading ? richText(first.tokens) : [], color: 'default', children: blocksFrom(leading ? rest : (token.tokens ?? [])) }),
+        );
         break;
       }
       case 'code':
@@ -327,9 +464,21 @@ export function richTextToMarkdown(items: readonly InlineItem[]): string {
   return out;
 }
 
-const bodyOf = (b: NotionBlockWithChildren) => (b[b.type] ?? {}) as BlockBody & { title?: string; url?: string; expression?: string; icon?: { emoji?: string } | null; external?: { url: string }; file?: { url: string } };
+const bodyOf = (b: NotionBlockWithChildren) =>
+  (b[b.type] ?? {}) as BlockBody & {
+    title?: string;
+    url?: string;
+    expression?: string;
+    icon?: { emoji?: string } | null;
+    external?: { url: string };
+    file?: { url: string };
+  };
 const childrenOf = (b: NotionBlockWithChildren) => b.children ?? (bodyOf(b).children as NotionBlockWithChildren[] | undefined) ?? [];
-const indent = (text: string, prefix: string) => text.split('\n').map((line) => (line ? prefix + line : line)).join('\n');
+const indent = (text: string, prefix: string) =>
+  text
+    .split('\n')
+    .map((line) => (line ? prefix + line : line))
+    .join('\n');
 const LIST_TYPES = ['bulleted_list_item', 'numbered_list_item', 'to_do'];
 
 function fenceFor(code: string): string {
@@ -360,7 +509,10 @@ function blockToMarkdown(b: NotionBlockWithChildren, number: number): string {
     case 'callout': {
       const icon = b.type === 'callout' && body.icon?.emoji ? `${body.icon.emoji} ` : '';
       const inner = [icon + text, kids.length ? blocksToMarkdown(kids) : ''].filter(Boolean).join('\n\n');
-      return inner.split('\n').map((line) => (line ? `> ${line}` : '>')).join('\n');
+      return inner
+        .split('\n')
+        .map((line) => (line ? `> ${line}` : '>'))
+        .join('\n');
     }
     case 'toggle':
       return `<details>\n<summary>${text}</summary>\n\n${blocksToMarkdown(kids)}\n\n</details>`;
@@ -400,7 +552,11 @@ export function blocksToMarkdown(blocks: readonly NotionBlockWithChildren[]): st
     number = b.type === 'numbered_list_item' ? number + 1 : 0;
     const previous = blocks[i - 1];
     // Items of one list sit on consecutive lines; everything else is separated by a blank line.
-    const tight = previous && LIST_TYPES.includes(b.type) && LIST_TYPES.includes(previous.type) && (b.type === 'numbered_list_item') === (previous.type === 'numbered_list_item');
+    const tight =
+      previous &&
+      LIST_TYPES.includes(b.type) &&
+      LIST_TYPES.includes(previous.type) &&
+      (b.type === 'numbered_list_item') === (previous.type === 'numbered_list_item');
     const rendered = blockToMarkdown(b, number);
     if (i > 0) parts.push(tight ? '\n' : '\n\n');
     parts.push(rendered);

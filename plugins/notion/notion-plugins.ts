@@ -1,6 +1,16 @@
 // Notion (API 2025-09-03) plugins: request bodies the templates cannot build (parents, rich text, JSON
 // text arguments, page properties and markdown content), block trees both ways, result shapes.
-import { type CallPlugin, type OutboundRequest, type Plugin, providerDetail, type ProviderHttp, type RequestPlugin, type ResponsePlugin, ToolError, UpstreamStatusError } from '../../runtime/plugin-api.ts';
+import {
+  type CallPlugin,
+  type OutboundRequest,
+  type Plugin,
+  providerDetail,
+  type ProviderHttp,
+  type RequestPlugin,
+  type ResponsePlugin,
+  ToolError,
+  UpstreamStatusError,
+} from '../../runtime/plugin-api.ts';
 import { POINTERS_OPTIONS, convertAt, updateAt } from '../pointer.ts';
 import { BlockWriter, MAX_CHILDREN, batches, countBlocks, kidsOf, readBlockTree, request, twoLevels, type ReadBlock } from './blocks-io.ts';
 import { blocksToMarkdown, markdownToBlocks, type NotionBlockWithChildren } from './markdown.ts';
@@ -35,13 +45,20 @@ export const parentPlugin: RequestPlugin<ParentOptions> = {
     additionalProperties: false,
     required: ['args'],
     properties: {
-      args: { type: 'object', minProperties: 1, propertyNames: { enum: ['page_id', 'data_source_id', 'database_id', 'workspace'] }, additionalProperties: { type: 'string' } },
+      args: {
+        type: 'object',
+        minProperties: 1,
+        propertyNames: { enum: ['page_id', 'data_source_id', 'database_id', 'workspace'] },
+        additionalProperties: { type: 'string' },
+      },
       required: { type: 'boolean', default: false },
     },
   },
   apply(req, { options, args }) {
     const given = Object.entries(options.args).filter(([, arg]) => args[arg] !== undefined && args[arg] !== false && args[arg] !== '');
-    const names = Object.values(options.args).map((a) => `"${a}"`).join(', ');
+    const names = Object.values(options.args)
+      .map((a) => `"${a}"`)
+      .join(', ');
     if (given.length > 1) throw badArguments(`Give only one of ${names}`);
     if (given.length === 0) {
       if (options.required) throw badArguments(`Give one of ${names} to say where it goes`);
@@ -65,8 +82,11 @@ export const searchFilterPlugin: RequestPlugin = {
 };
 
 /** Plain strings at body pointers (title, description) become Notion rich text. */
-export const richTextPlugin = convertAt('notion.rich_text', 'request', 'Turns the plain strings at the given body pointers into rich-text arrays (split at 2,000 characters).', (v) =>
-  typeof v === 'string' ? plainRichText(v) : undefined,
+export const richTextPlugin = convertAt(
+  'notion.rich_text',
+  'request',
+  'Turns the plain strings at the given body pointers into rich-text arrays (split at 2,000 characters).',
+  (v) => (typeof v === 'string' ? plainRichText(v) : undefined),
 );
 
 /** Arguments given as JSON text (filter, sorts) are parsed into the body, with an error naming the argument. */
@@ -122,7 +142,10 @@ export const propertyIdsPlugin: RequestPlugin = {
     const ids = wanted.map((name) => {
       const prop = schema[name] ?? Object.values(schema).find((p) => p.id === name);
       if (!prop) {
-        throw new ToolError('invalid_property', `Invalid property: "${name}" is not a property of this data source (properties: ${Object.keys(schema).join(', ')})`);
+        throw new ToolError(
+          'invalid_property',
+          `Invalid property: "${name}" is not a property of this data source (properties: ${Object.keys(schema).join(', ')})`,
+        );
       }
       return decodeURIComponent(prop.id);
     });
@@ -220,7 +243,8 @@ export const blocksToMarkdownPlugin: ResponsePlugin = {
 
 // ------------------------------------------------------------------ result shapes
 
-const plain = (items: unknown) => (Array.isArray(items) ? items.map((t) => (isObject(t) && typeof t.plain_text === 'string' ? t.plain_text : '')).join('') : '');
+const plain = (items: unknown) =>
+  Array.isArray(items) ? items.map((t) => (isObject(t) && typeof t.plain_text === 'string' ? t.plain_text : '')).join('') : '';
 
 /** The title of a search hit: a page keeps it in its title-type property, a data source in `title`. */
 export function titleOf(item: Json): string {
@@ -231,8 +255,14 @@ export function titleOf(item: Json): string {
 }
 
 /** Search hits (page and data_source objects) -> {id, title, url, type, created_time, last_edited_time}. */
-export const searchItemsPlugin = convertAt('notion.search_items', 'response', 'Turns the page and data source objects at the pointers (e.g. /results/*) into search items.', (v) =>
-  isObject(v) ? { id: v.id, title: titleOf(v), url: v.url ?? null, type: v.object, created_time: v.created_time, last_edited_time: v.last_edited_time } : undefined,
+export const searchItemsPlugin = convertAt(
+  'notion.search_items',
+  'response',
+  'Turns the page and data source objects at the pointers (e.g. /results/*) into search items.',
+  (v) =>
+    isObject(v)
+      ? { id: v.id, title: titleOf(v), url: v.url ?? null, type: v.object, created_time: v.created_time, last_edited_time: v.last_edited_time }
+      : undefined,
 );
 
 /** Keeps the given keys of the objects at the pointers (e.g. query rows -> {id, properties}). */

@@ -218,12 +218,7 @@ export interface ReadArgs {
 
 /** All query parameters of database_read_records, in a stable order. */
 export function readParams(args: ReadArgs): QueryParam[] {
-  return [
-    ...selectParams(args.columns),
-    ...filterParams(args.filters),
-    ...orderParams(args.order_by),
-    ...pagingParams(args.limit, args.offset),
-  ];
+  return [...selectParams(args.columns), ...filterParams(args.filters), ...orderParams(args.order_by), ...pagingParams(args.limit, args.offset)];
 }
 
 /** Checks that a row to write is an object whose keys are valid column names. */

@@ -89,7 +89,15 @@ export class Owners {
 
   async issueToken(ownerId: string, name: string): Promise<{ doc: OwnerTokenDoc; token: string }> {
     const token = randomToken(OWNER_TOKEN_PREFIX);
-    const doc: OwnerTokenDoc = { _id: randomId('otk_'), owner_id: ownerId, name, hash: sha256(token), prefix: token.slice(0, 10), created_at: new Date(), last_used_at: null };
+    const doc: OwnerTokenDoc = {
+      _id: randomId('otk_'),
+      owner_id: ownerId,
+      name,
+      hash: sha256(token),
+      prefix: token.slice(0, 10),
+      created_at: new Date(),
+      last_used_at: null,
+    };
     await this.tokens.insertOne(doc);
     return { doc, token };
   }
@@ -113,7 +121,8 @@ export class Owners {
     const t = await this.tokens.findOne({ hash: sha256(token) });
     if (!t) return null;
     const now = new Date();
-    if (!t.last_used_at || now.getTime() - t.last_used_at.getTime() >= TOUCH_EVERY_MS) await this.tokens.updateOne({ _id: t._id }, { $set: { last_used_at: now } });
+    if (!t.last_used_at || now.getTime() - t.last_used_at.getTime() >= TOUCH_EVERY_MS)
+      await this.tokens.updateOne({ _id: t._id }, { $set: { last_used_at: now } });
     return this.owners.findOne({ _id: t.owner_id });
   }
 }

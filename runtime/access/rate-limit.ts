@@ -42,7 +42,11 @@ export class KeyRateLimiter {
     const { res, limit } = tightest!;
     return {
       allowed: true,
-      headers: { 'RateLimit-Limit': String(limit), 'RateLimit-Remaining': String(res.remainingPoints), 'RateLimit-Reset': String(Math.max(1, Math.ceil(res.msBeforeNext / 1000))) },
+      headers: {
+        'RateLimit-Limit': String(limit),
+        'RateLimit-Remaining': String(res.remainingPoints),
+        'RateLimit-Reset': String(Math.max(1, Math.ceil(res.msBeforeNext / 1000))),
+      },
     };
   }
 }

@@ -12,7 +12,13 @@ export interface SignInLimitSettings {
   windowSeconds: number;
 }
 
-export const DEFAULT_SIGN_IN_LIMITS: SignInLimitSettings = { failuresPerEmail: 5, failuresPerAddress: 30, signupsPerAddress: 10, registrationsPerAddress: 30, windowSeconds: 15 * 60 };
+export const DEFAULT_SIGN_IN_LIMITS: SignInLimitSettings = {
+  failuresPerEmail: 5,
+  failuresPerAddress: 30,
+  signupsPerAddress: 10,
+  registrationsPerAddress: 30,
+  windowSeconds: 15 * 60,
+};
 
 export class SignInLimits {
   private readonly byEmail: RateLimiterAbstract;

@@ -184,7 +184,10 @@ export class Accounts {
     let entry = this.cache.get(id);
     if (entry === undefined) {
       const doc = await this.accounts.findOne({ _id: id });
-      entry = doc && { ownerId: doc.owner_id, credentials: { fields: Object.freeze({ ...doc.fields, ...(doc.sealed ? this.vault.open(doc.sealed, id) : {}) }) } };
+      entry = doc && {
+        ownerId: doc.owner_id,
+        credentials: { fields: Object.freeze({ ...doc.fields, ...(doc.sealed ? this.vault.open(doc.sealed, id) : {}) }) },
+      };
       this.cache.set(id, entry);
     }
     return entry && entry.ownerId === ownerId ? entry.credentials : null;

@@ -37,7 +37,8 @@ export function accountsRoutes(router: Router, d: ApiDeps, g: Guards): void {
   router.delete('/accounts/:id', g.owner, async (ctx) => {
     await ownAccount(ctx);
     const users = await d.tools.usingAccount(me(ctx)._id, ctx.params.id);
-    if (users.length) throw new ApiError(409, `The account is bound to tools: ${users.map((t) => `${t.name} on ${t.server_id}`).join(', ')}; rebind or delete them first`);
+    if (users.length)
+      throw new ApiError(409, `The account is bound to tools: ${users.map((t) => `${t.name} on ${t.server_id}`).join(', ')}; rebind or delete them first`);
     await d.accounts.delete(me(ctx)._id, ctx.params.id);
     ctx.status = 204;
   });

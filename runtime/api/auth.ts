@@ -106,7 +106,8 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     onlyFields(body, ['current_password', 'new_password']);
     const owner = me(ctx);
     const current = typeof body.current_password === 'string' ? body.current_password : '';
-    if (!owner.password_hash || !(await d.owners.checkPassword(owner.email, current))) throw new ApiError(400, '"current_password" is not your current password');
+    if (!owner.password_hash || !(await d.owners.checkPassword(owner.email, current)))
+      throw new ApiError(400, '"current_password" is not your current password');
     await d.owners.setPassword(owner._id, newPassword(body.new_password, owner.email));
     // Every other session ends: whoever knew the old password is signed out.
     await d.sessions.endAll(owner._id, (await sessionOwner(d, ctx))?.sessionId);

@@ -63,7 +63,8 @@ export function guards(d: ApiDeps): Guards {
         if (session && !SAFE_METHODS.has(ctx.method)) {
           const refused = crossSiteProblem(ctx, d.site.publicUrl);
           if (refused) throw new ApiError(403, refused);
-          if (!sameSecret(ctx.get('x-csrf-token'), session.csrfToken)) throw new ApiError(403, 'Missing or wrong CSRF token (X-CSRF-Token header): reload the page and try again');
+          if (!sameSecret(ctx.get('x-csrf-token'), session.csrfToken))
+            throw new ApiError(403, 'Missing or wrong CSRF token (X-CSRF-Token header): reload the page and try again');
         }
         found = session?.owner ?? null;
       }
@@ -86,10 +87,13 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  */
 export function crossSiteProblem(ctx: Context, publicUrl: string): string | null {
   const origin = ctx.get('origin');
-  if (origin) return origin === publicUrl || origin === `${ctx.protocol}://${ctx.host}` ? null : `Cross-site request refused: ${origin} is not this service's origin`;
+  if (origin)
+    return origin === publicUrl || origin === `${ctx.protocol}://${ctx.host}` ? null : `Cross-site request refused: ${origin} is not this service's origin`;
   const site = ctx.get('sec-fetch-site');
   if (site === 'same-origin') return null;
-  return site ? `Cross-site request refused (Sec-Fetch-Site: ${site})` : 'Cross-site request refused: a signed-in request must carry an Origin or Sec-Fetch-Site header';
+  return site
+    ? `Cross-site request refused (Sec-Fetch-Site: ${site})`
+    : 'Cross-site request refused: a signed-in request must carry an Origin or Sec-Fetch-Site header';
 }
 
 export interface SignedIn {

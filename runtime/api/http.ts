@@ -14,7 +14,16 @@ export class ApiError extends Error {
   }
 }
 
-const STATUS_NAMES: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict', 413: 'Payload Too Large', 415: 'Unsupported Media Type', 502: 'Bad Gateway' };
+const STATUS_NAMES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  409: 'Conflict',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  502: 'Bad Gateway',
+};
 
 export const notFound = (what: string) => new ApiError(404, `${what} not found`);
 
@@ -27,7 +36,8 @@ export async function apiErrors(ctx: Context, next: Next): Promise<void> {
     let message = 'Internal error';
     if (err instanceof ApiError) [status, message] = [err.status, err.message];
     else if (err instanceof AccountFieldError) [status, message] = [400, err.message];
-    else if (err instanceof DuplicateKeyError) [status, message] = [409, `${err.collection.replace(/s$/, '')} already exists (${err.fields.join(', ')} must be unique)`];
+    else if (err instanceof DuplicateKeyError)
+      [status, message] = [409, `${err.collection.replace(/s$/, '')} already exists (${err.fields.join(', ')} must be unique)`];
     else ctx.app.emit('error', err, ctx);
     ctx.status = status;
     ctx.body = { error: STATUS_NAMES[status] ?? 'Internal Server Error', message };
@@ -74,8 +84,6 @@ export function onlyFields(body: Record<string, unknown>, allowed: string[]): vo
   const extra = Object.keys(body).filter((k) => !allowed.includes(k));
   if (extra.length) throw new ApiError(400, `Unknown field(s): ${extra.join(', ')} (allowed: ${allowed.join(', ')})`);
 }
-
-
 
 /**
  * Refuses a user-supplied object the store cannot keep as given: a key starting with "$" or containing "." or

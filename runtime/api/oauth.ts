@@ -31,7 +31,15 @@ export function oauthRoutes(router: Router, d: ApiDeps, g: Guards): void {
     if (!server) throw new ApiError(404, `"server_id": no server of yours has the id ${serverId}`);
     // A grant for the service as a whole is bound to the chosen server: its URL is the token's audience.
     const resource = r.serverId ? r.resource : `${d.site.publicUrl}/mcp/${server._id}`;
-    const code = await d.oauth.grants.issueCode({ client: r.client, redirectUri: r.redirectUri, codeChallenge: r.codeChallenge, resource, scope: r.scope, ownerId: me(ctx)._id, serverId: server._id });
+    const code = await d.oauth.grants.issueCode({
+      client: r.client,
+      redirectUri: r.redirectUri,
+      codeChallenge: r.codeChallenge,
+      resource,
+      scope: r.scope,
+      ownerId: me(ctx)._id,
+      serverId: server._id,
+    });
     ctx.body = answer({ code });
   });
 

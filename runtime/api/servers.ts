@@ -8,7 +8,14 @@ export function serversRoutes(router: Router, d: ApiDeps, g: Guards): void {
   router.get('/catalog', g.owner, (ctx) => {
     const catalog = d.catalog.current;
     ctx.body = {
-      tools: [...catalog.tools.values()].map((t) => ({ id: t.spec.id, provider: t.spec.provider, account_kind: t.provider.spec.account.kind, title: t.spec.title, credits: t.spec.credits, input: t.spec.input })),
+      tools: [...catalog.tools.values()].map((t) => ({
+        id: t.spec.id,
+        provider: t.spec.provider,
+        account_kind: t.provider.spec.account.kind,
+        title: t.spec.title,
+        credits: t.spec.credits,
+        input: t.spec.input,
+      })),
       account_kinds: [...catalog.providers.values()].map((p) => ({ kind: p.spec.account.kind, title: p.spec.title, fields: p.spec.account.fields })),
     };
   });

@@ -8,7 +8,11 @@ import { ApiError, storableKeys } from './http.ts';
 
 type Binding = Pick<CustomToolDoc, 'name' | 'base_tool' | 'account_id' | 'defaults' | 'locked' | 'description'>;
 
-export async function checkToolBinding(d: { catalog: CatalogSource; accounts: Accounts; engine: Engine }, ownerId: string, body: Record<string, unknown>): Promise<Binding> {
+export async function checkToolBinding(
+  d: { catalog: CatalogSource; accounts: Accounts; engine: Engine },
+  ownerId: string,
+  body: Record<string, unknown>,
+): Promise<Binding> {
   const baseId = body.base_tool;
   const tools = d.catalog.current.tools;
   const base = typeof baseId === 'string' ? tools.get(baseId) : undefined;
@@ -42,6 +46,14 @@ export async function checkToolBinding(d: { catalog: CatalogSource; accounts: Ac
   if (withoutDefault.length) throw new ApiError(400, `"locked" parameters need a value in "defaults": ${withoutDefault.join(', ')}`);
 
   const description = body.description ?? null;
-  if (description !== null && (typeof description !== 'string' || description.trim() === '')) throw new ApiError(400, '"description" must be a non-empty string');
-  return { name, base_tool: base.spec.id, account_id: accountId, defaults: defaults as Record<string, unknown>, locked: [...new Set(locked as string[])], description };
+  if (description !== null && (typeof description !== 'string' || description.trim() === ''))
+    throw new ApiError(400, '"description" must be a non-empty string');
+  return {
+    name,
+    base_tool: base.spec.id,
+    account_id: accountId,
+    defaults: defaults as Record<string, unknown>,
+    locked: [...new Set(locked as string[])],
+    description,
+  };
 }

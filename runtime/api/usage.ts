@@ -26,7 +26,16 @@ export function usageRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const text = (name: string) => (typeof q[name] === 'string' ? (q[name] as string) : undefined);
     const rows = await d.ledger.usage(me(ctx)._id, { server: text('server'), key: text('key'), tool: text('tool'), from: date('from'), to: date('to') });
     ctx.body = {
-      usage: rows.map((r) => ({ server_id: r.server_id, key_id: r.key_id, tool: r.tool, hour: r.hour, calls: r.calls, credits: r.credits, errors: r.errors, refunds: r.refunds })),
+      usage: rows.map((r) => ({
+        server_id: r.server_id,
+        key_id: r.key_id,
+        tool: r.tool,
+        hour: r.hour,
+        calls: r.calls,
+        credits: r.credits,
+        errors: r.errors,
+        refunds: r.refunds,
+      })),
       total_credits: rows.reduce((s, r) => s + r.credits, 0),
       total_calls: rows.reduce((s, r) => s + r.calls, 0),
     };

@@ -55,7 +55,10 @@ export class Credits {
       // Not enough: take what is there (retry if a concurrent call moved the balance meanwhile).
       const current = await this.credits.findOne({ _id: ownerId });
       if (!current || current.balance === 0) return 0;
-      const drained = await this.credits.findOneAndUpdate({ _id: ownerId, balance: current.balance }, { $inc: { balance: -current.balance, granted: -current.balance } });
+      const drained = await this.credits.findOneAndUpdate(
+        { _id: ownerId, balance: current.balance },
+        { $inc: { balance: -current.balance, granted: -current.balance } },
+      );
       if (drained) return drained.balance;
     }
   }
@@ -68,7 +71,10 @@ export class Credits {
   private async take(ownerId: string, charges: OpenCharge[]): Promise<boolean[]> {
     const all = async (list: OpenCharge[]) => {
       const total = list.reduce((sum, c) => sum + c.cost, 0);
-      const { matched } = await this.credits.updateOne({ _id: ownerId, balance: { $gte: total } }, { $inc: { balance: -total }, $push: { open: { $each: list } } });
+      const { matched } = await this.credits.updateOne(
+        { _id: ownerId, balance: { $gte: total } },
+        { $inc: { balance: -total }, $push: { open: { $each: list } } },
+      );
       return matched === 1;
     };
     if (await all(charges)) return charges.map(() => true);
@@ -81,7 +87,10 @@ export class Credits {
 
   /** Closes an open charge, giving `refund` credits back in the same update; a no-op when it is closed already. */
   async close(ownerId: string, chargeId: string, refund: number): Promise<void> {
-    await this.credits.updateOne({ _id: ownerId, 'open.id': chargeId }, { $pull: { open: { id: chargeId } }, ...(refund ? { $inc: { balance: refund } } : {}) });
+    await this.credits.updateOne(
+      { _id: ownerId, 'open.id': chargeId },
+      { $pull: { open: { id: chargeId } }, ...(refund ? { $inc: { balance: refund } } : {}) },
+    );
   }
 
   /** Drops charges whose calls are recorded as kept, in one update (their credits stay charged). */

@@ -56,7 +56,10 @@ export class KeyedGroupCommit<T, R> {
   add(key: string, item: T): Promise<R> {
     let commit = this.byKey.get(key);
     if (!commit) {
-      commit = new GroupCommit<T, R>((items) => this.write(key, items), () => this.byKey.delete(key));
+      commit = new GroupCommit<T, R>(
+        (items) => this.write(key, items),
+        () => this.byKey.delete(key),
+      );
       this.byKey.set(key, commit);
     }
     return commit.add(item);

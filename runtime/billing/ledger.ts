@@ -122,9 +122,10 @@ export class Ledger {
       const { maxRecords } = this.options;
       // The newest record beyond the limit: among those this process wrote (their times are known in order)
       // or else, while it has written fewer than the limit, found by sorting the ledger.
-      const boundary = this.writtenAt.length > maxRecords
-        ? this.writtenAt[this.writtenAt.length - maxRecords - 1]
-        : (await this.calls.find({}, { sort: { at: -1 }, skip: maxRecords, limit: 1, projection: { at: 1 } }))[0]?.at;
+      const boundary =
+        this.writtenAt.length > maxRecords
+          ? this.writtenAt[this.writtenAt.length - maxRecords - 1]
+          : (await this.calls.find({}, { sort: { at: -1 }, skip: maxRecords, limit: 1, projection: { at: 1 } }))[0]?.at;
       if (!boundary) return;
       const cutoff = new Date(Math.min(boundary.getTime() + 1, Date.now() - SETTLED_MS));
       await this.rollUp(cutoff);
@@ -201,7 +202,17 @@ export class Ledger {
     const rows = new Map<string, UsageRow>();
     const through = new Map<string, Date>();
     const add = (id: string, r: UsageRow) => {
-      const row = rows.get(id) ?? { owner_id: r.owner_id, server_id: r.server_id, key_id: r.key_id, tool: r.tool, hour: r.hour, calls: 0, credits: 0, errors: 0, refunds: 0 };
+      const row = rows.get(id) ?? {
+        owner_id: r.owner_id,
+        server_id: r.server_id,
+        key_id: r.key_id,
+        tool: r.tool,
+        hour: r.hour,
+        calls: 0,
+        credits: 0,
+        errors: 0,
+        refunds: 0,
+      };
       row.calls += r.calls;
       row.credits += r.credits;
       row.errors += r.errors;
@@ -267,7 +278,19 @@ export class Ledger {
 
 /** The record of a call that was charged (from its open charge). */
 export function recordOf(charge: OpenCharge, ownerId: string, outcome: CallOutcome, code: string, kept: number, latencyMs: number | null): CallDoc {
-  return { _id: charge.id, at: new Date(), owner_id: ownerId, server_id: charge.server_id, key_id: charge.key_id, tool: charge.tool, outcome, code, charged: charge.cost, credits: kept, latency_ms: latencyMs };
+  return {
+    _id: charge.id,
+    at: new Date(),
+    owner_id: ownerId,
+    server_id: charge.server_id,
+    key_id: charge.key_id,
+    tool: charge.tool,
+    outcome,
+    code,
+    charged: charge.cost,
+    credits: kept,
+    latency_ms: latencyMs,
+  };
 }
 
 const hourOf = (at: Date) => new Date(Math.floor(at.getTime() / HOUR) * HOUR);

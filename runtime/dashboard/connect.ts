@@ -11,7 +11,11 @@ export interface Snippet {
 const KEY_PLACEHOLDER = '<YOUR_API_KEY>';
 
 /** A config key / CLI name for the server: letters, digits and dashes. */
-const slug = (name: string) => name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'tool-server';
+const slug = (name: string) =>
+  name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '') || 'tool-server';
 
 export function connectSnippets(url: string, serverName: string, key = KEY_PLACEHOLDER): Snippet[] {
   const name = slug(serverName);
@@ -28,7 +32,9 @@ export function connectSnippets(url: string, serverName: string, key = KEY_PLACE
       id: 'claude-desktop',
       client: 'Claude Desktop',
       where: 'claude_desktop_config.json (Settings > Developer > Edit Config); mcp-remote bridges the remote server with the key header',
-      code: json({ mcpServers: { [name]: { command: 'npx', args: ['-y', 'mcp-remote', url, '--header', 'Authorization:${AUTH_HEADER}'], env: { AUTH_HEADER: auth } } } }),
+      code: json({
+        mcpServers: { [name]: { command: 'npx', args: ['-y', 'mcp-remote', url, '--header', 'Authorization:${AUTH_HEADER}'], env: { AUTH_HEADER: auth } } },
+      }),
     },
     {
       id: 'cursor',

@@ -26,20 +26,36 @@ export async function consentView(d: ApiDeps, s: SignedIn, r: AuthorizationReque
     switchUrl,
     hidden,
     denyBody: { ...hidden, decision: 'deny' },
-    client: { name: r.client.client_name, verifiedHost, redirectHost: redirect.host, redirectLocal, redirectUnverified: !redirectLocal && redirect.host !== verifiedHost },
+    client: {
+      name: r.client.client_name,
+      verifiedHost,
+      redirectHost: redirect.host,
+      redirectLocal,
+      redirectUnverified: !redirectLocal && redirect.host !== verifiedHost,
+    },
   };
 
   const chosen = r.serverId ? await d.servers.get(ownerId, r.serverId) : null;
   // Someone else's server and a missing one read the same: nothing is said about other owners.
-  if (r.serverId && !chosen) return { ...base, problem: `${r.client.client_name} asks for the server at ${r.resource}, and no server of yours has that address. If another account of yours owns it, sign in with that account.` };
+  if (r.serverId && !chosen)
+    return {
+      ...base,
+      problem: `${r.client.client_name} asks for the server at ${r.resource}, and no server of yours has that address. If another account of yours owns it, sign in with that account.`,
+    };
   const servers = chosen ? [chosen] : await d.servers.list(ownerId);
-  if (!servers.length) return { ...base, problem: 'You have no servers yet. Create a server and add tools to it in the dashboard, then connect the application again.' };
+  if (!servers.length)
+    return { ...base, problem: 'You have no servers yet. Create a server and add tools to it in the dashboard, then connect the application again.' };
   const catalog = d.catalog.current.tools;
   const [balance, toolLists] = await Promise.all([d.credits.balance(ownerId), Promise.all(servers.map((sv) => d.tools.list(ownerId, sv._id)))]);
   return {
     ...base,
     fixedServer: Boolean(chosen),
     balance,
-    servers: servers.map((sv, i) => ({ id: sv._id, name: sv.name, active: sv.active, tools: toolLists[i].map((t) => ({ name: t.name, credits: catalog.get(t.base_tool)?.spec.credits ?? 0 })) })),
+    servers: servers.map((sv, i) => ({
+      id: sv._id,
+      name: sv.name,
+      active: sv.active,
+      tools: toolLists[i].map((t) => ({ name: t.name, credits: catalog.get(t.base_tool)?.spec.credits ?? 0 })),
+    })),
   };
 }

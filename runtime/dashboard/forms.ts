@@ -84,22 +84,53 @@ export function schemaFields(schema: JsonSchema, bodyKey: string, idPrefix: stri
     };
     const value = values[param];
     if (s.enum) {
-      return { ...base, control: 'select', valueType: s.type === 'integer' || s.type === 'number' ? s.type : 'string', options: choices(s.enum.map(String), value === undefined ? '' : String(value)) } satisfies Field;
+      return {
+        ...base,
+        control: 'select',
+        valueType: s.type === 'integer' || s.type === 'number' ? s.type : 'string',
+        options: choices(s.enum.map(String), value === undefined ? '' : String(value)),
+      } satisfies Field;
     }
     switch (s.type) {
       case 'string':
         return { ...base, control: 'input', inputType: 'text', valueType: 'string', value: value === undefined ? undefined : String(value) } satisfies Field;
       case 'integer':
       case 'number':
-        return { ...base, control: 'input', inputType: 'number', valueType: s.type, min: s.minimum, max: s.maximum, step: s.type === 'integer' ? '1' : 'any', value: value === undefined ? undefined : String(value) } satisfies Field;
+        return {
+          ...base,
+          control: 'input',
+          inputType: 'number',
+          valueType: s.type,
+          min: s.minimum,
+          max: s.maximum,
+          step: s.type === 'integer' ? '1' : 'any',
+          value: value === undefined ? undefined : String(value),
+        } satisfies Field;
       case 'boolean':
-        return { ...base, control: 'select', valueType: 'boolean', options: choices(['true', 'false'], value === undefined ? '' : String(value)) } satisfies Field;
+        return {
+          ...base,
+          control: 'select',
+          valueType: 'boolean',
+          options: choices(['true', 'false'], value === undefined ? '' : String(value)),
+        } satisfies Field;
       default:
         if (s.type === 'array' && s.items?.type === 'string' && !s.items.enum?.length) {
-          return { ...base, control: 'textarea', valueType: 'lines', placeholder: 'One value per line', value: Array.isArray(value) ? value.join('\n') : undefined } satisfies Field;
+          return {
+            ...base,
+            control: 'textarea',
+            valueType: 'lines',
+            placeholder: 'One value per line',
+            value: Array.isArray(value) ? value.join('\n') : undefined,
+          } satisfies Field;
         }
         // Objects, arrays of objects and alternatives (anyOf) are written as JSON.
-        return { ...base, control: 'textarea', valueType: 'json', placeholder: s.type === 'array' ? 'JSON array, e.g. []' : 'JSON, e.g. {}', value: value === undefined ? undefined : JSON.stringify(value, null, 2) } satisfies Field;
+        return {
+          ...base,
+          control: 'textarea',
+          valueType: 'json',
+          placeholder: s.type === 'array' ? 'JSON array, e.g. []' : 'JSON, e.g. {}',
+          value: value === undefined ? undefined : JSON.stringify(value, null, 2),
+        } satisfies Field;
     }
   });
 }

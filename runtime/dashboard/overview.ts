@@ -54,10 +54,14 @@ export function overviewFigures(rows: UsageRow[], now = Date.now()): OverviewFig
     const t = perTool.get(r.tool) ?? { calls: 0, credits: 0 };
     perTool.set(r.tool, { calls: t.calls + r.calls, credits: t.credits + r.credits });
   }
-  const tools = [...perTool.entries()].sort((a, b) => b[1].calls - a[1].calls || a[0].localeCompare(b[0])).map(([tool, t], i) => ({ tool, colour: i % PALETTE_SIZE, ...t }));
+  const tools = [...perTool.entries()]
+    .sort((a, b) => b[1].calls - a[1].calls || a[0].localeCompare(b[0]))
+    .map(([tool, t], i) => ({ tool, colour: i % PALETTE_SIZE, ...t }));
   const chart = (metric: Chart['metric'], title: string): Chart => {
     const slot = CHART.width / CHART_DAYS;
-    const dayTotals = Array.from({ length: CHART_DAYS }, (_, i) => tools.reduce((s, t) => s + (perDay.get(`${firstDay + i * DAY}|${t.tool}`)?.[metric] ?? 0), 0));
+    const dayTotals = Array.from({ length: CHART_DAYS }, (_, i) =>
+      tools.reduce((s, t) => s + (perDay.get(`${firstDay + i * DAY}|${t.tool}`)?.[metric] ?? 0), 0),
+    );
     const max = Math.max(1, ...dayTotals);
     const bars = dayTotals.map((_, i) => {
       const date = new Date(firstDay + i * DAY).toISOString().slice(0, 10);
@@ -72,7 +76,10 @@ export function overviewFigures(rows: UsageRow[], now = Date.now()): OverviewFig
       }
       return { x: round(i * slot + CHART.gap / 2), segments };
     });
-    const ticks = [0, 7, 14, 21, CHART_DAYS - 1].map((i) => ({ x: round(i * slot + slot / 2), label: new Date(firstDay + i * DAY).toISOString().slice(5, 10) }));
+    const ticks = [0, 7, 14, 21, CHART_DAYS - 1].map((i) => ({
+      x: round(i * slot + slot / 2),
+      label: new Date(firstDay + i * DAY).toISOString().slice(5, 10),
+    }));
     return { metric, title, max, bars, ticks };
   };
   const table = [...perDay.entries()]

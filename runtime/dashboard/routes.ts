@@ -85,19 +85,31 @@ export function createDashboardRouter(d: ApiDeps): Router {
       const steps = [
         { done: accounts.length > 0, text: 'Add an account (Jira, n8n, Notion or Supabase credentials)', href: '/accounts' },
         { done: servers.length > 0, text: 'Create a server', href: '/servers' },
-        { done: toolCounts.some((t) => t.length > 0), text: 'Add a tool to the server, bound to the account', href: servers[0] ? `/servers/${servers[0]._id}` : '/servers' },
-        { done: keys.length > 0 || serverKeys.some((k) => k.length > 0), text: 'Create an API key and connect your MCP client', href: servers[0] ? `/servers/${servers[0]._id}#keys` : '/keys' },
+        {
+          done: toolCounts.some((t) => t.length > 0),
+          text: 'Add a tool to the server, bound to the account',
+          href: servers[0] ? `/servers/${servers[0]._id}` : '/servers',
+        },
+        {
+          done: keys.length > 0 || serverKeys.some((k) => k.length > 0),
+          text: 'Create an API key and connect your MCP client',
+          href: servers[0] ? `/servers/${servers[0]._id}#keys` : '/keys',
+        },
       ];
       sendPage(
         ctx,
-        render('overview', { title: 'Overview', section: 'overview', ...frame }, {
-          balance,
-          figures: overviewFigures(rows),
-          chartSize: CHART_SIZE,
-          calls: calls.map((c) => ({ ...c, server_name: serverNames.get(c.server_id) ?? c.server_id })),
-          steps,
-          gettingStarted: steps.some((st) => !st.done),
-        }),
+        render(
+          'overview',
+          { title: 'Overview', section: 'overview', ...frame },
+          {
+            balance,
+            figures: overviewFigures(rows),
+            chartSize: CHART_SIZE,
+            calls: calls.map((c) => ({ ...c, server_name: serverNames.get(c.server_id) ?? c.server_id })),
+            steps,
+            gettingStarted: steps.some((st) => !st.done),
+          },
+        ),
       );
     }),
   );
@@ -110,9 +122,17 @@ export function createDashboardRouter(d: ApiDeps): Router {
       const accounts = docs.map((doc) => {
         const provider = d.accounts.providersByKind.get(doc.kind);
         const view = publicAccount(doc, provider);
-        return { ...view, provider: provider?.spec.title ?? doc.kind, fields: provider ? accountFields(provider.spec.account.fields, `edit-${doc._id}`, view) : [] };
+        return {
+          ...view,
+          provider: provider?.spec.title ?? doc.kind,
+          fields: provider ? accountFields(provider.spec.account.fields, `edit-${doc._id}`, view) : [],
+        };
       });
-      const kinds = providers.map((p) => ({ kind: p.spec.account.kind, title: p.spec.title, fields: accountFields(p.spec.account.fields, `new-${p.spec.account.kind}`) }));
+      const kinds = providers.map((p) => ({
+        kind: p.spec.account.kind,
+        title: p.spec.title,
+        fields: accountFields(p.spec.account.fields, `new-${p.spec.account.kind}`),
+      }));
       sendPage(ctx, render('accounts', { title: 'Accounts', section: 'accounts', ...frame }, { accounts, kinds }));
     }),
   );
@@ -122,7 +142,11 @@ export function createDashboardRouter(d: ApiDeps): Router {
     signedInPage(async (ctx, s, frame) => {
       const servers = await d.servers.list(s.owner._id);
       const rows = await Promise.all(
-        servers.map(async (sv) => ({ ...publicServer(sv), tools: (await d.tools.list(s.owner._id, sv._id)).length, keys: (await d.keys.listForServer(s.owner._id, sv._id)).filter((k) => !k.revoked_at).length })),
+        servers.map(async (sv) => ({
+          ...publicServer(sv),
+          tools: (await d.tools.list(s.owner._id, sv._id)).length,
+          keys: (await d.keys.listForServer(s.owner._id, sv._id)).filter((k) => !k.revoked_at).length,
+        })),
       );
       sendPage(ctx, render('servers', { title: 'Servers', section: 'servers', ...frame }, { servers: rows, publicUrl: d.site.publicUrl }));
     }),
@@ -141,26 +165,35 @@ export function createDashboardRouter(d: ApiDeps): Router {
       const server = await ownServer(ctx, s);
       if (!server) return;
       const ownerId = s.owner._id;
-      const [tools, keys, globals, accounts] = await Promise.all([d.tools.list(ownerId, server._id), d.keys.listForServer(ownerId, server._id), d.keys.listGlobal(ownerId), d.accounts.list(ownerId)]);
+      const [tools, keys, globals, accounts] = await Promise.all([
+        d.tools.list(ownerId, server._id),
+        d.keys.listForServer(ownerId, server._id),
+        d.keys.listGlobal(ownerId),
+        d.accounts.list(ownerId),
+      ]);
       const accountNames = new Map(accounts.map((a) => [a._id, a.name]));
       const catalog = d.catalog.current.tools;
       const url = `${d.site.publicUrl}/mcp/${server._id}`;
       sendPage(
         ctx,
-        render('server', { title: server.name, section: 'servers', ...frame }, {
-          server: publicServer(server),
-          url,
-          tools: tools.map((t) => ({
-            ...t,
-            id: t._id,
-            account: t.account_id ? (accountNames.get(t.account_id) ?? t.account_id) : null,
-            credits: catalog.get(t.base_tool)?.spec.credits,
-            defaults: Object.entries(t.defaults).map(([k, v]) => ({ k, v: JSON.stringify(v), locked: t.locked.includes(k) })),
-          })),
-          keys: keys.map(keyView),
-          linkable: globals.filter((k) => !k.revoked_at && !k.linked_server_ids.includes(server._id)).map(keyView),
-          snippets: connectSnippets(url, server.name),
-        }),
+        render(
+          'server',
+          { title: server.name, section: 'servers', ...frame },
+          {
+            server: publicServer(server),
+            url,
+            tools: tools.map((t) => ({
+              ...t,
+              id: t._id,
+              account: t.account_id ? (accountNames.get(t.account_id) ?? t.account_id) : null,
+              credits: catalog.get(t.base_tool)?.spec.credits,
+              defaults: Object.entries(t.defaults).map(([k, v]) => ({ k, v: JSON.stringify(v), locked: t.locked.includes(k) })),
+            })),
+            keys: keys.map(keyView),
+            linkable: globals.filter((k) => !k.revoked_at && !k.linked_server_ids.includes(server._id)).map(keyView),
+            snippets: connectSnippets(url, server.name),
+          },
+        ),
       );
     }),
   );
@@ -177,19 +210,33 @@ export function createDashboardRouter(d: ApiDeps): Router {
         const accounts = (await d.accounts.list(s.owner._id)).filter((a) => a.kind === kind);
         sendPage(
           ctx,
-          render('tool-new', { title: `Add ${base.spec.id}`, section: 'servers', ...frame }, {
-            server: publicServer(server),
-            base: { id: base.spec.id, title: base.spec.title, description: base.spec.description, credits: base.spec.credits, provider: base.provider.spec.title, kind, needsAccount: (base.spec.account ?? 'required') !== 'none' },
-            accounts: accounts.map((a) => ({ id: a._id, name: a.name })),
-            fields: schemaFields(base.spec.input as never, 'defaults', 'param'),
-          }),
+          render(
+            'tool-new',
+            { title: `Add ${base.spec.id}`, section: 'servers', ...frame },
+            {
+              server: publicServer(server),
+              base: {
+                id: base.spec.id,
+                title: base.spec.title,
+                description: base.spec.description,
+                credits: base.spec.credits,
+                provider: base.provider.spec.title,
+                kind,
+                needsAccount: (base.spec.account ?? 'required') !== 'none',
+              },
+              accounts: accounts.map((a) => ({ id: a._id, name: a.name })),
+              fields: schemaFields(base.spec.input as never, 'defaults', 'param'),
+            },
+          ),
         );
         return;
       }
       const groups = [...catalog.providers.values()].map((p) => ({
         title: p.spec.title,
         kind: p.spec.account.kind,
-        tools: [...catalog.tools.values()].filter((t) => t.provider === p).map((t) => ({ id: t.spec.id, title: t.spec.title, description: firstSentence(t.spec.description), credits: t.spec.credits })),
+        tools: [...catalog.tools.values()]
+          .filter((t) => t.provider === p)
+          .map((t) => ({ id: t.spec.id, title: t.spec.title, description: firstSentence(t.spec.description), credits: t.spec.credits })),
       }));
       sendPage(ctx, render('catalog', { title: 'Add a tool', section: 'servers', ...frame }, { server: publicServer(server), groups }));
     }),
@@ -211,7 +258,14 @@ export function createDashboardRouter(d: ApiDeps): Router {
         links: k.linked_server_ids.map((id) => ({ id, name: names.get(id) ?? id })),
         linkable: servers.filter((sv) => !k.linked_server_ids.includes(sv._id)).map((sv) => ({ id: sv._id, name: sv.name })),
       });
-      sendPage(ctx, render('keys', { title: 'API keys', section: 'keys', ...frame }, { servers: servers.map(publicServer), serverKeys: serverKeys.map(withNames), globalKeys: globals.map(withNames), apps }));
+      sendPage(
+        ctx,
+        render(
+          'keys',
+          { title: 'API keys', section: 'keys', ...frame },
+          { servers: servers.map(publicServer), serverKeys: serverKeys.map(withNames), globalKeys: globals.map(withNames), apps },
+        ),
+      );
     }),
   );
 
@@ -222,7 +276,10 @@ export function createDashboardRouter(d: ApiDeps): Router {
     if (!checked.ok && 'redirectTo' in checked) return ctx.redirect(checked.redirectTo);
     const s = await sessionOwner(d, ctx);
     if (!checked.ok) {
-      sendPage(ctx, render('consent', { title: 'Authorization refused', csrfToken: s?.csrfToken }, { problem: checked.page, email: s?.owner.email, switchUrl: '/login' }));
+      sendPage(
+        ctx,
+        render('consent', { title: 'Authorization refused', csrfToken: s?.csrfToken }, { problem: checked.page, email: s?.owner.email, switchUrl: '/login' }),
+      );
       ctx.status = 400;
       return;
     }
@@ -235,7 +292,18 @@ export function createDashboardRouter(d: ApiDeps): Router {
     '/settings',
     signedInPage(async (ctx, s, frame) => {
       const tokens = await d.owners.listTokens(s.owner._id);
-      sendPage(ctx, render('settings', { title: 'Settings', section: 'settings', ...frame }, { changed: ctx.query.changed === '1', owner: { email: s.owner.email, created_at: s.owner.created_at }, tokens: tokens.map((t) => ({ id: t._id, name: t.name, prefix: t.prefix, created_at: t.created_at, last_used_at: t.last_used_at })) }));
+      sendPage(
+        ctx,
+        render(
+          'settings',
+          { title: 'Settings', section: 'settings', ...frame },
+          {
+            changed: ctx.query.changed === '1',
+            owner: { email: s.owner.email, created_at: s.owner.created_at },
+            tokens: tokens.map((t) => ({ id: t._id, name: t.name, prefix: t.prefix, created_at: t.created_at, last_used_at: t.last_used_at })),
+          },
+        ),
+      );
     }),
   );
 

@@ -84,7 +84,14 @@ export class Engine {
     const view: View = { args, account: facts.publicFields, steps: {} };
     const resolved = account ? await this.resolveBase(provider, account, opts.signal) : undefined;
     const http = this.bind(provider, account, opts.signal, tool.spec.annotations.idempotentHint, resolved?.base);
-    const ctxBase = { args, account: view.account, http, toolId: tool.spec.id, signal: opts.signal ?? new AbortController().signal, progress: opts.progress ?? (() => {}) };
+    const ctxBase = {
+      args,
+      account: view.account,
+      http,
+      toolId: tool.spec.id,
+      signal: opts.signal ?? new AbortController().signal,
+      progress: opts.progress ?? (() => {}),
+    };
     const applied: string[] = [];
     let last: UpstreamResponse | undefined;
     for (const [index, step] of tool.steps.entries()) {
@@ -98,13 +105,20 @@ export class Engine {
       } catch (err) {
         const failure = toToolError(err, (res) => mapUpstreamError(tool, step.name, res, view), redact);
         if (applied.length === 0) throw failure;
-        const rest = tool.steps.slice(index).filter((s) => !s.when || truthy(s.when.render(view))).map((s) => s.title);
-        throw new ToolError(failure.code, `${failure.message.replace(/[.\s]+$/, '')}. Applied before the failure: ${applied.join(', ')}. Not applied: ${rest.join(', ')}.`, {
-          retryable: false,
-          providerStatus: failure.providerStatus,
-          // Part of the work was done: the charge is kept.
-          refund: false,
-        });
+        const rest = tool.steps
+          .slice(index)
+          .filter((s) => !s.when || truthy(s.when.render(view)))
+          .map((s) => s.title);
+        throw new ToolError(
+          failure.code,
+          `${failure.message.replace(/[.\s]+$/, '')}. Applied before the failure: ${applied.join(', ')}. Not applied: ${rest.join(', ')}.`,
+          {
+            retryable: false,
+            providerStatus: failure.providerStatus,
+            // Part of the work was done: the charge is kept.
+            refund: false,
+          },
+        );
       }
       view.steps[step.name] = last;
       applied.push(step.title);
@@ -119,10 +133,14 @@ export class Engine {
     if (!tool.validateOutput(result)) {
       // The provider answered, but not in the shape the spec promises: say so rather than hand the client
       // structuredContent that breaks its outputSchema. Nothing usable was delivered, so the credits go back.
-      throw new ToolError('unexpected_response', `The provider's answer did not have the expected shape: ${describeSchemaErrors(tool.validateOutput.errors ?? [], OUTPUT_WORDS)}`, {
-        providerStatus: last?.status ?? null,
-        refund: true,
-      });
+      throw new ToolError(
+        'unexpected_response',
+        `The provider's answer did not have the expected shape: ${describeSchemaErrors(tool.validateOutput.errors ?? [], OUTPUT_WORDS)}`,
+        {
+          providerStatus: last?.status ?? null,
+          refund: true,
+        },
+      );
     }
     return result as Record<string, unknown>;
   }
@@ -150,13 +168,20 @@ export class Engine {
       const unlike = Object.entries(way.expect ?? {}).filter(([k, v]) => typeof body !== 'object' || body[k] !== v);
       if (unlike.length) {
         const where = new URL(accountRoot(provider, account)).host;
-        throw new ToolError('not_the_provider', `${where} answered ${way.path}, but not as ${provider.spec.title} does (expected ${JSON.stringify(way.expect)}): check the account's ${provider.spec.base_url.field}`, { providerStatus: res.status });
+        throw new ToolError(
+          'not_the_provider',
+          `${where} answered ${way.path}, but not as ${provider.spec.title} does (expected ${JSON.stringify(way.expect)}): check the account's ${provider.spec.base_url.field}`,
+          { providerStatus: res.status },
+        );
       }
       return (way.says ?? `${provider.spec.title} accepted the credentials (${way.method} ${way.path}).`) + found;
     } catch (err) {
       const failure = toToolError(err, (res) => mapUpstreamError(undefined, undefined, res, view, provider), facts.redact);
       if (!resolved?.problem) throw failure;
-      throw new ToolError(failure.code, `${failure.message.replace(/[.\s]+$/, '')}. ${resolved.problem}`, { providerStatus: failure.providerStatus, retryable: failure.retryable });
+      throw new ToolError(failure.code, `${failure.message.replace(/[.\s]+$/, '')}. ${resolved.problem}`, {
+        providerStatus: failure.providerStatus,
+        retryable: failure.retryable,
+      });
     }
   }
 
@@ -188,7 +213,14 @@ export class Engine {
   }
 
   /** The provider client bound to one account: base URL, auth headers, default headers. */
-  private bind(provider: Provider, account: AccountCredentials | null, signal?: AbortSignal, idempotent = true, resolvedBase?: string, authOrigins?: ReadonlySet<string>): ProviderHttp {
+  private bind(
+    provider: Provider,
+    account: AccountCredentials | null,
+    signal?: AbortSignal,
+    idempotent = true,
+    resolvedBase?: string,
+    authOrigins?: ReadonlySet<string>,
+  ): ProviderHttp {
     const facts = accountFacts(provider, account);
     const { headers, auth } = facts;
     const base = resolvedBase ?? facts.base;
@@ -263,7 +295,9 @@ function toToolError(err: unknown, map: (res: UpstreamResponse) => ToolError, re
   else if (err instanceof ToolError) failure = err;
   else throw err;
   const message = redact(failure.message);
-  return message === failure.message ? failure : new ToolError(failure.code, message, { retryable: failure.retryable, providerStatus: failure.providerStatus, refund: failure.refund });
+  return message === failure.message
+    ? failure
+    : new ToolError(failure.code, message, { retryable: failure.retryable, providerStatus: failure.providerStatus, refund: failure.refund });
 }
 
 /** What a call needs from an account, derived once per (account, provider) and reused by later calls. */

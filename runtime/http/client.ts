@@ -83,7 +83,8 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     },
   });
 
-  const tooLarge = () => new ToolError('response_too_large', `The provider's answer is larger than ${options.maxResponseBytes} bytes and was cut off`, { refund: true });
+  const tooLarge = () =>
+    new ToolError('response_too_large', `The provider's answer is larger than ${options.maxResponseBytes} bytes and was cut off`, { refund: true });
 
   return {
     async send(req) {
@@ -165,7 +166,9 @@ function networkFailure(err: unknown, req: UpstreamRequest): ToolError {
   if (err instanceof RequestError) {
     if (err.name === 'TimeoutError' || err.code === 'ETIMEDOUT') {
       const seconds = (req.timeoutMs ?? 0) / 1000;
-      return new ToolError('timeout', `The provider at ${host} did not answer in time${seconds ? ` (${Number(seconds.toFixed(1))} s)` : ''}`, { retryable: true });
+      return new ToolError('timeout', `The provider at ${host} did not answer in time${seconds ? ` (${Number(seconds.toFixed(1))} s)` : ''}`, {
+        retryable: true,
+      });
     }
     if (err.name === 'CancelError' || err.code === 'ERR_CANCELED' || err.name === 'AbortError' || err.code === 'ABORT_ERR') {
       return new ToolError('cancelled', 'The call was cancelled before the provider answered', { refund: true });

@@ -106,7 +106,10 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
 
     let negotiated: Negotiated;
     try {
-      negotiated = negotiate({ version: ctx.get('mcp-protocol-version') || undefined, method: ctx.get('mcp-method') || undefined, name: ctx.get('mcp-name') || undefined }, payload);
+      negotiated = negotiate(
+        { version: ctx.get('mcp-protocol-version') || undefined, method: ctx.get('mcp-method') || undefined, name: ctx.get('mcp-name') || undefined },
+        payload,
+      );
     } catch (err) {
       if (!(err instanceof RpcError)) throw err;
       const id = (payload as { id?: unknown } | null)?.id;
@@ -125,7 +128,8 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       return streamCall(exchange, msg.message);
     }
     const response = await answer(exchange, msg.message);
-    const status = 'error' in response && exchange.modern && response.error.code === ErrorCode.MethodNotFound && !MODERN_METHODS.has(msg.message.method) ? 404 : 200;
+    const status =
+      'error' in response && exchange.modern && response.error.code === ErrorCode.MethodNotFound && !MODERN_METHODS.has(msg.message.method) ? 404 : 200;
     return sendJson(ctx, status, response);
   };
 
@@ -159,7 +163,11 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
   async function answer(exchange: Exchange, req: JsonRpcRequest, progress?: (message: string) => void): Promise<JsonRpcResponse> {
     try {
       const result = await dispatch(exchange, req, progress);
-      return { jsonrpc: '2.0', id: req.id, result: exchange.modern ? { ...result, ...modernResultFields(req.method, opts.serverInfo, opts.toolsTtlMs) } : result };
+      return {
+        jsonrpc: '2.0',
+        id: req.id,
+        result: exchange.modern ? { ...result, ...modernResultFields(req.method, opts.serverInfo, opts.toolsTtlMs) } : result,
+      };
     } catch (err) {
       if (err instanceof RpcError) return rpcError(req.id, err.code, err.message, err.data);
       opts.logger.error({ err, method: req.method }, 'MCP request failed');
@@ -177,7 +185,12 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
         // Never answer a modern version here: initialize-era clients cannot speak it.
         const asked = typeof params.protocolVersion === 'string' ? params.protocolVersion : '';
         const version = (LEGACY_VERSIONS as readonly string[]).includes(asked) ? asked : LATEST_LEGACY_VERSION;
-        return { protocolVersion: version, capabilities: CAPABILITIES, serverInfo: opts.serverInfo, ...(opts.instructions ? { instructions: opts.instructions } : {}) };
+        return {
+          protocolVersion: version,
+          capabilities: CAPABILITIES,
+          serverInfo: opts.serverInfo,
+          ...(opts.instructions ? { instructions: opts.instructions } : {}),
+        };
       }
       case 'server/discover':
         return { supportedVersions: [...MODERN_VERSIONS], capabilities: CAPABILITIES, ...(opts.instructions ? { instructions: opts.instructions } : {}) };
@@ -201,7 +214,12 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     };
   }
 
-  async function callTool(exchange: Exchange, id: JsonRpcRequest['id'], params: Record<string, unknown>, progress?: (message: string) => void): Promise<Record<string, unknown>> {
+  async function callTool(
+    exchange: Exchange,
+    id: JsonRpcRequest['id'],
+    params: Record<string, unknown>,
+    progress?: (message: string) => void,
+  ): Promise<Record<string, unknown>> {
     const name = params.name;
     if (typeof name !== 'string' || name === '') throw new RpcError(ErrorCode.InvalidParams, 'Invalid params: "name" must be the name of a tool');
     const args = params.arguments;
@@ -211,7 +229,10 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     }
     // Checked before anything else (validation, charge, templates): deep values exhaust recursive code.
     if (args !== undefined && nestedDeeperThan(args, MAX_ARGUMENT_DEPTH)) {
-      return errorResult(new ToolError('invalid_arguments', `Invalid arguments: values are nested more than ${MAX_ARGUMENT_DEPTH} levels deep (the limit)`), exchange.version);
+      return errorResult(
+        new ToolError('invalid_arguments', `Invalid arguments: values are nested more than ${MAX_ARGUMENT_DEPTH} levels deep (the limit)`),
+        exchange.version,
+      );
     }
     // The upstream call stops when the client goes away or cancels the request.
     const controller = new AbortController();
@@ -244,7 +265,8 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     const send = (message: unknown) => {
       if (!res.writableEnded) res.write(`event: message\ndata: ${stringify(message)}\n\n`);
     };
-    const notify = (message: string) => send({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: ++progress, message } });
+    const notify = (message: string) =>
+      send({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: ++progress, message } });
     // Long waits (webhooks, multi-step tools) keep reporting so clients can show life and reset timeouts.
     const heartbeat = setInterval(() => notify('waiting for the provider'), 5000);
     try {
@@ -314,7 +336,6 @@ export function sendJson(ctx: Context, status: number, body: unknown): void {
 function sendHttpError(ctx: Context, status: number, body: { error: string; message: string }): void {
   sendJson(ctx, status, body);
 }
-
 
 /** How deep tool arguments may nest (objects and arrays); their size is bounded by MAX_BODY_BYTES. */
 export const MAX_ARGUMENT_DEPTH = 32;

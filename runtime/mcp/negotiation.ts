@@ -52,11 +52,17 @@ export function negotiate(headers: Headers, payload: unknown): Negotiated {
   // Modern from here on: the header must be a supported version and agree with the envelope.
   if (header !== undefined && !SUPPORTED_VERSIONS.includes(header)) throw unsupported(header);
   if (claimed !== undefined && (typeof claimed !== 'string' || !isModernVersion(claimed))) throw unsupported(String(claimed));
-  if (header === undefined) throw mismatch('(missing)', `the body envelope names protocol version ${claimed} but the required MCP-Protocol-Version header is absent`);
+  if (header === undefined)
+    throw mismatch('(missing)', `the body envelope names protocol version ${claimed} but the required MCP-Protocol-Version header is absent`);
   if (!envelope) {
-    throw new RpcError(ErrorCode.InvalidParams, `Invalid params: the MCP-Protocol-Version header names protocol revision ${header}, but the request is missing the required per-request envelope key(s): _meta`, 400, {
-      envelope: { missing: ['_meta'] },
-    });
+    throw new RpcError(
+      ErrorCode.InvalidParams,
+      `Invalid params: the MCP-Protocol-Version header names protocol revision ${header}, but the request is missing the required per-request envelope key(s): _meta`,
+      400,
+      {
+        envelope: { missing: ['_meta'] },
+      },
+    );
   }
   if (claimed === undefined) {
     throw new RpcError(ErrorCode.InvalidParams, `Invalid _meta envelope for protocol revision ${header}: ${META.protocolVersion}: missing`, 400, {
@@ -68,11 +74,14 @@ export function negotiate(headers: Headers, payload: unknown): Negotiated {
   const isRequest = message.id !== undefined && typeof message.method === 'string';
   if (isRequest) {
     if (headers.method === undefined) throw mismatch('(missing)', `the body names method ${message.method} but the required Mcp-Method header is absent`);
-    if (headers.method !== message.method) throw mismatch(headers.method, `the body names method ${message.method} but the Mcp-Method header names ${headers.method}`);
+    if (headers.method !== message.method)
+      throw mismatch(headers.method, `the body names method ${message.method} but the Mcp-Method header names ${headers.method}`);
     if (message.method === 'tools/call' && typeof message.params?.name === 'string') {
       const name = message.params.name;
-      if (headers.name === undefined) throw mismatch('(missing)', `the body carries params.name=${JSON.stringify(name)} but the required Mcp-Name header is absent`);
-      if (decodeHeaderValue(headers.name) !== name) throw mismatch(headers.name, `the body carries params.name=${JSON.stringify(name)} but the Mcp-Name header names ${JSON.stringify(headers.name)}`);
+      if (headers.name === undefined)
+        throw mismatch('(missing)', `the body carries params.name=${JSON.stringify(name)} but the required Mcp-Name header is absent`);
+      if (decodeHeaderValue(headers.name) !== name)
+        throw mismatch(headers.name, `the body carries params.name=${JSON.stringify(name)} but the Mcp-Name header names ${JSON.stringify(headers.name)}`);
     }
     if (envelope[META.clientCapabilities] === undefined || typeof envelope[META.clientCapabilities] !== 'object') {
       throw new RpcError(ErrorCode.InvalidParams, `Invalid _meta envelope for protocol revision ${header}: ${META.clientCapabilities}: missing`, 400, {

@@ -49,11 +49,19 @@ export async function checkAuthorizationRequest(params: Record<string, unknown>,
   }
   // Exact match against a registered URI; with only one registered, it may be left out.
   if (!redirectUri && client.redirect_uris.length === 1) redirectUri = client.redirect_uris[0];
-  if (!redirectUri) return { ok: false, page: `The request has no redirect_uri and ${client.client_name} registered several: the application must say which one to use.` };
-  if (!client.redirect_uris.includes(redirectUri)) return { ok: false, page: `The redirect_uri ${redirectUri} is not one that ${client.client_name} registered, so you are not sent there. This can be an attempt to steal your authorization.` };
+  if (!redirectUri)
+    return { ok: false, page: `The request has no redirect_uri and ${client.client_name} registered several: the application must say which one to use.` };
+  if (!client.redirect_uris.includes(redirectUri))
+    return {
+      ok: false,
+      page: `The redirect_uri ${redirectUri} is not one that ${client.client_name} registered, so you are not sent there. This can be an attempt to steal your authorization.`,
+    };
 
   let state: string | undefined;
-  const back = (code: string, description: string): Checked => ({ ok: false, redirectTo: withParams(redirectUri!, { error: code, error_description: description, state, iss: publicUrl }) });
+  const back = (code: string, description: string): Checked => ({
+    ok: false,
+    redirectTo: withParams(redirectUri!, { error: code, error_description: description, state, iss: publicUrl }),
+  });
   try {
     state = one('state');
     if (one('response_type') !== 'code') return back('unsupported_response_type', 'response_type must be "code" (the authorization code flow is the only one)');

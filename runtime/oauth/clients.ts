@@ -94,7 +94,12 @@ export class OAuthClients {
   async find(clientId: string): Promise<OAuthClient> {
     if (isMetadataDocumentId(clientId)) return this.document(clientId);
     const doc = /^mcpc_\w{1,40}$/.test(clientId) ? await this.clients.findOne({ _id: clientId }) : null;
-    if (!doc) throw new OAuthError('invalid_client', `Unknown client_id "${clientId.slice(0, 100)}": register the client first (POST /oauth/register) or use a client ID metadata document URL`, 401);
+    if (!doc)
+      throw new OAuthError(
+        'invalid_client',
+        `Unknown client_id "${clientId.slice(0, 100)}": register the client first (POST /oauth/register) or use a client ID metadata document URL`,
+        401,
+      );
     return doc;
   }
 
@@ -103,14 +108,16 @@ export class OAuthClients {
    * client_id; a confidential one its secret, the way it registered (Basic header or form field).
    */
   async authenticate(presented: { clientId?: string; secret?: string; method: 'basic' | 'post' | 'none' }): Promise<OAuthClient> {
-    if (!presented.clientId) throw new OAuthError('invalid_client', 'client_id is required (in the form, or with the secret in an Authorization: Basic header)', 401);
+    if (!presented.clientId)
+      throw new OAuthError('invalid_client', 'client_id is required (in the form, or with the secret in an Authorization: Basic header)', 401);
     const client = await this.find(presented.clientId);
     const expected = client.token_endpoint_auth_method;
     if (expected === 'none') {
       if (presented.secret) throw new OAuthError('invalid_client', 'This client is public (token_endpoint_auth_method "none"): it has no secret to send', 401);
       return client;
     }
-    if (!presented.secret || !client.secret_hash) throw new OAuthError('invalid_client', `This client authenticates with ${expected}: the client secret is missing`, 401);
+    if (!presented.secret || !client.secret_hash)
+      throw new OAuthError('invalid_client', `This client authenticates with ${expected}: the client secret is missing`, 401);
     if (!sameSecret(sha256(presented.secret), client.secret_hash)) throw new OAuthError('invalid_client', 'Wrong client secret', 401);
     return client;
   }
@@ -122,22 +129,43 @@ export class OAuthClients {
     if (problem) throw new OAuthError('invalid_client', `The client_id URL ${problem}`, 401);
     let answer;
     try {
-      answer = await this.http.send({ method: 'GET', url: new URL(clientId), headers: { accept: 'application/json' }, timeoutMs: METADATA_FETCH_LIMITS.timeoutMs, retry: false, followRedirects: false });
+      answer = await this.http.send({
+        method: 'GET',
+        url: new URL(clientId),
+        headers: { accept: 'application/json' },
+        timeoutMs: METADATA_FETCH_LIMITS.timeoutMs,
+        retry: false,
+        followRedirects: false,
+      });
     } catch (err) {
-      const why = err instanceof ToolError ? err.message.replace(/the provider('s)?/gi, (m) => (m.endsWith("'s") ? "the client's host's" : 'the host')) : 'it could not be fetched';
+      const why =
+        err instanceof ToolError
+          ? err.message.replace(/the provider('s)?/gi, (m) => (m.endsWith("'s") ? "the client's host's" : 'the host'))
+          : 'it could not be fetched';
       throw new OAuthError('invalid_client', `The client ID metadata document at ${clientId} could not be read: ${why}`, 401);
     }
-    if (answer.status !== 200) throw new OAuthError('invalid_client', `The client ID metadata document at ${clientId} answered HTTP ${answer.status}, not 200 with the client's JSON metadata`, 401);
+    if (answer.status !== 200)
+      throw new OAuthError(
+        'invalid_client',
+        `The client ID metadata document at ${clientId} answered HTTP ${answer.status}, not 200 with the client's JSON metadata`,
+        401,
+      );
     if (answer.body === null || typeof answer.body !== 'object' || Array.isArray(answer.body)) {
       throw new OAuthError('invalid_client', `The client ID metadata document at ${clientId} is not a JSON object`, 401);
     }
     const meta = answer.body as Record<string, unknown>;
-    if (meta.client_id !== clientId) throw new OAuthError('invalid_client', `The client ID metadata document at ${clientId} must contain "client_id": "${clientId}" (it has ${JSON.stringify(meta.client_id ?? null)})`, 401);
+    if (meta.client_id !== clientId)
+      throw new OAuthError(
+        'invalid_client',
+        `The client ID metadata document at ${clientId} must contain "client_id": "${clientId}" (it has ${JSON.stringify(meta.client_id ?? null)})`,
+        401,
+      );
     let client: OAuthClient;
     try {
       client = { ...parseMetadata(meta, 'metadata_document'), client_id: clientId };
     } catch (err) {
-      if (err instanceof OAuthError) throw new OAuthError('invalid_client', `The client ID metadata document at ${clientId} is not usable: ${err.description}`, 401);
+      if (err instanceof OAuthError)
+        throw new OAuthError('invalid_client', `The client ID metadata document at ${clientId} is not usable: ${err.description}`, 401);
       throw err;
     }
     this.documents.set(clientId, client, cacheLifetime(answer.headers['cache-control']));
@@ -179,8 +207,10 @@ function parseMetadata(meta: Record<string, unknown>, registration: OAuthClient[
   }
   const method = (meta.token_endpoint_auth_method ?? (registration === 'dynamic' ? 'client_secret_basic' : 'none')) as TokenAuthMethod;
   if (!TOKEN_AUTH_METHODS.includes(method)) throw bad(`"token_endpoint_auth_method" must be one of ${TOKEN_AUTH_METHODS.join(', ')}`);
-  if (registration === 'metadata_document' && method !== 'none') throw bad('a client ID metadata document client has no shared secret: its "token_endpoint_auth_method" must be "none"');
-  if (registration === 'metadata_document' && ('client_secret' in meta || 'client_secret_expires_at' in meta)) throw bad('a client ID metadata document must not contain a client secret');
+  if (registration === 'metadata_document' && method !== 'none')
+    throw bad('a client ID metadata document client has no shared secret: its "token_endpoint_auth_method" must be "none"');
+  if (registration === 'metadata_document' && ('client_secret' in meta || 'client_secret_expires_at' in meta))
+    throw bad('a client ID metadata document must not contain a client secret');
   for (const [field, allowed] of [
     ['grant_types', ['authorization_code', 'refresh_token']],
     ['response_types', ['code']],
@@ -190,9 +220,11 @@ function parseMetadata(meta: Record<string, unknown>, registration: OAuthClient[
     if (!Array.isArray(v) || v.some((x) => !(allowed as readonly string[]).includes(x))) throw bad(`"${field}" may only contain ${allowed.join(' and ')}`);
   }
   const name = meta.client_name;
-  if (name !== undefined && (typeof name !== 'string' || !name.trim() || name.length > MAX_NAME)) throw bad(`"client_name" must be a non-empty string of at most ${MAX_NAME} characters`);
+  if (name !== undefined && (typeof name !== 'string' || !name.trim() || name.length > MAX_NAME))
+    throw bad(`"client_name" must be a non-empty string of at most ${MAX_NAME} characters`);
   const clientUri = meta.client_uri;
-  if (clientUri !== undefined && (typeof clientUri !== 'string' || !/^https?:\/\//.test(clientUri) || clientUri.length > 2000)) throw bad('"client_uri" must be an http(s) URL');
+  if (clientUri !== undefined && (typeof clientUri !== 'string' || !/^https?:\/\//.test(clientUri) || clientUri.length > 2000))
+    throw bad('"client_uri" must be an http(s) URL');
   return {
     client_id: '',
     client_name: typeof name === 'string' ? name.trim() : 'Unnamed client',

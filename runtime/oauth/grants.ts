@@ -146,20 +146,29 @@ export class OAuthGrants {
   /** The authorization_code grant (RFC 6749 section 4.1.3 with PKCE, RFC 7636 section 4.6). */
   async redeemCode(p: { code: string; client: OAuthClient; redirectUri?: string; verifier?: string; resource?: string }): Promise<TokenResponse> {
     if (!p.verifier) throw new OAuthError('invalid_request', 'code_verifier is required (PKCE with S256)');
-    if (!/^[A-Za-z0-9\-._~]{43,128}$/.test(p.verifier)) throw new OAuthError('invalid_request', 'code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, "-", ".", "_" and "~"');
+    if (!/^[A-Za-z0-9\-._~]{43,128}$/.test(p.verifier))
+      throw new OAuthError('invalid_request', 'code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, "-", ".", "_" and "~"');
     const id = sha256(p.code);
     // Marked used first, atomically: of two concurrent exchanges only one gets the tokens.
     const code = await this.codes.findOneAndUpdate({ _id: id, used_at: null }, { $set: { used_at: new Date() } }, { returnDocument: 'before' });
     if (!code) {
       const used = await this.codes.findOne({ _id: id });
       if (used?.grant_id) await this.revokeGrantById(used.grant_id, 'authorization code used twice');
-      throw new OAuthError('invalid_grant', used ? 'This authorization code was already used; any token issued with it is now revoked. Start the authorization again.' : 'Unknown authorization code');
+      throw new OAuthError(
+        'invalid_grant',
+        used
+          ? 'This authorization code was already used; any token issued with it is now revoked. Start the authorization again.'
+          : 'Unknown authorization code',
+      );
     }
-    if (code.expires_at.getTime() < Date.now()) throw new OAuthError('invalid_grant', 'The authorization code expired (codes are valid for 60 seconds); start the authorization again');
+    if (code.expires_at.getTime() < Date.now())
+      throw new OAuthError('invalid_grant', 'The authorization code expired (codes are valid for 60 seconds); start the authorization again');
     if (code.client_id !== p.client.client_id) throw new OAuthError('invalid_grant', 'This authorization code was issued to another client');
     if (p.redirectUri !== code.redirect_uri) throw new OAuthError('invalid_grant', 'redirect_uri must be exactly the one sent in the authorization request');
-    if (s256(p.verifier) !== code.code_challenge) throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge of the authorization request');
-    if (p.resource !== undefined && p.resource !== code.resource) throw new OAuthError('invalid_target', `resource must be the one that was authorized (${code.resource})`);
+    if (s256(p.verifier) !== code.code_challenge)
+      throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge of the authorization request');
+    if (p.resource !== undefined && p.resource !== code.resource)
+      throw new OAuthError('invalid_target', `resource must be the one that was authorized (${code.resource})`);
 
     const grant: GrantDoc = {
       _id: randomId('oag_'),
@@ -191,7 +200,10 @@ export class OAuthGrants {
         if (grant?.revoked_at) throw new OAuthError('invalid_grant', 'This authorization was revoked; authorize the client again');
         // A rotated-out token came back: it was copied. Whoever holds the newer one loses it too.
         await this.revokeGrantById(spent.grant_id, 'refresh token reused');
-        throw new OAuthError('invalid_grant', 'This refresh token was already used. For safety every token of this authorization is now revoked; authorize the client again.');
+        throw new OAuthError(
+          'invalid_grant',
+          'This refresh token was already used. For safety every token of this authorization is now revoked; authorize the client again.',
+        );
       }
       throw new OAuthError('invalid_grant', 'Unknown refresh token');
     }
@@ -199,8 +211,10 @@ export class OAuthGrants {
     if (token.expires_at.getTime() < Date.now()) throw new OAuthError('invalid_grant', 'The refresh token expired; authorize the client again');
     const grant = await this.grants.findOne({ _id: token.grant_id });
     if (!grant || grant.revoked_at) throw new OAuthError('invalid_grant', 'This authorization was revoked; authorize the client again');
-    if (p.resource !== undefined && p.resource !== grant.resource) throw new OAuthError('invalid_target', `resource must be the one that was authorized (${grant.resource})`);
-    if (p.scope !== undefined && !p.scope.split(' ').every((s) => grant.scope.split(' ').includes(s))) throw new OAuthError('invalid_scope', `A refresh may only narrow the scope; this authorization has "${grant.scope}"`);
+    if (p.resource !== undefined && p.resource !== grant.resource)
+      throw new OAuthError('invalid_target', `resource must be the one that was authorized (${grant.resource})`);
+    if (p.scope !== undefined && !p.scope.split(' ').every((s) => grant.scope.split(' ').includes(s)))
+      throw new OAuthError('invalid_scope', `A refresh may only narrow the scope; this authorization has "${grant.scope}"`);
     return this.issueTokens(grant);
   }
 
@@ -265,7 +279,11 @@ export class OAuthGrants {
   /** Deletes expired codes and tokens (revoked grants stay listed, as revoked). */
   async sweep(): Promise<void> {
     const now = new Date();
-    await Promise.all([this.codes.deleteMany({ expires_at: { $lt: now } }), this.access.deleteMany({ expires_at: { $lt: now } }), this.refresh.deleteMany({ expires_at: { $lt: now } })]);
+    await Promise.all([
+      this.codes.deleteMany({ expires_at: { $lt: now } }),
+      this.access.deleteMany({ expires_at: { $lt: now } }),
+      this.refresh.deleteMany({ expires_at: { $lt: now } }),
+    ]);
   }
 
   private async issueTokens(grant: GrantDoc): Promise<TokenResponse> {
@@ -275,7 +293,13 @@ export class OAuthGrants {
     const now = Date.now();
     await this.access.insertOne({ _id: sha256(accessToken), ...base, expires_at: new Date(now + this.opts.accessMs) });
     await this.refresh.insertOne({ _id: sha256(refreshToken), ...base, expires_at: new Date(now + this.opts.refreshMs), used_at: null });
-    return { access_token: accessToken, token_type: 'Bearer', expires_in: Math.round(this.opts.accessMs / 1000), refresh_token: refreshToken, scope: grant.scope };
+    return {
+      access_token: accessToken,
+      token_type: 'Bearer',
+      expires_in: Math.round(this.opts.accessMs / 1000),
+      refresh_token: refreshToken,
+      scope: grant.scope,
+    };
   }
 
   private async grant(id: string): Promise<GrantDoc | null> {

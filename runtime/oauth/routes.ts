@@ -77,9 +77,13 @@ export function createOAuthRouter(d: OAuthRouteDeps): Router {
     try {
       meta = JSON.parse(await readBody(ctx.req, 16 * 1024));
     } catch (err) {
-      throw new OAuthError('invalid_client_metadata', err instanceof BodyTooLargeError ? 'The client metadata is larger than 16 KB' : `The client metadata is not valid JSON: ${(err as Error).message}`);
+      throw new OAuthError(
+        'invalid_client_metadata',
+        err instanceof BodyTooLargeError ? 'The client metadata is larger than 16 KB' : `The client metadata is not valid JSON: ${(err as Error).message}`,
+      );
     }
-    if (meta === null || typeof meta !== 'object' || Array.isArray(meta)) throw new OAuthError('invalid_client_metadata', 'The client metadata must be a JSON object');
+    if (meta === null || typeof meta !== 'object' || Array.isArray(meta))
+      throw new OAuthError('invalid_client_metadata', 'The client metadata must be a JSON object');
     ctx.status = 201;
     noStore(ctx);
     ctx.body = await d.clients.register(meta as Record<string, unknown>);
@@ -95,7 +99,13 @@ export function createOAuthRouter(d: OAuthRouteDeps): Router {
       case 'authorization_code': {
         const code = form.get('code');
         if (!code) throw new OAuthError('invalid_request', 'code is required');
-        ctx.body = await d.grants.redeemCode({ code, client, redirectUri: form.get('redirect_uri') ?? undefined, verifier: form.get('code_verifier') ?? undefined, resource });
+        ctx.body = await d.grants.redeemCode({
+          code,
+          client,
+          redirectUri: form.get('redirect_uri') ?? undefined,
+          verifier: form.get('code_verifier') ?? undefined,
+          resource,
+        });
         return;
       }
       case 'refresh_token': {

@@ -91,7 +91,9 @@ export class CallPipeline implements McpBackend {
     }
     if (!(await this.d.credits.charge(principal.ownerId, charge))) {
       const balance = await this.d.credits.balance(principal.ownerId);
-      return rejected(new ToolError('insufficient_credits', `Insufficient credits: ${name} costs ${cost} credit${cost === 1 ? '' : 's'} and the balance is ${balance}`));
+      return rejected(
+        new ToolError('insufficient_credits', `Insufficient credits: ${name} costs ${cost} credit${cost === 1 ? '' : 's'} and the balance is ${balance}`),
+      );
     }
     // From here the charge is open on the balance: its record is written before the answer leaves, and a
     // crash before that is refunded by Ledger.reconcile at the next start.
@@ -106,7 +108,10 @@ export class CallPipeline implements McpBackend {
     }
     const refund = failure?.refund === true;
     const kept = refund ? 0 : cost;
-    await this.d.ledger.settle(recordOf(charge, principal.ownerId, !failure ? 'ok' : refund ? 'refunded' : 'tool_error', failure?.code ?? 'ok', kept, latency()), refund);
+    await this.d.ledger.settle(
+      recordOf(charge, principal.ownerId, !failure ? 'ok' : refund ? 'refunded' : 'tool_error', failure?.code ?? 'ok', kept, latency()),
+      refund,
+    );
     this.d.metrics.toolCall(name, failure?.code ?? 'ok', kept);
     return outcome;
   }

@@ -72,7 +72,9 @@ export class CustomTools {
     catalog.onChange(() => this.cache.clear());
   }
 
-  async create(doc: Pick<CustomToolDoc, 'owner_id' | 'server_id' | 'name' | 'base_tool' | 'account_id' | 'defaults' | 'locked' | 'description'>): Promise<CustomToolDoc> {
+  async create(
+    doc: Pick<CustomToolDoc, 'owner_id' | 'server_id' | 'name' | 'base_tool' | 'account_id' | 'defaults' | 'locked' | 'description'>,
+  ): Promise<CustomToolDoc> {
     const full: CustomToolDoc = { ...doc, _id: randomId('tool_'), created_at: new Date() };
     await this.tools.insertOne(full);
     this.cache.delete(doc.server_id);
@@ -91,7 +93,12 @@ export class CustomTools {
     return this.tools.find({ owner_id: ownerId, account_id: accountId });
   }
 
-  async update(ownerId: string, serverId: string, id: string, changes: Partial<Pick<CustomToolDoc, 'name' | 'account_id' | 'defaults' | 'locked' | 'description'>>): Promise<CustomToolDoc | null> {
+  async update(
+    ownerId: string,
+    serverId: string,
+    id: string,
+    changes: Partial<Pick<CustomToolDoc, 'name' | 'account_id' | 'defaults' | 'locked' | 'description'>>,
+  ): Promise<CustomToolDoc | null> {
     const doc = await this.tools.findOneAndUpdate({ _id: id, owner_id: ownerId, server_id: serverId }, { $set: changes });
     this.cache.delete(serverId);
     return doc;

@@ -61,20 +61,27 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
     checkCollectionName(name);
     let found = collections.get(name);
     if (!found) {
-      const db = dir === undefined
-        ? new Datastore({ inMemoryOnly: true })
-        : new Datastore({ filename: path.join(dir, `${name}.db`), modes: { fileMode: 0o600, dirMode: 0o700 } });
+      const db =
+        dir === undefined
+          ? new Datastore({ inMemoryOnly: true })
+          : new Datastore({ filename: path.join(dir, `${name}.db`), modes: { fileMode: 0o600, dirMode: 0o700 } });
       found = new EmbeddedCollection(name, db, () => closed);
       collections.set(name, found);
     }
     return found;
   };
 
-  const onCompactionError = options.onCompactionError
-    ?? ((error: unknown, name: string) => process.emitWarning(`compaction of collection ${name} failed: ${String(error)}`));
-  const compactionTimer = dir === undefined ? undefined : setInterval(() => {
-    for (const c of collections.values()) c.compact().catch((error: unknown) => onCompactionError(error, c.name));
-  }, Math.max(options.compactionIntervalMs ?? DEFAULT_COMPACTION_INTERVAL_MS, 1_000));
+  const onCompactionError =
+    options.onCompactionError ?? ((error: unknown, name: string) => process.emitWarning(`compaction of collection ${name} failed: ${String(error)}`));
+  const compactionTimer =
+    dir === undefined
+      ? undefined
+      : setInterval(
+          () => {
+            for (const c of collections.values()) c.compact().catch((error: unknown) => onCompactionError(error, c.name));
+          },
+          Math.max(options.compactionIntervalMs ?? DEFAULT_COMPACTION_INTERVAL_MS, 1_000),
+        );
   compactionTimer?.unref(); // never keeps the process alive on its own
 
   return {
@@ -198,7 +205,14 @@ class EmbeddedCollection implements Collection<Doc> {
   /** Lets queued writes finish, then (file-backed) rewrites the file once more. */
   async drainAndCompact(fileBacked: boolean): Promise<void> {
     await this.tail;
-    if (fileBacked && (await this.loaded.then(() => true, () => false))) await this.db.compactDatafileAsync();
+    if (
+      fileBacked &&
+      (await this.loaded.then(
+        () => true,
+        () => false,
+      ))
+    )
+      await this.db.compactDatafileAsync();
   }
 
   // Every write, and every read-modify-write, runs alone: a per-collection queue. nedb serialises its own

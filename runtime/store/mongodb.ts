@@ -85,8 +85,7 @@ class MongoCollection implements Collection<Doc> {
   async findOneAndUpdate(filter: Filter, update: Update, options: { upsert?: boolean; returnDocument?: 'before' | 'after' } = {}) {
     const upsert = options.upsert ?? false;
     const returnDocument = options.returnDocument ?? 'after'; // the port's default; the driver's is 'before'
-    return (await this.mapErrors(() =>
-      this.driver.findOneAndUpdate(filter, this.checked(filter, update, upsert), { upsert, returnDocument }))) as Doc | null;
+    return (await this.mapErrors(() => this.driver.findOneAndUpdate(filter, this.checked(filter, update, upsert), { upsert, returnDocument }))) as Doc | null;
   }
 
   async deleteOne(filter: Filter): Promise<number> {

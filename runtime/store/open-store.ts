@@ -4,7 +4,6 @@ import { openEmbeddedStore } from './embedded.ts';
 import { openMongoStore } from './mongodb.ts';
 import type { Store } from './port.ts';
 
-
 export interface StoreConfig {
   mongodbUrl?: string;
   /** Folder of the embedded store's files. Ignored with mongodbUrl. */

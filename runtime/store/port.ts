@@ -103,11 +103,7 @@ export interface Collection<T extends Doc> {
    * (unlike MongoDB's own default), or before it with `returnDocument: 'before'` (null when it was upserted);
    * null when nothing matched and nothing was upserted.
    */
-  findOneAndUpdate(
-    filter: Filter,
-    update: Update,
-    options?: { upsert?: boolean; returnDocument?: 'before' | 'after' },
-  ): Promise<T | null>;
+  findOneAndUpdate(filter: Filter, update: Update, options?: { upsert?: boolean; returnDocument?: 'before' | 'after' }): Promise<T | null>;
   /** Returns the number of documents deleted. */
   deleteOne(filter: Filter): Promise<number>;
   deleteMany(filter: Filter): Promise<number>;

@@ -21,7 +21,10 @@ export const helpers: Record<string, (...args: unknown[]) => unknown> = {
   join: (list, sep) => (Array.isArray(list) ? list.map(String).join(typeof sep === 'string' ? sep : ',') : list),
   split: (text, sep) =>
     typeof text === 'string'
-      ? text.split(typeof sep === 'string' ? sep : ',').map((s) => s.trim()).filter((s) => s !== '')
+      ? text
+          .split(typeof sep === 'string' ? sep : ',')
+          .map((s) => s.trim())
+          .filter((s) => s !== '')
       : text,
   lower: (text) => (typeof text === 'string' ? text.toLowerCase() : text),
   upper: (text) => (typeof text === 'string' ? text.toUpperCase() : text),
@@ -33,7 +36,11 @@ export const helpers: Record<string, (...args: unknown[]) => unknown> = {
   and: (...args) => args.every(truthy),
   or: (...args) => args.some(truthy),
   exists: (value) => value !== undefined && value !== null,
-  concat: (...args) => args.filter((a) => a !== undefined && a !== null).map(String).join(''),
+  concat: (...args) =>
+    args
+      .filter((a) => a !== undefined && a !== null)
+      .map(String)
+      .join(''),
   length: (value) => (Array.isArray(value) || typeof value === 'string' ? value.length : 0),
   /** a ? b : c, for simple conditional values (e.g. a flag rendered as a query value). */
   pick: (cond, a, b) => (truthy(cond) ? a : b),
@@ -137,14 +144,7 @@ export function compileTemplate(source: string, check: VariableCheck): CompiledT
 /** A run-time rendering failure (a required value is missing); never carries values. */
 export class RenderError extends Error {}
 
-function compileCall(
-  path: Expr,
-  params: Expr[],
-  hash: hbs.AST.Hash | undefined,
-  at: Node,
-  check: VariableCheck,
-  variables: VariablePath[],
-): Eval {
+function compileCall(path: Expr, params: Expr[], hash: hbs.AST.Hash | undefined, at: Node, check: VariableCheck, variables: VariablePath[]): Eval {
   if (hash && hash.pairs.length > 0) throw refuse(at, 'hash arguments (key=value) are not allowed in templates');
   if (params.length === 0) return compileExpr(path, check, variables);
   if (path.type !== 'PathExpression') throw refuse(at, 'only a helper name can be called');

@@ -126,7 +126,10 @@ export async function loadCatalog(dir: string, plugins: PluginRegistry, options:
   const rel = (f: string) => path.relative(options.relativeTo ?? process.cwd(), f) || f;
   const providerFiles: SourceFile[] = [];
   const toolFiles: SourceFile[] = [];
-  const folders = (await readdir(dir, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+  const folders = (await readdir(dir, { withFileTypes: true }))
+    .filter((d) => d.isDirectory())
+    .map((d) => d.name)
+    .sort();
   for (const folder of folders) {
     const names = (await readdir(path.join(dir, folder))).filter((n) => /\.ya?ml$/.test(n)).sort();
     for (const name of names) {
@@ -160,7 +163,12 @@ export async function loadCatalog(dir: string, plugins: PluginRegistry, options:
 }
 
 /** The files that parsed, match the language's schema and declare an id not seen before (in `seen`). */
-function* validFiles<T extends { id: string }>(files: SourceFile[], validate: ValidateFunction, what: string, seen: ReadonlyMap<string, { file: string }>): Generator<[SourceFile, T]> {
+function* validFiles<T extends { id: string }>(
+  files: SourceFile[],
+  validate: ValidateFunction,
+  what: string,
+  seen: ReadonlyMap<string, { file: string }>,
+): Generator<[SourceFile, T]> {
   for (const src of files) {
     if (src.value === undefined) continue;
     if (!validate(src.value)) {
@@ -231,10 +239,18 @@ function compileProvider(src: SourceFile, spec: ProviderSpec, plugins: PluginReg
     for (const field of [...(way.when?.set ?? []), ...(way.when?.unset ?? [])]) {
       if (!fields.has(field)) src.report([...at, 'when'], `"${field}" is not an account field`);
     }
-    const request = compileRequest(src, { method: way.method, path: way.path, body: way.body }, at, () => 'the verification request takes no variables', plugins);
+    const request = compileRequest(
+      src,
+      { method: way.method, path: way.path, body: way.body },
+      at,
+      () => 'the verification request takes no variables',
+      plugins,
+    );
     if (request) verify.push({ way, request });
   });
-  const baseResolver = spec.base_url.resolve ? bindPlugins(src, [{ use: spec.base_url.resolve }], ['base_url', 'resolve'], 'base', plugins, true)[0] : undefined;
+  const baseResolver = spec.base_url.resolve
+    ? bindPlugins(src, [{ use: spec.base_url.resolve }], ['base_url', 'resolve'], 'base', plugins, true)[0]
+    : undefined;
   if (src.issues.length > before) return undefined;
   return { spec, file: src.file, secretFields, authHeaders, errors, verify, baseResolver };
 }
@@ -253,7 +269,10 @@ function compileTool(src: SourceFile, spec: ToolSpec, provider: Provider, plugin
   }
   for (const key of ['input', 'output'] as const) {
     for (const at of typeLists(spec[key])) {
-      src.report([key, ...at], 'a list of types is not portable to every model provider (some accept one type per schema): write anyOf with one type in each branch');
+      src.report(
+        [key, ...at],
+        'a list of types is not portable to every model provider (some accept one type per schema): write anyOf with one type in each branch',
+      );
     }
   }
   const declaredArgs = Object.keys((spec.input.properties as Record<string, unknown> | undefined) ?? {});
@@ -360,7 +379,14 @@ function compileErrorRules(src: SourceFile, rules: ErrorRuleSpec[], at: string[]
   });
 }
 
-function bindPlugins<H extends PluginHook>(src: SourceFile, uses: PluginUseSpec[], at: string[], hook: H, registry: PluginRegistry, single = false): Array<BoundPlugin<Extract<Plugin, { hook: H }>>> {
+function bindPlugins<H extends PluginHook>(
+  src: SourceFile,
+  uses: PluginUseSpec[],
+  at: string[],
+  hook: H,
+  registry: PluginRegistry,
+  single = false,
+): Array<BoundPlugin<Extract<Plugin, { hook: H }>>> {
   const bound: Array<BoundPlugin<Extract<Plugin, { hook: H }>>> = [];
   uses.forEach((u, i) => {
     const where = single ? at : [...at, String(i)];

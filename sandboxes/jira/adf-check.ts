@@ -1,12 +1,44 @@
 // Structural ADF check, the subset of the ADF schema Jira enforces on description/comment bodies:
 // a `doc` of version 1, known node and mark types, non-empty text, lists holding list items.
 
-const BLOCKS = new Set(['paragraph', 'heading', 'bulletList', 'orderedList', 'codeBlock', 'blockquote', 'rule', 'table',
-  'panel', 'mediaSingle', 'mediaGroup', 'expand', 'taskList', 'decisionList', 'blockCard', 'embedCard', 'layoutSection',
-  'extension', 'bodiedExtension']);
+const BLOCKS = new Set([
+  'paragraph',
+  'heading',
+  'bulletList',
+  'orderedList',
+  'codeBlock',
+  'blockquote',
+  'rule',
+  'table',
+  'panel',
+  'mediaSingle',
+  'mediaGroup',
+  'expand',
+  'taskList',
+  'decisionList',
+  'blockCard',
+  'embedCard',
+  'layoutSection',
+  'extension',
+  'bodiedExtension',
+]);
 const INLINES = new Set(['text', 'hardBreak', 'mention', 'emoji', 'date', 'status', 'inlineCard', 'placeholder', 'inlineExtension', 'mediaInline']);
 const INNER = new Set(['listItem', 'tableRow', 'tableCell', 'tableHeader', 'media', 'taskItem', 'decisionItem', 'nestedExpand', 'layoutColumn']);
-const MARKS = new Set(['strong', 'em', 'strike', 'code', 'underline', 'link', 'subsup', 'textColor', 'backgroundColor', 'alignment', 'indentation', 'annotation', 'border']);
+const MARKS = new Set([
+  'strong',
+  'em',
+  'strike',
+  'code',
+  'underline',
+  'link',
+  'subsup',
+  'textColor',
+  'backgroundColor',
+  'alignment',
+  'indentation',
+  'annotation',
+  'border',
+]);
 
 /** Which children a container accepts (containers not listed accept any known node). */
 const ALLOWED_CHILDREN: Record<string, Set<string>> = {

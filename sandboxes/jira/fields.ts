@@ -122,7 +122,8 @@ export class FieldEditor {
       case 'issuetype': {
         if (!this.current) return; // resolved by the caller on create
         const ref = isObject(value) ? (value as Ref) : {};
-        const type = this.project.issueTypeIds.map((id) => this.store.issueType(id))
+        const type = this.project.issueTypeIds
+          .map((id) => this.store.issueType(id))
           .find((t) => t.id === ref.id || (typeof ref.name === 'string' && ci(t.name, ref.name)));
         if (!type || type.subtask !== this.issueType.subtask) return this.fail('issuetype', 'Specify a valid issue type');
         this.changes.issueTypeId = type.id;
@@ -223,7 +224,10 @@ export class FieldEditor {
       const byName = typeof ref.name === 'string' ? this.project.components.find((c) => c.name === ref.name) : undefined;
       const found = byId ?? byName;
       if (!found) {
-        this.fail('components', ref.id !== undefined ? `Component with id '${String(ref.id)}' does not exist.` : `Component name '${String(ref.name)}' is not valid`);
+        this.fail(
+          'components',
+          ref.id !== undefined ? `Component with id '${String(ref.id)}' does not exist.` : `Component name '${String(ref.name)}' is not valid`,
+        );
         return undefined;
       }
       ids.push(found.id);

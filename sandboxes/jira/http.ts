@@ -51,7 +51,11 @@ export function jsonObject(body: string): Record<string, unknown> | undefined {
 
 /** Comma lists that may also be repeated (`expand=a,b&expand=c`). */
 export function listParam(query: URLSearchParams, name: string): string[] {
-  return query.getAll(name).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+  return query
+    .getAll(name)
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim())
+    .filter(Boolean);
 }
 
 /** A non-negative integer query parameter, the default when absent, or NaN when malformed. */

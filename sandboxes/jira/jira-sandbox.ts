@@ -18,8 +18,16 @@ import { JiraStore, PRIORITIES, RESOLUTIONS, STATUS_CATEGORIES, jiraTime, type I
 import { Renderer } from './render.ts';
 import { addComment, createIssue, deleteIssue, doTransition, editIssue, getIssue, getTransitions, listComments } from './routes-issues.ts';
 import {
-  REMOVED_SEARCH, approximateCount, createMetaFields, createMetaIssueTypes, getProject, myself, projectSearch, searchJqlGet,
-  searchJqlPost, userSearch,
+  REMOVED_SEARCH,
+  approximateCount,
+  createMetaFields,
+  createMetaIssueTypes,
+  getProject,
+  myself,
+  projectSearch,
+  searchJqlGet,
+  searchJqlPost,
+  userSearch,
 } from './routes-search.ts';
 import { SEED_USERS, seedDefault, seedManyIssues } from './seed.ts';
 
@@ -173,7 +181,12 @@ export async function startJiraSandbox(options: JiraSandboxOptions = {}): Promis
       return sendJson(res, 404, { message: `null for uri: ${sim.url}${url.pathname}${url.search}`, 'status-code': 404 });
     }
     const jiraReq: JiraRequest = {
-      method, path: url.pathname, query: url.searchParams, body, callerId: auth.callerId, url: `${sim.url}${url.pathname}${url.search}`,
+      method,
+      path: url.pathname,
+      query: url.searchParams,
+      body,
+      callerId: auth.callerId,
+      url: `${sim.url}${url.pathname}${url.search}`,
     };
     const reply = route.h(jiraReq, route.params!.slice(1), services);
     if (reply.json === undefined) {
@@ -221,12 +234,14 @@ export async function startJiraSandbox(options: JiraSandboxOptions = {}): Promis
       const issue = [...store.issues.values()].find((i) => i.key.toLowerCase() === key.toLowerCase());
       return issue ? view(store, issue) : undefined;
     },
-    issueKeys: (projectKey) =>
-      [...store.issues.values()].filter((i) => !projectKey || store.project(i.projectId).key === projectKey).map((i) => i.key),
+    issueKeys: (projectKey) => [...store.issues.values()].filter((i) => !projectKey || store.project(i.projectId).key === projectKey).map((i) => i.key),
     seedIssues: (count, projectKey = 'DEMO', overrides = {}) => seedManyIssues(store, projectKey, count, overrides),
     rateLimit(retryAfterSeconds, times = 1, pathPrefix = API) {
       faults.push({
-        status: 429, pathPrefix, times, headers: { 'retry-after': String(retryAfterSeconds) },
+        status: 429,
+        pathPrefix,
+        times,
+        headers: { 'retry-after': String(retryAfterSeconds) },
         body: { errorMessages: ['Rate limit exceeded.'], errors: {} },
       });
     },
@@ -252,7 +267,7 @@ function view(store: JiraStore, i: Issue): IssueView {
     labels: [...i.labels],
     components: project.components.filter((c) => i.componentIds.includes(c.id)).map((c) => c.name),
     fixVersions: project.versions.filter((v) => i.fixVersionIds.includes(v.id)).map((v) => v.name),
-    parent: i.parentId ? store.issues.get(i.parentId)?.key ?? null : null,
+    parent: i.parentId ? (store.issues.get(i.parentId)?.key ?? null) : null,
     subtasks: store.subtasks(i).map((s) => s.key),
     duedate: i.duedate,
     resolution: RESOLUTIONS.find((r) => r.id === i.resolutionId)?.name ?? null,

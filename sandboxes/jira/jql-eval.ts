@@ -42,9 +42,25 @@ const TEXT: Operator[] = ['~', '!~', 'is', 'is not'];
 const MINUTE = 60_000;
 const UNIT_MS: Record<string, number> = { m: MINUTE, h: 60 * MINUTE, d: 24 * 60 * MINUTE, w: 7 * 24 * 60 * MINUTE };
 
-const ALL_FUNCTIONS = new Set(['currentuser', 'now', 'startofday', 'endofday', 'startofweek', 'endofweek', 'startofmonth',
-  'endofmonth', 'startofyear', 'endofyear', 'standardissuetypes', 'subtaskissuetypes', 'releasedversions',
-  'unreleasedversions', 'opensprints', 'closedsprints', 'futuresprints']);
+const ALL_FUNCTIONS = new Set([
+  'currentuser',
+  'now',
+  'startofday',
+  'endofday',
+  'startofweek',
+  'endofweek',
+  'startofmonth',
+  'endofmonth',
+  'startofyear',
+  'endofyear',
+  'standardissuetypes',
+  'subtaskissuetypes',
+  'releasedversions',
+  'unreleasedversions',
+  'opensprints',
+  'closedsprints',
+  'futuresprints',
+]);
 
 const ci = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 const numeric = (a: Value, b: Value) => (typeof a === 'number' && typeof b === 'number' ? a - b : null);
@@ -106,10 +122,12 @@ function callFunction(name: string, args: string[], def: FieldDef, field: string
 function test(def: FieldDef, op: Operator, values: Value[], literals: Value[]): boolean {
   const equalsAny = () => (literals.includes(EMPTY) && values.length === 0) || values.some((v) => literals.includes(v));
   const compareAny = (ok: (c: number) => boolean) =>
-    values.some((v) => literals.some((l) => {
-      const c = (def.compare ?? numeric)(v, l);
-      return c !== null && ok(c);
-    }));
+    values.some((v) =>
+      literals.some((l) => {
+        const c = (def.compare ?? numeric)(v, l);
+        return c !== null && ok(c);
+      }),
+    );
   switch (op) {
     case '=':
     case 'in':
@@ -146,7 +164,11 @@ export function textMatches(text: string, query: string): boolean {
   const phrase = /^"(.*)"$/s.exec(query.trim());
   if (phrase) return hay.includes(phrase[1].toLowerCase().replace(/\s+/g, ' ').trim());
   const words = hay.split(/[^\p{L}\p{N}]+/u).filter(Boolean);
-  const terms = query.toLowerCase().split(/[^\p{L}\p{N}*?]+/u).map((t) => t.replace(/[*?]+/g, '')).filter(Boolean);
+  const terms = query
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}*?]+/u)
+    .map((t) => t.replace(/[*?]+/g, ''))
+    .filter(Boolean);
   return terms.length > 0 && terms.every((t) => words.some((w) => w.startsWith(t)));
 }
 
@@ -236,7 +258,10 @@ function dateFunctions(now: number): Record<string, (args: string[]) => Resolved
   const fns: Record<string, (args: string[]) => Resolved> = { now: () => [now] };
   for (const period of ['day', 'week', 'month', 'year'] as Period[]) {
     const title = period[0].toUpperCase() + period.slice(1);
-    for (const [prefix, edge] of [['start', startOf], ['end', endOf]] as const) {
+    for (const [prefix, edge] of [
+      ['start', startOf],
+      ['end', endOf],
+    ] as const) {
       const name = `${prefix}Of${title}`;
       fns[name.toLowerCase()] = (args) => {
         const base = shift(now, args[0], period);
@@ -268,11 +293,7 @@ function dateField(get: (i: Issue) => number | null, now: number): FieldDef {
 // ---------------------------------------------------------------------------------------------
 
 /** A field whose literals name a fixed set of things (by id or name). */
-function enumField(
-  values: (i: Issue) => Value[],
-  find: (text: string) => Value[],
-  extra: Partial<FieldDef> = {},
-): FieldDef {
+function enumField(values: (i: Issue) => Value[], find: (text: string) => Value[], extra: Partial<FieldDef> = {}): FieldDef {
   return {
     ops: EQUALITY,
     values,
@@ -291,8 +312,7 @@ function textField(get: (i: Issue) => string, sortable = false): FieldDef {
       const t = get(i);
       return t.trim() ? [t] : [];
     },
-    resolve: (text, name) =>
-      /^[*?]/.test(text.trim()) ? `The text query '${text}' for field '${name}' is not allowed to start with a wildcard.` : [text],
+    resolve: (text, name) => (/^[*?]/.test(text.trim()) ? `The text query '${text}' for field '${name}' is not allowed to start with a wildcard.` : [text]),
     sort: sortable ? (i) => get(i).toLowerCase() : undefined,
   };
 }
@@ -328,9 +348,7 @@ function fieldDefs(ctx: JqlContext): Map<string, FieldDef> {
     enumField(
       (i) => (get(i) ? [get(i)!] : []),
       (text) =>
-        store.users
-          .filter((u) => u.accountId === text || ci(u.displayName, text) || (u.emailVisible && u.email && ci(u.email, text)))
-          .map((u) => u.accountId),
+        store.users.filter((u) => u.accountId === text || ci(u.displayName, text) || (u.emailVisible && u.email && ci(u.email, text))).map((u) => u.accountId),
       {
         functions: { currentuser: () => (callerId ? [callerId] : []) },
         sort: (i) => store.user(get(i))?.displayName.toLowerCase() ?? null,
@@ -339,10 +357,12 @@ function fieldDefs(ctx: JqlContext): Map<string, FieldDef> {
 
   const components = projects.flatMap((p) => p.components);
   const versions = projects.flatMap((p) => p.versions);
-  const versionsBy = (released: boolean) => (args: string[]): Resolved => {
-    const scope = args.length ? projects.filter((p) => args.some((a) => ci(a, p.key) || a === p.id)) : projects;
-    return scope.flatMap((p) => p.versions.filter((v) => v.released === released).map((v) => v.id));
-  };
+  const versionsBy =
+    (released: boolean) =>
+    (args: string[]): Resolved => {
+      const scope = args.length ? projects.filter((p) => args.some((a) => ci(a, p.key) || a === p.id)) : projects;
+      return scope.flatMap((p) => p.versions.filter((v) => v.released === released).map((v) => v.id));
+    };
   const categoryOrder: string[] = ['new', 'indeterminate', 'done'];
 
   const defs: Record<string, FieldDef> = {
@@ -369,7 +389,10 @@ function fieldDefs(ctx: JqlContext): Map<string, FieldDef> {
     ),
     statuscategory: enumField(
       (i) => [store.status(i.statusId).category],
-      (t) => Object.values(STATUS_CATEGORIES).filter((c) => ci(c.key, t) || ci(c.name, t) || String(c.id) === t).map((c) => c.key),
+      (t) =>
+        Object.values(STATUS_CATEGORIES)
+          .filter((c) => ci(c.key, t) || ci(c.name, t) || String(c.id) === t)
+          .map((c) => c.key),
       { sort: (i) => categoryOrder.indexOf(store.status(i.statusId).category) },
     ),
     // Priorities compare by importance: "priority > Medium" means High or Highest.
@@ -413,14 +436,27 @@ function fieldDefs(ctx: JqlContext): Map<string, FieldDef> {
     key: issueRefField((i) => i, true),
     parent: issueRefField((i) => (i.parentId ? store.issues.get(i.parentId) : undefined), false),
     // No boards in this sandbox: every issue's sprint is EMPTY and no sprint value exists.
-    sprint: enumField(() => [], () => [], {
-      functions: { opensprints: () => [], closedsprints: () => [], futuresprints: () => [] },
-      sort: () => null,
-    }),
+    sprint: enumField(
+      () => [],
+      () => [],
+      {
+        functions: { opensprints: () => [], closedsprints: () => [], futuresprints: () => [] },
+        sort: () => null,
+      },
+    ),
   };
   const aliases: Record<string, string> = {
-    type: 'issuetype', issuekey: 'key', id: 'key', issue: 'key', createddate: 'created', updateddate: 'updated',
-    due: 'duedate', resolutiondate: 'resolved', label: 'labels', components: 'component', fixversions: 'fixversion',
+    type: 'issuetype',
+    issuekey: 'key',
+    id: 'key',
+    issue: 'key',
+    createddate: 'created',
+    updateddate: 'updated',
+    due: 'duedate',
+    resolutiondate: 'resolved',
+    label: 'labels',
+    components: 'component',
+    fixversions: 'fixversion',
   };
   const map = new Map(Object.entries(defs));
   for (const [alias, target] of Object.entries(aliases)) map.set(alias, defs[target]);

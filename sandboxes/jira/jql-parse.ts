@@ -17,9 +17,7 @@ export type Operand =
   | { kind: 'list'; items: Operand[] };
 
 export type Clause =
-  | { kind: 'and' | 'or'; parts: Clause[] }
-  | { kind: 'not'; clause: Clause }
-  | { kind: 'term'; field: string; op: Operator; operand: Operand; pos: number };
+  { kind: 'and' | 'or'; parts: Clause[] } | { kind: 'not'; clause: Clause } | { kind: 'term'; field: string; op: Operator; operand: Operand; pos: number };
 
 export interface OrderKey {
   field: string;
@@ -211,7 +209,8 @@ class Parser {
       this.i++;
       return 'not in';
     }
-    if (word === 'was' || word === 'changed') throw new JqlError([`History searches with the operator '${token!.text.toUpperCase()}' are not supported by this site.`]);
+    if (word === 'was' || word === 'changed')
+      throw new JqlError([`History searches with the operator '${token!.text.toUpperCase()}' are not supported by this site.`]);
     this.i--;
     return this.fail(expecting, token, atEnd);
   }
@@ -228,7 +227,8 @@ class Parser {
   private parseList(): Operand {
     const open = this.peek();
     if (open?.kind === 'word' && this.tokens[this.i + 1]?.kind === '(') return this.parseOperand(); // a function
-    if (open?.kind !== '(') this.fail("Expecting a list of values or a function but got '%s'.", open, 'Expecting a list of values before the end of the query.');
+    if (open?.kind !== '(')
+      this.fail("Expecting a list of values or a function but got '%s'.", open, 'Expecting a list of values before the end of the query.');
     this.i++;
     const items = [this.parseOperand()];
     while (this.peek()?.kind === ',') {
@@ -253,7 +253,11 @@ class Parser {
     if (lower === 'empty' || lower === 'null') return { kind: 'empty' };
     if (KEYWORDS.has(lower)) {
       this.i--;
-      this.fail(`Expecting either a value, list or function but got '%s'. You must surround '%s' in quotation marks to use it as a value.`.replace(/%s/g, token!.text), token, atEnd);
+      this.fail(
+        `Expecting either a value, list or function but got '%s'. You must surround '%s' in quotation marks to use it as a value.`.replace(/%s/g, token!.text),
+        token,
+        atEnd,
+      );
     }
     if (this.peek()?.kind === '(') return this.parseFunction(token!);
     return { kind: 'value', text: token!.text, pos: token!.pos };

@@ -1,30 +1,87 @@
 // JSON shapes of Jira Cloud REST v3 resources, with `self` URLs built from the sandbox's URL.
 import { adfText } from './adf-check.ts';
 import {
-  PRIORITIES, RESOLUTIONS, STATUS_CATEGORIES, jiraTime,
-  type Comment, type Component, type Issue, type IssueType, type JiraStore, type Priority, type Project,
-  type Status, type Transition, type User, type Version,
+  PRIORITIES,
+  RESOLUTIONS,
+  STATUS_CATEGORIES,
+  jiraTime,
+  type Comment,
+  type Component,
+  type Issue,
+  type IssueType,
+  type JiraStore,
+  type Priority,
+  type Project,
+  type Status,
+  type Transition,
+  type User,
+  type Version,
 } from './model.ts';
 
 /** Field ids with their display names (the `names` expansion), in the order Jira lists them. */
 export const FIELD_NAMES: Record<string, string> = {
-  summary: 'Summary', issuetype: 'Issue Type', project: 'Project', status: 'Status', priority: 'Priority',
-  assignee: 'Assignee', reporter: 'Reporter', creator: 'Creator', description: 'Description', environment: 'Environment',
-  labels: 'Labels', components: 'Components', fixVersions: 'Fix versions', parent: 'Parent', subtasks: 'Sub-tasks',
-  duedate: 'Due date', created: 'Created', updated: 'Updated', resolution: 'Resolution', resolutiondate: 'Resolved',
-  statuscategorychangedate: 'Status Category Changed', issuelinks: 'Linked Issues', attachment: 'Attachment',
-  watches: 'Watchers', votes: 'Votes', lastViewed: 'Last Viewed', customfield_10020: 'Sprint', comment: 'Comment',
+  summary: 'Summary',
+  issuetype: 'Issue Type',
+  project: 'Project',
+  status: 'Status',
+  priority: 'Priority',
+  assignee: 'Assignee',
+  reporter: 'Reporter',
+  creator: 'Creator',
+  description: 'Description',
+  environment: 'Environment',
+  labels: 'Labels',
+  components: 'Components',
+  fixVersions: 'Fix versions',
+  parent: 'Parent',
+  subtasks: 'Sub-tasks',
+  duedate: 'Due date',
+  created: 'Created',
+  updated: 'Updated',
+  resolution: 'Resolution',
+  resolutiondate: 'Resolved',
+  statuscategorychangedate: 'Status Category Changed',
+  issuelinks: 'Linked Issues',
+  attachment: 'Attachment',
+  watches: 'Watchers',
+  votes: 'Votes',
+  lastViewed: 'Last Viewed',
+  customfield_10020: 'Sprint',
+  comment: 'Comment',
 };
 
 /** `comment` is not navigable: `*navigable` leaves it out, `*all` includes it. */
 const NON_NAVIGABLE = new Set(['comment']);
 
 const SCHEMA_TYPES: Record<string, string> = {
-  summary: 'string', description: 'string', environment: 'string', issuetype: 'issuetype', project: 'project',
-  status: 'status', priority: 'priority', assignee: 'user', reporter: 'user', creator: 'user', labels: 'array',
-  components: 'array', fixVersions: 'array', subtasks: 'array', issuelinks: 'array', attachment: 'array', parent: 'issuelink',
-  duedate: 'date', created: 'datetime', updated: 'datetime', resolutiondate: 'datetime', statuscategorychangedate: 'datetime',
-  resolution: 'resolution', comment: 'comments-page', watches: 'watches', votes: 'votes', lastViewed: 'datetime', customfield_10020: 'array',
+  summary: 'string',
+  description: 'string',
+  environment: 'string',
+  issuetype: 'issuetype',
+  project: 'project',
+  status: 'status',
+  priority: 'priority',
+  assignee: 'user',
+  reporter: 'user',
+  creator: 'user',
+  labels: 'array',
+  components: 'array',
+  fixVersions: 'array',
+  subtasks: 'array',
+  issuelinks: 'array',
+  attachment: 'array',
+  parent: 'issuelink',
+  duedate: 'date',
+  created: 'datetime',
+  updated: 'datetime',
+  resolutiondate: 'datetime',
+  statuscategorychangedate: 'datetime',
+  resolution: 'resolution',
+  comment: 'comments-page',
+  watches: 'watches',
+  votes: 'votes',
+  lastViewed: 'datetime',
+  customfield_10020: 'array',
 };
 
 export const ISSUE_EXPAND = 'renderedFields,names,schema,operations,editmeta,changelog,versionedRepresentations';
@@ -34,7 +91,10 @@ export const ISSUE_EXPAND = 'renderedFields,names,schema,operations,editmeta,cha
  * Unknown ids are ignored, as Jira does. `onlyId` is true when nothing beyond `id` was asked for.
  */
 export function selectFields(params: string[], defaultAll: boolean): { fields: Set<string>; onlyId: boolean } {
-  const tokens = params.flatMap((p) => p.split(',')).map((t) => t.trim()).filter(Boolean);
+  const tokens = params
+    .flatMap((p) => p.split(','))
+    .map((t) => t.trim())
+    .filter(Boolean);
   const includes = tokens.filter((t) => !t.startsWith('-'));
   const excludes = new Set(tokens.filter((t) => t.startsWith('-')).map((t) => t.slice(1)));
   const all = Object.keys(FIELD_NAMES);
@@ -136,8 +196,13 @@ export class Renderer {
 
   version(v: Version, projectId: string): Record<string, unknown> {
     return {
-      self: this.api(`/version/${v.id}`), id: v.id, name: v.name, archived: v.archived, released: v.released,
-      ...(v.releaseDate ? { releaseDate: v.releaseDate } : {}), projectId: Number(projectId),
+      self: this.api(`/version/${v.id}`),
+      id: v.id,
+      name: v.name,
+      archived: v.archived,
+      released: v.released,
+      ...(v.releaseDate ? { releaseDate: v.releaseDate } : {}),
+      projectId: Number(projectId),
     };
   }
 
@@ -169,14 +234,17 @@ export class Renderer {
     };
     if (withFields) {
       out.fields = Object.fromEntries(
-        (t.screen?.fields ?? []).map((f) => [f, {
-          required: t.screen!.required.includes(f),
-          schema: { type: SCHEMA_TYPES[f] ?? 'string', system: f },
-          name: FIELD_NAMES[f] ?? (f === 'resolution' ? 'Resolution' : f),
-          key: f,
-          operations: f === 'comment' ? ['add'] : ['set'],
-          ...(f === 'resolution' ? { allowedValues: RESOLUTIONS.map((r) => this.resolution(r.id)) } : {}),
-        }]),
+        (t.screen?.fields ?? []).map((f) => [
+          f,
+          {
+            required: t.screen!.required.includes(f),
+            schema: { type: SCHEMA_TYPES[f] ?? 'string', system: f },
+            name: FIELD_NAMES[f] ?? (f === 'resolution' ? 'Resolution' : f),
+            key: f,
+            operations: f === 'comment' ? ['add'] : ['set'],
+            ...(f === 'resolution' ? { allowedValues: RESOLUTIONS.map((r) => this.resolution(r.id)) } : {}),
+          },
+        ]),
       );
     }
     return out;
@@ -278,7 +346,10 @@ export class Renderer {
       const text = adfText(doc);
       if (!text) return null;
       const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-      return text.split('\n').map((line) => `<p>${esc(line)}</p>`).join('');
+      return text
+        .split('\n')
+        .map((line) => `<p>${esc(line)}</p>`)
+        .join('');
     };
     return {
       description: html(i.description),

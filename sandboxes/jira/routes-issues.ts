@@ -1,7 +1,18 @@
 // Issue endpoints: create, get, edit, delete, transitions, comments.
 import { adfProblem } from './adf-check.ts';
 import { ADF_REQUIRED, FieldEditor } from './fields.ts';
-import { ISSUE_NOT_FOUND, INVALID_PAYLOAD, NOT_AUTHENTICATED, errors, jsonObject, listParam, type Handler, type JiraRequest, type Reply, type Services } from './http.ts';
+import {
+  ISSUE_NOT_FOUND,
+  INVALID_PAYLOAD,
+  NOT_AUTHENTICATED,
+  errors,
+  jsonObject,
+  listParam,
+  type Handler,
+  type JiraRequest,
+  type Reply,
+  type Services,
+} from './http.ts';
 import type { Issue } from './model.ts';
 import { availableTransitions, selectFields } from './render.ts';
 
@@ -137,4 +148,3 @@ export const listComments: Handler = (req, [ref], s) => {
   const comments = issue.comments.map((c) => s.render.comment(issue, c));
   return { status: 200, json: { startAt: 0, maxResults: comments.length, total: comments.length, comments } };
 };
-

@@ -2,7 +2,18 @@
 import { randomBytes } from 'node:crypto';
 import { compileJql, type CompiledJql } from './jql-eval.ts';
 import { JqlError } from './jql-parse.ts';
-import { INVALID_PAYLOAD, NOT_AUTHENTICATED, errors, intParam, jsonObject, listParam, type Handler, type JiraRequest, type Reply, type Services } from './http.ts';
+import {
+  INVALID_PAYLOAD,
+  NOT_AUTHENTICATED,
+  errors,
+  intParam,
+  jsonObject,
+  listParam,
+  type Handler,
+  type JiraRequest,
+  type Reply,
+  type Services,
+} from './http.ts';
 import { PRIORITIES, jiraTime, type Issue, type Project } from './model.ts';
 import { FIELD_NAMES, selectFields } from './render.ts';
 
@@ -98,15 +109,23 @@ export const searchJqlPost: Handler = (req, _p, s) => {
   const { jql = '', nextPageToken, maxResults = 50, fields = [], expand = '', reconcileIssues = [] } = body;
   const strings = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === 'string');
   const wellTyped =
-    typeof jql === 'string' && (nextPageToken == null || typeof nextPageToken === 'string') && Number.isInteger(maxResults) &&
-    strings(fields) && typeof expand === 'string' && Array.isArray(reconcileIssues) && reconcileIssues.every((x) => Number.isInteger(x));
+    typeof jql === 'string' &&
+    (nextPageToken == null || typeof nextPageToken === 'string') &&
+    Number.isInteger(maxResults) &&
+    strings(fields) &&
+    typeof expand === 'string' &&
+    Array.isArray(reconcileIssues) &&
+    reconcileIssues.every((x) => Number.isInteger(x));
   if (!wellTyped) return PAYLOAD_REJECTED;
   return search(req, s, {
     jql: jql as string,
     nextPageToken: (nextPageToken as string | null) ?? undefined,
     maxResults: maxResults as number,
     fields: fields as string[],
-    expand: (expand as string).split(',').map((e) => e.trim()).filter(Boolean),
+    expand: (expand as string)
+      .split(',')
+      .map((e) => e.trim())
+      .filter(Boolean),
     reconcileIssues: (reconcileIssues as number[]).map(String),
   });
 };

@@ -9,13 +9,20 @@ const DAY = 24 * HOUR;
 export const SEED_USERS = {
   alice: { accountId: '5b10a2844c20165700ede21g', displayName: 'Alice Admin', email: 'alice@example.com', apiToken: 'ATATT3xFfGF0-sim-alice-token' },
   bob: {
-    accountId: '712020:5f0c8d3a-2b4e-4c1e-9a7b-0d2c3e4f5a6b', displayName: 'Bob Builder', email: 'bob@example.com', apiToken: 'ATATT3xFfGF0-sim-bob-token',
+    accountId: '712020:5f0c8d3a-2b4e-4c1e-9a7b-0d2c3e4f5a6b',
+    displayName: 'Bob Builder',
+    email: 'bob@example.com',
+    apiToken: 'ATATT3xFfGF0-sim-bob-token',
     scopedApiToken: 'ATATT3xFfGF0-sim-bob-scoped-token',
   },
   carol: { accountId: '712020:c4a1e2b3-9d8f-4e7a-b6c5-d4e3f2a1b0c9', displayName: 'Carol Quiet', email: 'carol@example.com' },
   dave: { accountId: '712020:0d1e2f3a-4b5c-6d7e-8f90-a1b2c3d4e5f6', displayName: 'Dave Departed', email: 'dave@example.com' },
   automation: { accountId: '557058:f58131cb-b67d-43c7-b30d-6b58d40bd077', displayName: 'Automation for Jira' },
-  charlie: { accountId: 'qm:1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d:7e8f9a0b-1c2d-3e4f-5a6b-7c8d9e0f1a2b', displayName: 'Charlie Customer', email: 'charlie@customer.example' },
+  charlie: {
+    accountId: 'qm:1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d:7e8f9a0b-1c2d-3e4f-5a6b-7c8d9e0f1a2b',
+    displayName: 'Charlie Customer',
+    email: 'charlie@customer.example',
+  },
 };
 
 function users(): User[] {
@@ -58,7 +65,7 @@ export function seedDefault(store: JiraStore): void {
     { id: '10000', name: 'Epic', description: 'A big user story that needs to be broken down.', subtask: false, hierarchyLevel: 1 },
     { id: '10001', name: 'Task', description: 'A small, distinct piece of work.', subtask: false, hierarchyLevel: 0 },
     { id: '10002', name: 'Bug', description: 'A problem or error.', subtask: false, hierarchyLevel: 0 },
-    { id: '10003', name: 'Story', description: "Functionality or a feature expressed as a user goal.", subtask: false, hierarchyLevel: 0 },
+    { id: '10003', name: 'Story', description: 'Functionality or a feature expressed as a user goal.', subtask: false, hierarchyLevel: 0 },
     { id: '10004', name: 'Sub-task', description: 'A small piece of work that is part of a larger task.', subtask: true, hierarchyLevel: -1 },
     { id: '10005', name: 'Service Request', description: 'Requests for help or information.', subtask: false, hierarchyLevel: 0 },
     { id: '10006', name: 'Incident', description: 'A system outage or degradation.', subtask: false, hierarchyLevel: 0 },
@@ -72,8 +79,13 @@ export function seedDefault(store: JiraStore): void {
   const softwareWorkflow = { initialStatusId: '10000', statusIds: ['10000', '3', '10001'], transitions: softwareTransitions };
   const alice = SEED_USERS.alice.accountId;
   const demo: Project = {
-    id: '10000', key: 'DEMO', name: 'Demo Project', description: 'The main software project of the demo site.',
-    projectTypeKey: 'software', simplified: false, leadAccountId: alice,
+    id: '10000',
+    key: 'DEMO',
+    name: 'Demo Project',
+    description: 'The main software project of the demo site.',
+    projectTypeKey: 'software',
+    simplified: false,
+    leadAccountId: alice,
     issueTypeIds: ['10001', '10002', '10003', '10000', '10004'],
     workflow: softwareWorkflow,
     components: [
@@ -86,11 +98,17 @@ export function seedDefault(store: JiraStore): void {
       { id: '10001', name: '1.1', released: false, archived: false },
       { id: '10002', name: '2.0', released: false, archived: false },
     ],
-    screenFields: CREATE_SCREEN, requiredFields: [],
+    screenFields: CREATE_SCREEN,
+    requiredFields: [],
   };
   const ops: Project = {
-    id: '10001', key: 'OPS', name: 'IT Operations', description: 'Service desk for internal IT requests.',
-    projectTypeKey: 'service_desk', simplified: false, leadAccountId: SEED_USERS.bob.accountId,
+    id: '10001',
+    key: 'OPS',
+    name: 'IT Operations',
+    description: 'Service desk for internal IT requests.',
+    projectTypeKey: 'service_desk',
+    simplified: false,
+    leadAccountId: SEED_USERS.bob.accountId,
     issueTypeIds: ['10005', '10006', '10001', '10004'],
     workflow: {
       initialStatusId: '10002',
@@ -98,7 +116,13 @@ export function seedDefault(store: JiraStore): void {
       transitions: [
         { id: '51', name: 'Respond to customer', from: ['10002', '10004'], to: '10003' },
         { id: '61', name: 'Start work', from: ['10002', '10003'], to: '10004' },
-        { id: '71', name: 'Resolve this issue', from: ['10002', '10003', '10004'], to: '10005', screen: { fields: ['resolution', 'comment'], required: ['resolution'] } },
+        {
+          id: '71',
+          name: 'Resolve this issue',
+          from: ['10002', '10003', '10004'],
+          to: '10005',
+          screen: { fields: ['resolution', 'comment'], required: ['resolution'] },
+        },
         { id: '81', name: 'Reopen', from: ['10005'], to: '10002' },
       ],
     },
@@ -112,16 +136,35 @@ export function seedDefault(store: JiraStore): void {
     requiredFields: ['priority'],
   };
   const mkt: Project = {
-    id: '10002', key: 'MKT', name: 'Marketing', description: 'Campaigns and launches.',
-    projectTypeKey: 'business', simplified: true, leadAccountId: alice,
-    issueTypeIds: ['10001', '10004'], workflow: softwareWorkflow, components: [], versions: [],
-    screenFields: CREATE_SCREEN.filter((f) => f !== 'components' && f !== 'fixVersions'), requiredFields: [],
+    id: '10002',
+    key: 'MKT',
+    name: 'Marketing',
+    description: 'Campaigns and launches.',
+    projectTypeKey: 'business',
+    simplified: true,
+    leadAccountId: alice,
+    issueTypeIds: ['10001', '10004'],
+    workflow: softwareWorkflow,
+    components: [],
+    versions: [],
+    screenFields: CREATE_SCREEN.filter((f) => f !== 'components' && f !== 'fixVersions'),
+    requiredFields: [],
   };
   const sec: Project = {
-    id: '10003', key: 'SEC', name: 'Security', description: 'Restricted to the security team.',
-    projectTypeKey: 'software', simplified: false, leadAccountId: alice,
-    issueTypeIds: ['10001', '10002', '10004'], workflow: softwareWorkflow, components: [], versions: [],
-    screenFields: CREATE_SCREEN, requiredFields: [], visibleTo: [alice],
+    id: '10003',
+    key: 'SEC',
+    name: 'Security',
+    description: 'Restricted to the security team.',
+    projectTypeKey: 'software',
+    simplified: false,
+    leadAccountId: alice,
+    issueTypeIds: ['10001', '10002', '10004'],
+    workflow: softwareWorkflow,
+    components: [],
+    versions: [],
+    screenFields: CREATE_SCREEN,
+    requiredFields: [],
+    visibleTo: [alice],
   };
   store.projects.push(demo, ops, mkt, sec);
   seedIssues(store, demo, ops, mkt, sec);
@@ -139,56 +182,122 @@ function seedIssues(store: JiraStore, demo: Project, ops: Project, mkt: Project,
     store.addIssue(project, { creatorId: alice.accountId, ...f });
 
   const epic = add(demo, {
-    summary: 'Checkout revamp', issueTypeId: '10000', statusId: '3', assigneeId: alice.accountId, labels: ['frontend'],
-    description: adfDoc('Rebuild the checkout flow end to end.'), created: ago(40 * DAY), updated: ago(6 * DAY), priorityId: '2',
+    summary: 'Checkout revamp',
+    issueTypeId: '10000',
+    statusId: '3',
+    assigneeId: alice.accountId,
+    labels: ['frontend'],
+    description: adfDoc('Rebuild the checkout flow end to end.'),
+    created: ago(40 * DAY),
+    updated: ago(6 * DAY),
+    priorityId: '2',
   });
   add(demo, {
-    summary: 'Redesign the cart page', issueTypeId: '10003', parentId: epic.id, assigneeId: bob.accountId,
-    labels: ['frontend', 'ux'], componentIds: ['10000'], fixVersionIds: ['10001'], priorityId: '2',
+    summary: 'Redesign the cart page',
+    issueTypeId: '10003',
+    parentId: epic.id,
+    assigneeId: bob.accountId,
+    labels: ['frontend', 'ux'],
+    componentIds: ['10000'],
+    fixVersionIds: ['10001'],
+    priorityId: '2',
     description: adfDoc('The cart page should show shipping costs before checkout.'),
-    created: ago(20 * DAY), updated: ago(2 * DAY), duedate: dateOnly(now + 5 * DAY),
+    created: ago(20 * DAY),
+    updated: ago(2 * DAY),
+    duedate: dateOnly(now + 5 * DAY),
   });
   const bug = add(demo, {
-    summary: 'Login fails with SSO', issueTypeId: '10002', statusId: '3', assigneeId: carol.accountId, reporterId: bob.accountId,
-    labels: ['auth', 'customer-reported'], componentIds: ['10001'], priorityId: '1',
+    summary: 'Login fails with SSO',
+    issueTypeId: '10002',
+    statusId: '3',
+    assigneeId: carol.accountId,
+    reporterId: bob.accountId,
+    labels: ['auth', 'customer-reported'],
+    componentIds: ['10001'],
+    priorityId: '1',
     description: adfDoc('Users signing in through the SSO provider get a 500 error.', 'Steps: open /login, choose SSO.'),
     environment: adfDoc('Production, Chrome 120'),
-    created: ago(5 * DAY), updated: ago(1 * DAY), duedate: dateOnly(now - 2 * DAY),
+    created: ago(5 * DAY),
+    updated: ago(1 * DAY),
+    duedate: dateOnly(now - 2 * DAY),
   });
   store.addComment(bug, bob.accountId, adfDoc('I can reproduce this on staging.'), ago(4 * DAY));
   store.addComment(bug, carol.accountId, adfDoc('The token audience is wrong; fix coming.'), ago(1 * DAY));
   add(demo, {
-    summary: 'Write release notes', issueTypeId: '10001', statusId: '10001', assigneeId: alice.accountId, fixVersionIds: ['10000'],
-    created: ago(30 * DAY), updated: ago(10 * DAY), statusChanged: ago(10 * DAY), priorityId: '3',
+    summary: 'Write release notes',
+    issueTypeId: '10001',
+    statusId: '10001',
+    assigneeId: alice.accountId,
+    fixVersionIds: ['10000'],
+    created: ago(30 * DAY),
+    updated: ago(10 * DAY),
+    statusChanged: ago(10 * DAY),
+    priorityId: '3',
   });
   const upgrade = add(demo, {
-    summary: 'Upgrade database driver', issueTypeId: '10001', priorityId: '4', componentIds: ['10001'],
-    description: adfDoc('Move to the new major version of the driver.'), created: ago(3 * DAY), updated: ago(2 * DAY),
+    summary: 'Upgrade database driver',
+    issueTypeId: '10001',
+    priorityId: '4',
+    componentIds: ['10001'],
+    description: adfDoc('Move to the new major version of the driver.'),
+    created: ago(3 * DAY),
+    updated: ago(2 * DAY),
   });
   add(demo, {
-    summary: 'Update connection pool settings', issueTypeId: '10004', parentId: upgrade.id, assigneeId: bob.accountId,
-    created: ago(2 * DAY + HOUR), updated: ago(2 * DAY),
+    summary: 'Update connection pool settings',
+    issueTypeId: '10004',
+    parentId: upgrade.id,
+    assigneeId: bob.accountId,
+    created: ago(2 * DAY + HOUR),
+    updated: ago(2 * DAY),
   });
   add(demo, {
-    summary: 'Run load tests', issueTypeId: '10004', parentId: upgrade.id, statusId: '10001', assigneeId: alice.accountId,
-    created: ago(2 * DAY), updated: ago(1 * DAY),
+    summary: 'Run load tests',
+    issueTypeId: '10004',
+    parentId: upgrade.id,
+    statusId: '10001',
+    assigneeId: alice.accountId,
+    created: ago(2 * DAY),
+    updated: ago(1 * DAY),
   });
   add(demo, {
-    summary: 'Typo on settings page', issueTypeId: '10002', priorityId: '5', reporterId: automation.accountId,
-    creatorId: automation.accountId, created: ago(HOUR), updated: ago(HOUR),
+    summary: 'Typo on settings page',
+    issueTypeId: '10002',
+    priorityId: '5',
+    reporterId: automation.accountId,
+    creatorId: automation.accountId,
+    created: ago(HOUR),
+    updated: ago(HOUR),
   });
 
   add(ops, {
-    summary: 'Grant VPN access', issueTypeId: '10005', reporterId: charlie.accountId, componentIds: ['10003'],
-    description: adfDoc('I need VPN access for the new laptop.'), created: ago(6 * HOUR), updated: ago(6 * HOUR),
+    summary: 'Grant VPN access',
+    issueTypeId: '10005',
+    reporterId: charlie.accountId,
+    componentIds: ['10003'],
+    description: adfDoc('I need VPN access for the new laptop.'),
+    created: ago(6 * HOUR),
+    updated: ago(6 * HOUR),
   });
   add(ops, {
-    summary: 'Mail server down', issueTypeId: '10006', statusId: '10004', assigneeId: bob.accountId, priorityId: '1',
-    componentIds: ['10004'], labels: ['outage'], created: ago(2 * DAY), updated: ago(3 * HOUR),
+    summary: 'Mail server down',
+    issueTypeId: '10006',
+    statusId: '10004',
+    assigneeId: bob.accountId,
+    priorityId: '1',
+    componentIds: ['10004'],
+    labels: ['outage'],
+    created: ago(2 * DAY),
+    updated: ago(3 * HOUR),
   });
   add(ops, {
-    summary: 'Disk usage alert', issueTypeId: '10006', statusId: '10005', resolutionId: '10001', priorityId: '4',
-    created: ago(9 * DAY), updated: ago(8 * DAY),
+    summary: 'Disk usage alert',
+    issueTypeId: '10006',
+    statusId: '10005',
+    resolutionId: '10001',
+    priorityId: '4',
+    created: ago(9 * DAY),
+    updated: ago(8 * DAY),
   });
   add(mkt, { summary: 'Plan launch webinar', issueTypeId: '10001', assigneeId: alice.accountId, created: ago(4 * DAY), updated: ago(4 * DAY) });
   add(sec, { summary: 'Rotate signing keys', issueTypeId: '10001', assigneeId: alice.accountId, created: ago(7 * DAY), updated: ago(7 * DAY) });
@@ -203,8 +312,13 @@ export function seedManyIssues(store: JiraStore, projectKey: string, count: numb
   for (let i = 0; i < count; i++) {
     const at = start + i * 60_000;
     const issue = store.addIssue(project, {
-      summary: `Generated issue ${i + 1}`, issueTypeId: project.issueTypeIds.find((id) => !store.issueType(id).subtask)!,
-      creatorId: SEED_USERS.alice.accountId, created: at, updated: at, labels: ['generated'], ...overrides,
+      summary: `Generated issue ${i + 1}`,
+      issueTypeId: project.issueTypeIds.find((id) => !store.issueType(id).subtask)!,
+      creatorId: SEED_USERS.alice.accountId,
+      created: at,
+      updated: at,
+      labels: ['generated'],
+      ...overrides,
     });
     keys.push(issue.key);
   }

@@ -66,8 +66,7 @@ function validateQuery(search: URLSearchParams, specs: ParamSpec[]): { query: Qu
   return problems.length ? { message: problems.join(', ') } : { query };
 }
 
-const canRead = (user: ApiUser, workflow: N8nWorkflow) =>
-  user.role === 'owner' || workflow.shared.some((s) => user.projectIds.includes(s.projectId));
+const canRead = (user: ApiUser, workflow: N8nWorkflow) => user.role === 'owner' || workflow.shared.some((s) => user.projectIds.includes(s.projectId));
 
 /** Finds a workflow the caller may use, or answers with n8n's owner/member flavoured 404/403. */
 function findForUser(ctx: ApiContext, user: ApiUser, id: string, res: http.ServerResponse): N8nWorkflow | undefined {

@@ -45,7 +45,8 @@ export interface N8nSandbox extends RunningSandbox {
   setPublicApi(enabled: boolean): void;
 }
 
-const EDITOR_PAGE = '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>n8n.io - Workflow Automation</title></head><body><div id="app"></div></body></html>';
+const EDITOR_PAGE =
+  '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>n8n.io - Workflow Automation</title></head><body><div id="app"></div></body></html>';
 
 /** Express's own 404 page, for a path no route is mounted on. */
 function notMounted(res: http.ServerResponse, method: string, path: string): void {
@@ -84,7 +85,10 @@ export async function startN8nSandbox(options: N8nSandboxOptions = {}): Promise<
     if (isApi && publicApi) return handleApi(state, req, res, url, body);
     // Disabled, the API's routes are not mounted: every path of it is a 404 (docs/provider-coverage.md; body unverified).
     if (isApi) return notMounted(res, method, path);
-    for (const [prefix, mode] of [['/webhook/', 'production'], ['/webhook-test/', 'test']] as const) {
+    for (const [prefix, mode] of [
+      ['/webhook/', 'production'],
+      ['/webhook-test/', 'test'],
+    ] as const) {
       if (path.startsWith(prefix) || path === prefix.slice(0, -1)) {
         return handleWebhook(state, mode, path.slice(prefix.length), req, res, body, url.searchParams);
       }

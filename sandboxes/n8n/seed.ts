@@ -114,19 +114,16 @@ function webhookSeeds(baseUrl: string, slowMs: number): WorkflowSeed[] {
     node('Webhook', NODE_TYPES.webhook, { httpMethod: 'POST', path: 'hello', responseMode: 'lastNode', options: {} }),
     node('No Operation, do nothing', 'n8n-nodes-base.noOp', {}),
   ]);
-  add(
-    { key: 'echo', name: 'Echo (every method)', description: 'Answers with what it received', active: true, tags: ['internal'], project: owner },
-    (node) => [
-      node('Webhook', NODE_TYPES.webhook, {
-        multipleMethods: true,
-        httpMethod: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-        path: 'echo',
-        responseMode: 'lastNode',
-        responseData: 'firstEntryJson',
-        options: {},
-      }),
-    ],
-  );
+  add({ key: 'echo', name: 'Echo (every method)', description: 'Answers with what it received', active: true, tags: ['internal'], project: owner }, (node) => [
+    node('Webhook', NODE_TYPES.webhook, {
+      multipleMethods: true,
+      httpMethod: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      path: 'echo',
+      responseMode: 'lastNode',
+      responseData: 'firstEntryJson',
+      options: {},
+    }),
+  ]);
   add(
     {
       key: 'orders',
@@ -222,7 +219,12 @@ function otherSeeds(): WorkflowSeed[] {
   const nightly = nodeMaker('nightly');
   const nightlyNodes = [
     nightly('Schedule Trigger', NODE_TYPES.schedule, { rule: { interval: [{ field: 'cronExpression', expression: '0 2 * * *' }] } }),
-    nightly('Fetch contacts', NODE_TYPES.httpRequest, { url: 'https://crm.example.com/api/contacts' }, { notes: 'Paged by the CRM: 100 contacts a call', notesInFlow: true, retryOnFail: true, maxTries: 3 }),
+    nightly(
+      'Fetch contacts',
+      NODE_TYPES.httpRequest,
+      { url: 'https://crm.example.com/api/contacts' },
+      { notes: 'Paged by the CRM: 100 contacts a call', notesInFlow: true, retryOnFail: true, maxTries: 3 },
+    ),
     nightly('Old export', NODE_TYPES.set, { values: {} }, { disabled: true }),
   ];
   const scratch = nodeMaker('scratch');
@@ -288,7 +290,8 @@ function buildWorkflow(seed: WorkflowSeed, index: number, tags: N8nTag[]): N8nWo
 }
 
 /** Keys of the seeded workflows, for tests that need one by role. */
-export type SeedKey = 'hello' | 'echo' | 'orders' | 'greet' | 'lead' | 'slow' | 'fail' | 'headerAuth' | 'basicAuth' | 'contact' | 'moved' | 'draft' | 'nightly' | 'scratch';
+export type SeedKey =
+  'hello' | 'echo' | 'orders' | 'greet' | 'lead' | 'slow' | 'fail' | 'headerAuth' | 'basicAuth' | 'contact' | 'moved' | 'draft' | 'nightly' | 'scratch';
 
 export function seedWorkflows(baseUrl: string, slowMs: number, tags: N8nTag[]): { workflows: N8nWorkflow[]; ids: Record<SeedKey, string> } {
   const seeds = [...webhookSeeds(baseUrl, slowMs), ...otherSeeds()];

@@ -90,7 +90,8 @@ export class NotionApi {
   handle(req: Request): unknown {
     const [resource, rawId, sub, ...rest] = req.segments;
     const route = `${req.method} ${resource ?? ''}${rawId === undefined ? '' : '/:id'}${sub === undefined ? '' : `/${sub}`}`;
-    if (route === 'GET pages/:id/properties' && rest.length === 1) return this.pageProperty(requireId(rawId, 'path.page_id'), decodeURIComponent(rest[0]), req.query);
+    if (route === 'GET pages/:id/properties' && rest.length === 1)
+      return this.pageProperty(requireId(rawId, 'path.page_id'), decodeURIComponent(rest[0]), req.query);
     if (rest.length) throw new NotionError(400, 'invalid_request_url', 'Invalid request URL.');
     const id = (param: string) => requireId(rawId, `path.${param}`);
     switch (route) {
@@ -127,7 +128,16 @@ export class NotionApi {
       case 'GET data_sources/:id/templates':
         return this.listTemplates(id('data_source_id'), req.query);
       case 'GET users':
-        return list('user', paginate([...this.ws.users.values()], (u) => u.id, req.query.get('start_cursor') ?? undefined, pageSize(req.query.get('page_size') ?? undefined, 'query'), 'query'));
+        return list(
+          'user',
+          paginate(
+            [...this.ws.users.values()],
+            (u) => u.id,
+            req.query.get('start_cursor') ?? undefined,
+            pageSize(req.query.get('page_size') ?? undefined, 'query'),
+            'query',
+          ),
+        );
       case 'GET users/:id':
         return this.retrieveUser(rawId!);
       default:
@@ -154,7 +164,8 @@ export class NotionApi {
       const s = body.sort;
       if (!isObject(s)) throw invalidField('body.sort', 'an object', s);
       if (s.timestamp !== 'last_edited_time') throw invalidField('body.sort.timestamp', '`"last_edited_time"`', s.timestamp);
-      if (s.direction !== 'ascending' && s.direction !== 'descending') throw invalidField('body.sort.direction', '`"ascending"` or `"descending"`', s.direction);
+      if (s.direction !== 'ascending' && s.direction !== 'descending')
+        throw invalidField('body.sort.direction', '`"ascending"` or `"descending"`', s.direction);
       direction = s.direction;
     }
     const size = pageSize(body.page_size, 'body');
@@ -209,7 +220,12 @@ export class NotionApi {
       next_cursor: next,
       has_more: next !== null,
       type: 'property_item',
-      property_item: { id: prop.id, next_url: next === null ? null : `/v1/pages/${page.id}/properties/${prop.id}?start_cursor=${next}`, type: prop.type, [prop.type]: {} },
+      property_item: {
+        id: prop.id,
+        next_url: next === null ? null : `/v1/pages/${page.id}/properties/${prop.id}?start_cursor=${next}`,
+        type: prop.type,
+        [prop.type]: {},
+      },
     };
   }
 
@@ -321,7 +337,8 @@ export class NotionApi {
     const trash = trashFlag(body);
     const editsContent = body.properties !== undefined || body.icon !== undefined || body.cover !== undefined;
     if (editsContent && trash === undefined && this.ws.inTrash(id)) throw archivedEdit();
-    const parsed = body.properties === undefined ? undefined : parseValues(this.ws, this.ws.rowSource(page)?.schema ?? null, body.properties, 'body.properties');
+    const parsed =
+      body.properties === undefined ? undefined : parseValues(this.ws, this.ws.rowSource(page)?.schema ?? null, body.properties, 'body.properties');
     const icon = optionalFile(body, 'icon');
     const cover = optionalFile(body, 'cover');
     const locked = optionalBoolean(body, 'is_locked');

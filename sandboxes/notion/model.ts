@@ -12,11 +12,7 @@ export interface User {
 }
 
 /** Where an object lives. Blocks and child pages hang under a page or a block. */
-export type ParentRef =
-  | { kind: 'page'; id: string }
-  | { kind: 'block'; id: string }
-  | { kind: 'data_source'; id: string }
-  | { kind: 'workspace' };
+export type ParentRef = { kind: 'page'; id: string } | { kind: 'block'; id: string } | { kind: 'data_source'; id: string } | { kind: 'workspace' };
 
 interface Stamped {
   id: string;

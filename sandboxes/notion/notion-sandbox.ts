@@ -83,10 +83,18 @@ export async function startNotionSandbox(options: NotionSandboxOptions = {}): Pr
     if (!api) throw unauthorized();
     const version = req.headers['notion-version'];
     if (version === undefined) {
-      throw new NotionError(400, 'missing_version', 'Notion-Version header failed validation: Notion-Version header should be defined, instead was `undefined`.');
+      throw new NotionError(
+        400,
+        'missing_version',
+        'Notion-Version header failed validation: Notion-Version header should be defined, instead was `undefined`.',
+      );
     }
     if (typeof version !== 'string' || !KNOWN_VERSIONS.includes(version)) {
-      throw new NotionError(400, 'missing_version', `Notion-Version header failed validation: Notion-Version header should be a valid version, instead was \`${JSON.stringify(version)}\`.`);
+      throw new NotionError(
+        400,
+        'missing_version',
+        `Notion-Version header failed validation: Notion-Version header should be a valid version, instead was \`${JSON.stringify(version)}\`.`,
+      );
     }
     const segments = url.pathname.split('/').filter(Boolean);
     if (segments.shift() !== 'v1') throw invalidUrl();
@@ -99,7 +107,8 @@ export async function startNotionSandbox(options: NotionSandboxOptions = {}): Pr
       } catch {
         throw new NotionError(400, 'invalid_json', 'Error parsing JSON body.');
       }
-      if (!isObject(parsed)) throw new NotionError(400, 'validation_error', `body failed validation: body should be an object, instead was \`${raw.slice(0, 100)}\`.`);
+      if (!isObject(parsed))
+        throw new NotionError(400, 'validation_error', `body failed validation: body should be an object, instead was \`${raw.slice(0, 100)}\`.`);
       body = parsed;
     }
     const result = api.handle({ method: req.method ?? 'GET', segments, query: url.searchParams, body });

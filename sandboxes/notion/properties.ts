@@ -5,8 +5,25 @@ import { COLORS, parseRichText, type RichTextItem } from './richtext.ts';
 import { isObject, newId, normalizeId, type Json } from './util.ts';
 
 export const PROPERTY_TYPES = [
-  'title', 'rich_text', 'number', 'select', 'multi_select', 'status', 'date', 'people', 'files', 'checkbox',
-  'url', 'email', 'phone_number', 'relation', 'created_time', 'created_by', 'last_edited_time', 'last_edited_by', 'unique_id',
+  'title',
+  'rich_text',
+  'number',
+  'select',
+  'multi_select',
+  'status',
+  'date',
+  'people',
+  'files',
+  'checkbox',
+  'url',
+  'email',
+  'phone_number',
+  'relation',
+  'created_time',
+  'created_by',
+  'last_edited_time',
+  'last_edited_by',
+  'unique_id',
 ] as const;
 export type PropertyType = (typeof PROPERTY_TYPES)[number];
 
@@ -103,7 +120,11 @@ function statusConfig(raw: Json, path: string, existing?: PropSchema): Pick<Prop
       : parseOptions(raw.options, `${path}.options`, existing?.options);
   // Without explicit groups, defaults fall in their usual groups and anything new lands in To-do.
   const groupOf = (o: SelectOption) => DEFAULT_STATUS.find(([name]) => name === o.name)?.[2] ?? 'To-do';
-  const groups = [['To-do', 'gray'], ['In progress', 'blue'], ['Complete', 'green']].map(([name, color]) => ({
+  const groups = [
+    ['To-do', 'gray'],
+    ['In progress', 'blue'],
+    ['Complete', 'green'],
+  ].map(([name, color]) => ({
     id: existing?.groups?.find((g) => g.name === name)?.id ?? newId(),
     name,
     color,
@@ -116,14 +137,7 @@ function statusConfig(raw: Json, path: string, existing?: PropSchema): Pick<Prop
  * One schema entry of a create or update body: `{"<type>": config, name?, description?}`.
  * With `existing`, a body without a type only renames or re-describes.
  */
-export function parseSchemaEntry(
-  ws: Workspace,
-  name: string,
-  raw: unknown,
-  path: string,
-  taken: readonly PropSchema[],
-  existing?: PropSchema,
-): PropSchema {
+export function parseSchemaEntry(ws: Workspace, name: string, raw: unknown, path: string, taken: readonly PropSchema[], existing?: PropSchema): PropSchema {
   if (!isObject(raw)) throw invalidField(path, 'an object', raw);
   const type = isType(raw.type) ? raw.type : PROPERTY_TYPES.find((t) => raw[t] !== undefined);
   if (raw.name !== undefined && typeof raw.name !== 'string') throw invalidField(`${path}.name`, 'a string', raw.name);
@@ -291,7 +305,8 @@ function parseValue(ws: Workspace, prop: PropSchema, raw: unknown, path: string,
       if (!isObject(raw)) throw invalidField(path, 'an object or `null`', raw);
       if (!isIsoDate(raw.start)) throw invalidField(`${path}.start`, 'a valid ISO 8601 date string', raw.start);
       if (raw.end !== undefined && raw.end !== null && !isIsoDate(raw.end)) throw invalidField(`${path}.end`, 'a valid ISO 8601 date string', raw.end);
-      if (raw.time_zone !== undefined && raw.time_zone !== null && typeof raw.time_zone !== 'string') throw invalidField(`${path}.time_zone`, 'a string', raw.time_zone);
+      if (raw.time_zone !== undefined && raw.time_zone !== null && typeof raw.time_zone !== 'string')
+        throw invalidField(`${path}.time_zone`, 'a string', raw.time_zone);
       return { start: raw.start, end: raw.end ?? null, time_zone: raw.time_zone ?? null };
     }
     case 'people':
@@ -313,7 +328,8 @@ function parseValue(ws: Workspace, prop: PropSchema, raw: unknown, path: string,
     case 'files':
       if (!Array.isArray(raw)) throw invalidField(path, 'an array', raw);
       return raw.map((f, i) => {
-        if (!isObject(f) || !isObject(f.external) || typeof f.external.url !== 'string') throw invalidField(`${path}[${i}].external.url`, 'a string', isObject(f) ? f.external : f);
+        if (!isObject(f) || !isObject(f.external) || typeof f.external.url !== 'string')
+          throw invalidField(`${path}[${i}].external.url`, 'a string', isObject(f) ? f.external : f);
         return { name: typeof f.name === 'string' ? f.name : f.external.url, type: 'external', external: { url: f.external.url } };
       });
     default:
@@ -351,7 +367,10 @@ export function propertyValue(prop: PropSchema, page: PageRecord, ws: Workspace)
       break;
     }
     case 'multi_select':
-      value = ((stored as string[] | undefined) ?? []).map(byId).filter((o) => o !== undefined).map(optionJson);
+      value = ((stored as string[] | undefined) ?? [])
+        .map(byId)
+        .filter((o) => o !== undefined)
+        .map(optionJson);
       break;
     case 'checkbox':
       value = stored ?? false;

@@ -9,10 +9,25 @@ type Predicate = (page: PageRecord) => boolean;
 type FilterKind = 'text' | 'number' | 'checkbox' | 'select' | 'multi_select' | 'date' | 'ids' | 'files';
 
 const KIND_OF: Record<PropertyType, FilterKind> = {
-  title: 'text', rich_text: 'text', url: 'text', email: 'text', phone_number: 'text',
-  number: 'number', unique_id: 'number', checkbox: 'checkbox', select: 'select', status: 'select',
-  multi_select: 'multi_select', date: 'date', created_time: 'date', last_edited_time: 'date',
-  people: 'ids', created_by: 'ids', last_edited_by: 'ids', relation: 'ids', files: 'files',
+  title: 'text',
+  rich_text: 'text',
+  url: 'text',
+  email: 'text',
+  phone_number: 'text',
+  number: 'number',
+  unique_id: 'number',
+  checkbox: 'checkbox',
+  select: 'select',
+  status: 'select',
+  multi_select: 'multi_select',
+  date: 'date',
+  created_time: 'date',
+  last_edited_time: 'date',
+  people: 'ids',
+  created_by: 'ids',
+  last_edited_by: 'ids',
+  relation: 'ids',
+  files: 'files',
 };
 
 const EMPTY = ['is_empty', 'is_not_empty'];
@@ -120,8 +135,12 @@ function test(kind: FilterKind, condition: string, expected: unknown, value: unk
     if (value === null) return condition === 'does_not_equal';
     const [v, e] = [value as number, expected as number];
     const tests: Record<string, boolean> = {
-      equals: v === e, does_not_equal: v !== e, greater_than: v > e, less_than: v < e,
-      greater_than_or_equal_to: v >= e, less_than_or_equal_to: v <= e,
+      equals: v === e,
+      does_not_equal: v !== e,
+      greater_than: v > e,
+      less_than: v < e,
+      greater_than_or_equal_to: v >= e,
+      less_than_or_equal_to: v <= e,
     };
     return tests[condition];
   }

@@ -33,7 +33,8 @@ const text = (type: string, rich_text: RichTextItem[], extra: Json = {}, childre
   data: { rich_text, color: 'default', ...extra },
   children,
 });
-const p = (content: string | RichTextItem[], children: BlockDraft[] = []) => text('paragraph', typeof content === 'string' ? rt(content) : content, {}, children);
+const p = (content: string | RichTextItem[], children: BlockDraft[] = []) =>
+  text('paragraph', typeof content === 'string' ? rt(content) : content, {}, children);
 const h = (level: 1 | 2 | 3, content: string) => text(`heading_${level}`, rt(content), { is_toggleable: false });
 const li = (content: string, children: BlockDraft[] = []) => text('bulleted_list_item', rt(content), {}, children);
 const ol = (content: string) => text('numbered_list_item', rt(content));
@@ -114,30 +115,47 @@ export function seedWorkspace(ws: Workspace): SeedIds {
   // --- the shared Welcome page
   const nested = li('First item', [li('Nested item A'), li('Nested item B', [li('Deeper item')])]);
   const toggle = text('toggle', rt('More details'), {}, [p('Hidden until the toggle opens.'), todo('Nested to-do', false)]);
-  const welcome = addPage('Welcome', { kind: 'workspace' }, {
-    shared: true,
-    blocks: [
-      h(1, 'Welcome to the workspace'),
-      p([...rt('This workspace is '), ...rt('simulated', { bold: true }), ...rt(' for tests. See the '), ...rt('API docs', {}, 'https://developers.notion.com'), ...rt('.')]),
-      h(2, 'Getting started'),
-      nested,
-      li('Second item'),
-      ol('Step one'),
-      ol('Step two'),
-      todo('Share a page with the integration', false),
-      todo('Create an integration', true),
-      toggle,
-      h(3, 'Code sample'),
-      code('typescript', 'const answer: number = 42;\nconsole.log(answer);'),
-      text('quote', rt('Simple things should be simple.')),
-      { type: 'divider', data: {}, children: [] },
-      p('The end.'),
-    ],
-  });
+  const welcome = addPage(
+    'Welcome',
+    { kind: 'workspace' },
+    {
+      shared: true,
+      blocks: [
+        h(1, 'Welcome to the workspace'),
+        p([
+          ...rt('This workspace is '),
+          ...rt('simulated', { bold: true }),
+          ...rt(' for tests. See the '),
+          ...rt('API docs', {}, 'https://developers.notion.com'),
+          ...rt('.'),
+        ]),
+        h(2, 'Getting started'),
+        nested,
+        li('Second item'),
+        ol('Step one'),
+        ol('Step two'),
+        todo('Share a page with the integration', false),
+        todo('Create an integration', true),
+        toggle,
+        h(3, 'Code sample'),
+        code('typescript', 'const answer: number = 42;\nconsole.log(answer);'),
+        text('quote', rt('Simple things should be simple.')),
+        { type: 'divider', data: {}, children: [] },
+        p('The end.'),
+      ],
+    },
+  );
   const welcomeBlocks = welcome.children;
-  const gettingStarted = addPage('Getting Started Guide', { kind: 'page', id: welcome.id }, { blocks: [p('Read this first.'), li('Install'), li('Configure')] });
+  const gettingStarted = addPage(
+    'Getting Started Guide',
+    { kind: 'page', id: welcome.id },
+    { blocks: [p('Read this first.'), li('Install'), li('Configure')] },
+  );
   const meetingNotes = addPage('Meeting notes', { kind: 'page', id: welcome.id }, { blocks: [p('Weekly notes.')] });
-  const weeks = Array.from({ length: 12 }, (_, i) => addPage(`Meeting notes week ${i + 1}`, { kind: 'page', id: meetingNotes.id }, { blocks: [p(`Notes of week ${i + 1}.`)] }).id);
+  const weeks = Array.from(
+    { length: 12 },
+    (_, i) => addPage(`Meeting notes week ${i + 1}`, { kind: 'page', id: meetingNotes.id }, { blocks: [p(`Notes of week ${i + 1}.`)] }).id,
+  );
 
   // --- Projects: Tasks uses every one of the eleven types, Milestones is the second data source
   const priority = prop('Priority', 'select', { options: [option('High', 'red'), option('Medium', 'yellow'), option('Low', 'green')] });
@@ -147,7 +165,11 @@ export function seedWorkspace(ws: Workspace): SeedIds {
   const status = prop('Status', 'status', {
     id: '%3AUJq',
     options: statusOptions,
-    groups: [['To-do', 'gray'], ['In progress', 'blue'], ['Complete', 'green']].map(([name, color], i) => ({ id: newId(), name, color, option_ids: [statusOptions[i].id] })),
+    groups: [
+      ['To-do', 'gray'],
+      ['In progress', 'blue'],
+      ['Complete', 'green'],
+    ].map(([name, color], i) => ({ id: newId(), name, color, option_ids: [statusOptions[i].id] })),
   });
   prop('Name', 'title');
   const notes = prop('Notes', 'rich_text');
@@ -159,7 +181,12 @@ export function seedWorkspace(ws: Workspace): SeedIds {
   const contact = prop('Contact', 'email');
   prop('Created', 'created_time');
   // Name first, as Notion lists the title first.
-  schema.unshift(...schema.splice(schema.findIndex((s) => s.type === 'title'), 1));
+  schema.unshift(
+    ...schema.splice(
+      schema.findIndex((s) => s.type === 'title'),
+      1,
+    ),
+  );
 
   const milestoneSchema: PropSchema[] = [
     { id: 'title', name: 'Milestone', type: 'title', description: null },
@@ -179,14 +206,60 @@ export function seedWorkspace(ws: Workspace): SeedIds {
     return page;
   };
   const rows = [
-    row('Write API docs', { [notes.id]: rt('Cover every endpoint'), [estimate.id]: 3, [priority.id]: opt(priority, 'Medium'), [tags.id]: [opt(tags, 'docs')], [due.id]: { start: '2025-07-01', end: null, time_zone: null }, [done.id]: false, [status.id]: opt(status, 'In progress'), [assignee.id]: [ada], [link.id]: 'https://example.com/docs', [contact.id]: 'ada@example.com' }),
-    row('Fix login bug', { [notes.id]: rt('Users are logged out after a minute'), [estimate.id]: 5, [priority.id]: opt(priority, 'High'), [tags.id]: [opt(tags, 'backend'), opt(tags, 'frontend')], [due.id]: { start: '2025-06-15', end: null, time_zone: null }, [done.id]: true, [status.id]: opt(status, 'Done'), [assignee.id]: [grace], [link.id]: null, [contact.id]: 'grace@example.com' }),
-    row('Design landing page', { [notes.id]: [], [estimate.id]: 8, [priority.id]: opt(priority, 'Low'), [tags.id]: [opt(tags, 'frontend')], [due.id]: { start: '2025-08-10T14:00:00.000Z', end: null, time_zone: null }, [done.id]: false, [status.id]: opt(status, 'Not started'), [assignee.id]: [ada, grace] }),
-    row('Set up CI', { [notes.id]: rt('GitHub Actions'), [estimate.id]: 2, [priority.id]: opt(priority, 'High'), [tags.id]: [opt(tags, 'backend')], [done.id]: false, [status.id]: opt(status, 'In progress') }),
+    row('Write API docs', {
+      [notes.id]: rt('Cover every endpoint'),
+      [estimate.id]: 3,
+      [priority.id]: opt(priority, 'Medium'),
+      [tags.id]: [opt(tags, 'docs')],
+      [due.id]: { start: '2025-07-01', end: null, time_zone: null },
+      [done.id]: false,
+      [status.id]: opt(status, 'In progress'),
+      [assignee.id]: [ada],
+      [link.id]: 'https://example.com/docs',
+      [contact.id]: 'ada@example.com',
+    }),
+    row('Fix login bug', {
+      [notes.id]: rt('Users are logged out after a minute'),
+      [estimate.id]: 5,
+      [priority.id]: opt(priority, 'High'),
+      [tags.id]: [opt(tags, 'backend'), opt(tags, 'frontend')],
+      [due.id]: { start: '2025-06-15', end: null, time_zone: null },
+      [done.id]: true,
+      [status.id]: opt(status, 'Done'),
+      [assignee.id]: [grace],
+      [link.id]: null,
+      [contact.id]: 'grace@example.com',
+    }),
+    row('Design landing page', {
+      [notes.id]: [],
+      [estimate.id]: 8,
+      [priority.id]: opt(priority, 'Low'),
+      [tags.id]: [opt(tags, 'frontend')],
+      [due.id]: { start: '2025-08-10T14:00:00.000Z', end: null, time_zone: null },
+      [done.id]: false,
+      [status.id]: opt(status, 'Not started'),
+      [assignee.id]: [ada, grace],
+    }),
+    row('Set up CI', {
+      [notes.id]: rt('GitHub Actions'),
+      [estimate.id]: 2,
+      [priority.id]: opt(priority, 'High'),
+      [tags.id]: [opt(tags, 'backend')],
+      [done.id]: false,
+      [status.id]: opt(status, 'In progress'),
+    }),
     row('Archive old tickets', { [estimate.id]: null, [done.id]: true, [status.id]: opt(status, 'Done'), [tags.id]: [] }),
   ];
-  const bug = row('', { [priority.id]: opt(priority, 'High'), [tags.id]: [opt(tags, 'backend')], [status.id]: opt(status, 'Not started') }, { name: 'Bug report', isDefault: true });
-  bug.children = insertBlocks(ws, [h(2, 'Steps to reproduce'), ol('Open the app'), h(2, 'Expected'), p('Describe what should happen.'), todo('Add a regression test', false)], { kind: 'page', id: bug.id });
+  const bug = row(
+    '',
+    { [priority.id]: opt(priority, 'High'), [tags.id]: [opt(tags, 'backend')], [status.id]: opt(status, 'Not started') },
+    { name: 'Bug report', isDefault: true },
+  );
+  bug.children = insertBlocks(
+    ws,
+    [h(2, 'Steps to reproduce'), ol('Open the app'), h(2, 'Expected'), p('Describe what should happen.'), todo('Add a regression test', false)],
+    { kind: 'page', id: bug.id },
+  );
   const feature = row('', { [priority.id]: opt(priority, 'Medium'), [status.id]: opt(status, 'Not started') }, { name: 'Feature request', isDefault: false });
   feature.children = insertBlocks(ws, [h(2, 'Problem'), p('Who needs this and why?')], { kind: 'page', id: feature.id });
   const milestone = addPage('Beta launch', { kind: 'data_source', id: milestones.id });
@@ -194,7 +267,9 @@ export function seedWorkspace(ws: Workspace): SeedIds {
 
   // --- not shared with the integration
   const privatePage = addPage('Private notes', { kind: 'workspace' }, { blocks: [p('Nobody shared this page.')] });
-  const secret = addDatabase('Secret database', privatePage.id, [{ title: 'Secrets', schema: [{ id: 'title', name: 'Name', type: 'title', description: null }] }]);
+  const secret = addDatabase('Secret database', privatePage.id, [
+    { title: 'Secrets', schema: [{ id: 'title', name: 'Name', type: 'title', description: null }] },
+  ]);
 
   return {
     users: { ada, grace, bot: ws.botId },

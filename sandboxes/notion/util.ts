@@ -34,9 +34,7 @@ export function minuteNow(): string {
 export const userRef = (id: string) => ({ object: 'user', id });
 
 export function notionUrl(title: string, id: string): string {
-  const slug = title
-    .replace(/[^\p{L}\p{N}]+/gu, '-')
-    .replace(/^-+|-+$/g, '');
+  const slug = title.replace(/[^\p{L}\p{N}]+/gu, '-').replace(/^-+|-+$/g, '');
   const bare = id.replace(/-/g, '');
   return `https://www.notion.so/${slug ? `${slug}-` : ''}${bare}`;
 }

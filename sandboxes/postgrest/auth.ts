@@ -34,7 +34,9 @@ export function verifyJwt(token: string, secret: string, version: number): Recor
   if (token === '') throw jwtError('PGRST301', v13 ? 'Empty JWT is sent in Authorization header' : 'Expected 3 parts in JWT; got 1', version);
   const parts = token.split('.');
   if (parts.length !== 3) {
-    const message = v13 ? `Expected 3 parts in JWT; got ${parts.length}` : `JWSError (CompactDecodeError Invalid number of parts: Expected 3 parts; got ${parts.length})`;
+    const message = v13
+      ? `Expected 3 parts in JWT; got ${parts.length}`
+      : `JWSError (CompactDecodeError Invalid number of parts: Expected 3 parts; got ${parts.length})`;
     throw jwtError('PGRST301', message, version);
   }
   const [head, body, signature] = parts;
@@ -84,7 +86,12 @@ export type GatewayRejection = { status: 401; body: { message: string; hint: str
  * The Supabase gateway then PostgREST: the `apikey` (header or query) must be one of the project's keys;
  * the role comes from `Authorization: Bearer` when present (a JWT, or the same opaque key), else from the key.
  */
-export function identify(keys: ProjectKeys, apikey: string | undefined, authorization: string | undefined, version: number): RequestIdentity | GatewayRejection {
+export function identify(
+  keys: ProjectKeys,
+  apikey: string | undefined,
+  authorization: string | undefined,
+  version: number,
+): RequestIdentity | GatewayRejection {
   if (!apikey) return { status: 401, body: { message: 'No API key found in request', hint: 'No `apikey` request header or url param was found.' } };
   const opaqueRoles: Record<string, string> = { [keys.publishableKey]: 'anon', [keys.secretKey]: 'service_role' };
   const known = [keys.anonKey, keys.serviceRoleKey, keys.publishableKey, keys.secretKey];

@@ -67,8 +67,26 @@ function statusOfSqlState(code: string, message: string, authed: boolean): numbe
   if (code === '22023') return message.startsWith('role') && message.endsWith('does not exist') ? 401 : 400;
   if (code === '42883') return 404;
   const byClass: Record<string, number> = {
-    '08': 503, '09': 500, '0L': 403, '0P': 403, '25': 500, '28': 403, '2D': 500, '38': 500, '39': 500, '3B': 500,
-    '40': 500, '53': 503, '54': 500, '55': 500, '57': 500, '58': 500, F0: 500, HV: 500, P0: 500, XX: 500,
+    '08': 503,
+    '09': 500,
+    '0L': 403,
+    '0P': 403,
+    '25': 500,
+    '28': 403,
+    '2D': 500,
+    '38': 500,
+    '39': 500,
+    '3B': 500,
+    '40': 500,
+    '53': 503,
+    '54': 500,
+    '55': 500,
+    '57': 500,
+    '58': 500,
+    F0: 500,
+    HV: 500,
+    P0: 500,
+    XX: 500,
   };
   return byClass[code.slice(0, 2)] ?? 400;
 }

@@ -19,14 +19,9 @@ export interface Filter {
   operation: Operation;
 }
 
-export type LogicTree =
-  | { kind: 'filter'; filter: Filter }
-  | { kind: 'group'; negated: boolean; op: 'and' | 'or'; children: LogicTree[] };
+export type LogicTree = { kind: 'filter'; filter: Filter } | { kind: 'group'; negated: boolean; op: 'and' | 'or'; children: LogicTree[] };
 
-export type SelectItem =
-  | { kind: 'star' }
-  | { kind: 'column'; column: string; alias?: string; cast?: string }
-  | { kind: 'embed'; name: string };
+export type SelectItem = { kind: 'star' } | { kind: 'column'; column: string; alias?: string; cast?: string } | { kind: 'embed'; name: string };
 
 export interface OrderTerm {
   column: string;
@@ -305,7 +300,13 @@ export function parseOrder(text: string): OrderTerm[] {
     const column = fieldName(c);
     c.skipSpaces();
     if (c.peek() === '(') {
-      throw new PgrstError(400, 'PGRST108', `'${column}' is not an embedded resource in this request`, null, `Verify that '${column}' is included in the 'select' query parameter.`);
+      throw new PgrstError(
+        400,
+        'PGRST108',
+        `'${column}' is not an embedded resource in this request`,
+        null,
+        `Verify that '${column}' is included in the 'select' query parameter.`,
+      );
     }
     const term: OrderTerm = { column };
     if (c.accept('.asc')) term.direction = 'asc';
@@ -348,7 +349,13 @@ const LOGIC_KEYS = new Set(['and', 'or', 'not.and', 'not.or']);
 
 function notEmbedded(key: string): PgrstError {
   const resource = key.split('.')[0];
-  return new PgrstError(400, 'PGRST108', `'${resource}' is not an embedded resource in this request`, null, `Verify that '${resource}' is included in the 'select' query parameter.`);
+  return new PgrstError(
+    400,
+    'PGRST108',
+    `'${resource}' is not an embedded resource in this request`,
+    null,
+    `Verify that '${resource}' is included in the 'select' query parameter.`,
+  );
 }
 
 function integerParam(text: string): number | undefined {

@@ -69,7 +69,10 @@ const OBJECT_TYPE = 'application/vnd.pgrst.object+json; charset=utf-8';
 
 function parsePrefer(header: string | string[] | undefined): Preferences {
   const prefs: Preferences = { missingDefault: false, strict: false, applied: [] };
-  const items = (Array.isArray(header) ? header.join(',') : (header ?? '')).split(',').map((s) => s.trim()).filter(Boolean);
+  const items = (Array.isArray(header) ? header.join(',') : (header ?? ''))
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const item of items) {
     const [name, value] = item.split('=').map((s) => s.trim());
     if (name === 'return' && ['minimal', 'representation', 'headers-only'].includes(value)) prefs.return = value as Preferences['return'];
@@ -155,15 +158,20 @@ class DataApi {
     if (resource === '') return this.openApi();
     if (resource.startsWith('rpc/')) {
       const fn = decodeURIComponent(resource.slice(4));
-      throw new PgrstError(404, 'PGRST202', `Could not find the function public.${fn} without parameters in the schema cache`,
-        `Searched for the function public.${fn} without parameters, but no matches were found in the schema cache.`);
+      throw new PgrstError(
+        404,
+        'PGRST202',
+        `Could not find the function public.${fn} without parameters in the schema cache`,
+        `Searched for the function public.${fn} without parameters, but no matches were found in the schema cache.`,
+      );
     }
     const table = decodeURIComponent(resource);
     if (table.includes('/')) throw new PgrstError(404, 'PGRST125', 'Invalid path specified in request URL');
 
     const reading = req.method === 'GET' || req.method === 'HEAD';
     const profile = (reading ? req.headers['accept-profile'] : req.headers['content-profile']) as string | undefined;
-    if (profile && profile !== 'public') throw new PgrstError(406, 'PGRST106', `Invalid schema: ${profile}`, null, 'Only the following schemas are exposed: public');
+    if (profile && profile !== 'public')
+      throw new PgrstError(406, 'PGRST106', `Invalid schema: ${profile}`, null, 'Only the following schemas are exposed: public');
 
     const columns = this.schema.get(table);
     if (!columns) throw tableNotFound(table, closestName(table, this.schema.keys()), this.version);
@@ -181,8 +189,12 @@ class DataApi {
     };
     const embed = request.query.select.find((item) => item.kind === 'embed');
     if (embed) {
-      throw new PgrstError(400, 'PGRST200', `Could not find a relationship between '${table}' and '${embed.name}' in the schema cache`,
-        `Searched for a foreign key relationship between '${table}' and '${embed.name}' in the schema 'public', but no matches were found.`);
+      throw new PgrstError(
+        400,
+        'PGRST200',
+        `Could not find a relationship between '${table}' and '${embed.name}' in the schema cache`,
+        `Searched for a foreign key relationship between '${table}' and '${embed.name}' in the schema 'public', but no matches were found.`,
+      );
     }
     switch (req.method) {
       case 'GET':

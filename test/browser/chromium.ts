@@ -13,7 +13,18 @@ if (!chromiumAvailable) {
 }
 
 /** Flags that keep Chromium from reaching any network but the pages it is sent to (all on loopback). */
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-default-apps', '--disable-extensions'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-default-apps',
+  '--disable-extensions',
+];
 
 /** A fresh browser; playwright gives it a new, empty profile of its own. */
 export function launchChromium(): Promise<Browser> {

@@ -56,10 +56,22 @@ async function main(): Promise<void> {
 /** An MCP client signs in with OAuth: its consent page (shot), approved, the code exchanged: a connected app. */
 async function connectApp(page: Page, base: string, serverId: string): Promise<void> {
   const redirect = 'http://127.0.0.1:9/callback';
-  const registered = await fetch(`${base}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'Claude Desktop', redirect_uris: [redirect], token_endpoint_auth_method: 'none' }) });
+  const registered = await fetch(`${base}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ client_name: 'Claude Desktop', redirect_uris: [redirect], token_endpoint_auth_method: 'none' }),
+  });
   const { client_id } = (await registered.json()) as { client_id: string };
   const verifier = randomBytes(32).toString('base64url');
-  const query = new URLSearchParams({ response_type: 'code', client_id, redirect_uri: redirect, code_challenge: s256(verifier), code_challenge_method: 'S256', resource: `${base}/mcp/${serverId}`, state: 'demo' });
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id,
+    redirect_uri: redirect,
+    code_challenge: s256(verifier),
+    code_challenge_method: 'S256',
+    resource: `${base}/mcp/${serverId}`,
+    state: 'demo',
+  });
   await page.goto(`${base}/oauth/authorize?${query}`);
   await page.screenshot({ path: path.join(OUT, 'oauth-consent.png'), fullPage: true });
   console.log('docs/screenshots/oauth-consent.png');
@@ -67,7 +79,11 @@ async function connectApp(page: Page, base: string, serverId: string): Promise<v
   await page.route(`${redirect}**`, (route) => route.abort());
   const [request] = await Promise.all([page.waitForRequest(`${redirect}**`), page.getByRole('button', { name: 'Approve' }).click()]);
   const code = new URL(request.url()).searchParams.get('code')!;
-  await fetch(`${base}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'authorization_code', client_id, code, redirect_uri: redirect, code_verifier: verifier }) });
+  await fetch(`${base}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'authorization_code', client_id, code, redirect_uri: redirect, code_verifier: verifier }),
+  });
 }
 
 main().catch((err) => {

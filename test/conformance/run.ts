@@ -13,13 +13,22 @@ const svc = await startTestService({ LOG_LEVEL: 'warn' });
 const owner = await createOwner(svc, 1000);
 const { serverId, key } = await createServer(svc, owner, {
   accounts: { jira: { kind: 'tracker', name: 'Jira', site_url: jira.url, email: jira.credentials.email, api_token: jira.credentials.apiToken } },
-  tools: [{ base_tool: 'tracker_get_issue', account: 'jira' }, { base_tool: 'tracker_get_projects', account: 'jira' }],
+  tools: [
+    { base_tool: 'tracker_get_issue', account: 'jira' },
+    { base_tool: 'tracker_get_projects', account: 'jira' },
+  ],
 });
 const target = new URL(`${svc.url}/mcp/${serverId}`);
 
 const proxy = http.createServer((req, res) => {
   const upstream = http.request(
-    { host: target.hostname, port: target.port, path: target.pathname, method: req.method, headers: { ...req.headers, host: target.host, authorization: `Bearer ${key}` } },
+    {
+      host: target.hostname,
+      port: target.port,
+      path: target.pathname,
+      method: req.method,
+      headers: { ...req.headers, host: target.host, authorization: `Bearer ${key}` },
+    },
     (up) => {
       res.writeHead(up.statusCode ?? 502, up.headers);
       up.pipe(res);
@@ -48,10 +57,30 @@ const run = (label: string, args: string[]) =>
 for (const scenario of ['server-initialize', 'ping', 'tools-list']) {
   await run(`conformance ${scenario}`, ['-p', '@modelcontextprotocol/conformance@0.1.16', 'conformance', 'server', '--url', proxied, '--scenario', scenario]);
 }
-const inspector = ['-p', '@modelcontextprotocol/inspector@2.12.0', 'mcp-inspector', '--cli', target.href, '--transport', 'http', '--header', `Authorization: Bearer ${key}`];
+const inspector = [
+  '-p',
+  '@modelcontextprotocol/inspector@2.12.0',
+  'mcp-inspector',
+  '--cli',
+  target.href,
+  '--transport',
+  'http',
+  '--header',
+  `Authorization: Bearer ${key}`,
+];
 for (const era of ['legacy', 'modern']) {
   await run(`inspector ${era} tools/list`, [...inspector, '--method', 'tools/list', '--protocol-era', era]);
-  await run(`inspector ${era} tools/call`, [...inspector, '--method', 'tools/call', '--tool-name', 'tracker_get_issue', '--tool-arg', 'issue_key=DEMO-1', '--protocol-era', era]);
+  await run(`inspector ${era} tools/call`, [
+    ...inspector,
+    '--method',
+    'tools/call',
+    '--tool-name',
+    'tracker_get_issue',
+    '--tool-arg',
+    'issue_key=DEMO-1',
+    '--protocol-era',
+    era,
+  ]);
 }
 console.log('\nsummary:');
 for (const [label, ok] of results) console.log(`${ok ? 'PASS' : 'FAIL'} ${label}`);

@@ -61,7 +61,13 @@ describe('Jira sandbox: read-only endpoints', () => {
     it('accepts Basic email:token and answers /myself', async () => {
       const r = await call(sim, 'GET', '/rest/api/3/myself');
       expect(r.status).toBe(200);
-      expect(r.json).toMatchObject({ accountId: alice.accountId, emailAddress: alice.email, displayName: 'Alice Admin', accountType: 'atlassian', active: true });
+      expect(r.json).toMatchObject({
+        accountId: alice.accountId,
+        emailAddress: alice.email,
+        displayName: 'Alice Admin',
+        accountType: 'atlassian',
+        active: true,
+      });
       expect(r.json.self).toBe(`${sim.url}/rest/api/3/user?accountId=${alice.accountId}`);
     });
 
@@ -100,7 +106,10 @@ describe('Jira sandbox: read-only endpoints', () => {
       expect(search.status).toBe(400);
       expect(search.json.errorMessages).toEqual(["The value 'DEMO' does not exist for the field 'project'."]);
       expect(await keys(sim, 'summary ~ login', null)).toEqual([]);
-      const create = await call(sim, 'POST', '/rest/api/3/issue', { auth: null, body: { fields: { project: { key: 'DEMO' }, summary: 'x', issuetype: { name: 'Task' } } } });
+      const create = await call(sim, 'POST', '/rest/api/3/issue', {
+        auth: null,
+        body: { fields: { project: { key: 'DEMO' }, summary: 'x', issuetype: { name: 'Task' } } },
+      });
       expect(create.status).toBe(401);
     });
 
@@ -276,9 +285,13 @@ describe('Jira sandbox: read-only endpoints', () => {
       expect(await jqlError(sim, 'project DEMO')).toEqual([
         "Error in the JQL Query: Expecting operator but got 'DEMO'. The valid operators are '=', '!=', '<', '>', '<=', '>=', '~', '!~', 'IN', 'NOT IN', 'IS' and 'IS NOT'. (line 1, character 9)",
       ]);
-      expect(await jqlError(sim, 'summary ~ "unfinished')).toEqual(["Error in the JQL Query: The quoted string 'unfinished' has not been completed. (line 1, character 11)"]);
+      expect(await jqlError(sim, 'summary ~ "unfinished')).toEqual([
+        "Error in the JQL Query: The quoted string 'unfinished' has not been completed. (line 1, character 11)",
+      ]);
       expect(await jqlError(sim, '(project = DEMO')).toEqual(["Error in the JQL Query: Expecting ')' before the end of the query."]);
-      expect(await jqlError(sim, 'project = DEMO status = Done')).toEqual(["Error in the JQL Query: Expecting either 'OR' or 'AND' but got 'status'. (line 1, character 16)"]);
+      expect(await jqlError(sim, 'project = DEMO status = Done')).toEqual([
+        "Error in the JQL Query: Expecting either 'OR' or 'AND' but got 'status'. (line 1, character 16)",
+      ]);
       expect(await jqlError(sim, 'project = AND')).toEqual([
         "Error in the JQL Query: Expecting either a value, list or function but got 'AND'. You must surround 'AND' in quotation marks to use it as a value. (line 1, character 11)",
       ]);
@@ -373,10 +386,35 @@ describe('Jira sandbox: read-only endpoints', () => {
     });
 
     it('orders by several keys, ascending and descending', async () => {
-      expect(await keys(sim, 'project = DEMO ORDER BY priority DESC, key ASC')).toEqual(['DEMO-3', 'DEMO-1', 'DEMO-2', 'DEMO-4', 'DEMO-6', 'DEMO-7', 'DEMO-5', 'DEMO-8']);
+      expect(await keys(sim, 'project = DEMO ORDER BY priority DESC, key ASC')).toEqual([
+        'DEMO-3',
+        'DEMO-1',
+        'DEMO-2',
+        'DEMO-4',
+        'DEMO-6',
+        'DEMO-7',
+        'DEMO-5',
+        'DEMO-8',
+      ]);
       expect(await keys(sim, 'project = DEMO ORDER BY created DESC')).toEqual(['DEMO-8', 'DEMO-7', 'DEMO-6', 'DEMO-5', 'DEMO-3', 'DEMO-2', 'DEMO-4', 'DEMO-1']);
-      expect(await keys(sim, 'project = DEMO ORDER BY duedate ASC, key DESC')).toEqual(['DEMO-3', 'DEMO-2', 'DEMO-8', 'DEMO-7', 'DEMO-6', 'DEMO-5', 'DEMO-4', 'DEMO-1']);
-      expect(await keys(sim, 'project = DEMO AND assignee IS NOT EMPTY ORDER BY assignee, key')).toEqual(['DEMO-1', 'DEMO-4', 'DEMO-7', 'DEMO-2', 'DEMO-6', 'DEMO-3']);
+      expect(await keys(sim, 'project = DEMO ORDER BY duedate ASC, key DESC')).toEqual([
+        'DEMO-3',
+        'DEMO-2',
+        'DEMO-8',
+        'DEMO-7',
+        'DEMO-6',
+        'DEMO-5',
+        'DEMO-4',
+        'DEMO-1',
+      ]);
+      expect(await keys(sim, 'project = DEMO AND assignee IS NOT EMPTY ORDER BY assignee, key')).toEqual([
+        'DEMO-1',
+        'DEMO-4',
+        'DEMO-7',
+        'DEMO-2',
+        'DEMO-6',
+        'DEMO-3',
+      ]);
       expect(await keys(sim, 'project in (DEMO, OPS) AND statusCategory = done ORDER BY project DESC, status')).toEqual(['OPS-3', 'DEMO-7', 'DEMO-4']);
     });
 
@@ -399,7 +437,10 @@ describe('Jira sandbox: read-only endpoints', () => {
       expect(r.json).toMatchObject({ startAt: 0, maxResults: 50, total: 4, isLast: true, self: `${sim.url}/rest/api/3/project/search` });
       expect(r.json).not.toHaveProperty('nextPage');
       expect(r.json.values.map((p: any) => [p.key, p.projectTypeKey])).toEqual([
-        ['DEMO', 'software'], ['MKT', 'business'], ['OPS', 'service_desk'], ['SEC', 'software'],
+        ['DEMO', 'software'],
+        ['MKT', 'business'],
+        ['OPS', 'service_desk'],
+        ['SEC', 'software'],
       ]);
       expect(r.json.values[0]).toMatchObject({ id: '10000', name: 'Demo Project', self: `${sim.url}/rest/api/3/project/10000`, style: 'classic' });
       expect(r.json.values[0]).not.toHaveProperty('description');
@@ -421,7 +462,12 @@ describe('Jira sandbox: read-only endpoints', () => {
       const r = await call(sim, 'GET', '/rest/api/3/project/search?query=ops&expand=description,lead,issueTypes,url');
       expect(r.json.total).toBe(1);
       const ops = r.json.values[0];
-      expect(ops).toMatchObject({ key: 'OPS', description: 'Service desk for internal IT requests.', lead: { accountId: bob.accountId }, url: `${sim.url}/browse/OPS` });
+      expect(ops).toMatchObject({
+        key: 'OPS',
+        description: 'Service desk for internal IT requests.',
+        lead: { accountId: bob.accountId },
+        url: `${sim.url}/browse/OPS`,
+      });
       expect(ops.issueTypes.map((t: any) => t.name)).toEqual(['Service Request', 'Incident', 'Task', 'Sub-task']);
       const byName = await call(sim, 'GET', '/rest/api/3/project/search?query=demo%20proj');
       expect(byName.json.values.map((p: any) => p.key)).toEqual(['DEMO']);
@@ -445,7 +491,11 @@ describe('Jira sandbox: read-only endpoints', () => {
       expect(r.json).not.toHaveProperty('values');
       expect(r.json).toMatchObject({ startAt: 0, maxResults: 50, total: 5 });
       expect(r.json.issueTypes.map((t: any) => [t.name, t.subtask])).toEqual([
-        ['Task', false], ['Bug', false], ['Story', false], ['Epic', false], ['Sub-task', true],
+        ['Task', false],
+        ['Bug', false],
+        ['Story', false],
+        ['Epic', false],
+        ['Sub-task', true],
       ]);
       const paged = await call(sim, 'GET', '/rest/api/3/issue/createmeta/10000/issuetypes?startAt=4&maxResults=2');
       expect(paged.json.issueTypes.map((t: any) => t.name)).toEqual(['Sub-task']);
@@ -478,7 +528,9 @@ describe('Jira sandbox: read-only endpoints', () => {
       expect(Array.isArray(byName.json)).toBe(true);
       expect(byName.json.map((u: any) => u.accountId)).toEqual([bob.accountId]);
       const byEmail = await call(sim, 'GET', `/rest/api/3/user/search?query=${encodeURIComponent('alice@exa')}`);
-      expect(byEmail.json).toEqual([expect.objectContaining({ accountId: alice.accountId, emailAddress: alice.email, accountType: 'atlassian', active: true })]);
+      expect(byEmail.json).toEqual([
+        expect.objectContaining({ accountId: alice.accountId, emailAddress: alice.email, accountType: 'atlassian', active: true }),
+      ]);
       const lastName = await call(sim, 'GET', '/rest/api/3/user/search?query=quiet');
       expect(lastName.json.map((u: any) => u.displayName)).toEqual(['Carol Quiet']);
     });
@@ -516,21 +568,37 @@ describe('Jira sandbox: writes', () => {
   afterEach(() => sim.close());
 
   const create = (fields: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-    call(sim, 'POST', '/rest/api/3/issue', { body: { fields: { project: { key: 'DEMO' }, issuetype: { name: 'Task' }, summary: 'A task', ...fields }, ...extra } });
+    call(sim, 'POST', '/rest/api/3/issue', {
+      body: { fields: { project: { key: 'DEMO' }, issuetype: { name: 'Task' }, summary: 'A task', ...fields }, ...extra },
+    });
 
   describe('create issue', () => {
     it('answers 201 {id,key,self} and stores the ADF description', async () => {
       const r = await create({
-        summary: 'Add dark mode', description: adf('Please.'), labels: ['ui', 'theme'], priority: { name: 'High' },
-        assignee: { accountId: bob.accountId }, components: [{ name: 'Frontend' }, { id: '10002' }], fixVersions: [{ name: '1.1' }],
+        summary: 'Add dark mode',
+        description: adf('Please.'),
+        labels: ['ui', 'theme'],
+        priority: { name: 'High' },
+        assignee: { accountId: bob.accountId },
+        components: [{ name: 'Frontend' }, { id: '10002' }],
+        fixVersions: [{ name: '1.1' }],
         duedate: '2025-12-01',
       });
       expect(r.status).toBe(201);
       expect(r.json).toEqual({ id: '10013', key: 'DEMO-9', self: `${sim.url}/rest/api/3/issue/10013` });
       expect(sim.issue('DEMO-9')).toMatchObject({
-        summary: 'Add dark mode', description: adf('Please.'), status: 'To Do', statusCategory: 'new', priority: 'High',
-        assignee: bob.accountId, reporter: alice.accountId, labels: ['ui', 'theme'], components: ['Frontend', 'API'],
-        fixVersions: ['1.1'], duedate: '2025-12-01', created: '2025-11-20T10:30:00.000+0000',
+        summary: 'Add dark mode',
+        description: adf('Please.'),
+        status: 'To Do',
+        statusCategory: 'new',
+        priority: 'High',
+        assignee: bob.accountId,
+        reporter: alice.accountId,
+        labels: ['ui', 'theme'],
+        components: ['Frontend', 'API'],
+        fixVersions: ['1.1'],
+        duedate: '2025-12-01',
+        created: '2025-11-20T10:30:00.000+0000',
       });
       const got = await call(sim, 'GET', '/rest/api/3/issue/DEMO-9?fields=summary,assignee');
       expect(got.json.fields.assignee.displayName).toBe('Bob Builder');
@@ -546,14 +614,20 @@ describe('Jira sandbox: writes', () => {
     it('requires ADF for the description', async () => {
       const r = await create({ description: 'plain text' });
       expect(r.status).toBe(400);
-      expect(r.json).toEqual({ errorMessages: [], errors: { description: 'Operation value must be an Atlassian Document (see the Atlassian Document Format)' } });
+      expect(r.json).toEqual({
+        errorMessages: [],
+        errors: { description: 'Operation value must be an Atlassian Document (see the Atlassian Document Format)' },
+      });
       const emptyText = await create({ description: { type: 'doc', version: 1, content: [{ type: 'paragraph', content: [{ type: 'text', text: '' }] }] } });
       expect(emptyText.status).toBe(400);
       expect(emptyText.json.errorMessages).toEqual(['INVALID_INPUT']);
     });
 
     it('rejects labels with spaces, missing summary, unknown project and issue type', async () => {
-      expect((await create({ labels: ['ok', 'a b'] })).json).toEqual({ errorMessages: [], errors: { labels: "The label 'a b' contains spaces which is invalid." } });
+      expect((await create({ labels: ['ok', 'a b'] })).json).toEqual({
+        errorMessages: [],
+        errors: { labels: "The label 'a b' contains spaces which is invalid." },
+      });
       const noSummary = await call(sim, 'POST', '/rest/api/3/issue', { body: { fields: { project: { key: 'DEMO' }, issuetype: { name: 'Task' } } } });
       expect(noSummary.status).toBe(400);
       expect(noSummary.json).toEqual({ errorMessages: [], errors: { summary: 'You must specify a summary of the issue.' } });
@@ -576,7 +650,10 @@ describe('Jira sandbox: writes', () => {
 
     it('rejects fields that are not on the screen and reports project-required fields', async () => {
       const custom = await create({ customfield_12345: 'x' });
-      expect(custom.json).toEqual({ errorMessages: [], errors: { customfield_12345: "Field 'customfield_12345' cannot be set. It is not on the appropriate screen, or unknown." } });
+      expect(custom.json).toEqual({
+        errorMessages: [],
+        errors: { customfield_12345: "Field 'customfield_12345' cannot be set. It is not on the appropriate screen, or unknown." },
+      });
       const status = await create({ status: { name: 'Done' } });
       expect(status.json.errors.status).toBe("Field 'status' cannot be set. It is not on the appropriate screen, or unknown.");
       const opsVersions = await create({ project: { key: 'OPS' }, issuetype: { name: 'Incident' }, priority: { name: 'High' }, fixVersions: [] });
@@ -613,7 +690,9 @@ describe('Jira sandbox: writes', () => {
       expect(r.text).toBe('');
       expect(sim.issue('DEMO-2')).toMatchObject({ summary: 'Cart page v2', description: adf('New text'), labels: ['frontend', 'checkout'] });
       const changelog = await call(sim, 'GET', '/rest/api/3/issue/DEMO-2?fields=summary&expand=changelog');
-      expect(changelog.json.changelog.histories[0].items).toContainEqual(expect.objectContaining({ field: 'summary', fromString: 'Redesign the cart page', toString: 'Cart page v2' }));
+      expect(changelog.json.changelog.histories[0].items).toContainEqual(
+        expect.objectContaining({ field: 'summary', fromString: 'Redesign the cart page', toString: 'Cart page v2' }),
+      );
     });
 
     it('never accepts a field in both fields and update', async () => {
@@ -643,7 +722,10 @@ describe('Jira sandbox: writes', () => {
         body: { update: { comment: [{ add: { body: adf('via edit') } }], components: [{ add: { name: 'API' } }, { remove: { id: '10001' } }] } },
       });
       expect(r.status).toBe(204);
-      expect(sim.issue('DEMO-5')).toMatchObject({ components: ['API'], comments: [expect.objectContaining({ body: adf('via edit'), author: alice.accountId })] });
+      expect(sim.issue('DEMO-5')).toMatchObject({
+        components: ['API'],
+        comments: [expect.objectContaining({ body: adf('via edit'), author: alice.accountId })],
+      });
     });
   });
 
@@ -690,8 +772,11 @@ describe('Jira sandbox: writes', () => {
       const r = await call(sim, 'POST', '/rest/api/3/issue/demo-8/comment', { body: { body: adf('Fixed in main.') } });
       expect(r.status).toBe(201);
       expect(r.json).toMatchObject({
-        id: expect.any(String), body: adf('Fixed in main.'), author: { accountId: alice.accountId, displayName: 'Alice Admin', active: true },
-        created: '2025-11-20T10:30:00.000+0000', updated: '2025-11-20T10:30:00.000+0000',
+        id: expect.any(String),
+        body: adf('Fixed in main.'),
+        author: { accountId: alice.accountId, displayName: 'Alice Admin', active: true },
+        created: '2025-11-20T10:30:00.000+0000',
+        updated: '2025-11-20T10:30:00.000+0000',
       });
       expect(r.json.self).toBe(`${sim.url}/rest/api/3/issue/${sim.issue('DEMO-8')!.id}/comment/${r.json.id}`);
       expect(sim.issue('DEMO-8')!.comments.map((c) => c.body)).toEqual([adf('Fixed in main.')]);
@@ -700,7 +785,10 @@ describe('Jira sandbox: writes', () => {
     it('requires an ADF body', async () => {
       const plain = await call(sim, 'POST', '/rest/api/3/issue/DEMO-8/comment', { body: { body: 'plain' } });
       expect(plain.status).toBe(400);
-      expect(plain.json).toEqual({ errorMessages: [], errors: { comment: 'Operation value must be an Atlassian Document (see the Atlassian Document Format)' } });
+      expect(plain.json).toEqual({
+        errorMessages: [],
+        errors: { comment: 'Operation value must be an Atlassian Document (see the Atlassian Document Format)' },
+      });
       const empty = await call(sim, 'POST', '/rest/api/3/issue/DEMO-8/comment', { body: {} });
       expect(empty.json.errors.comment).toBe('Comment body can not be empty!');
       expect((await call(sim, 'POST', '/rest/api/3/issue/DEMO-404/comment', { body: { body: adf('x') } })).status).toBe(404);

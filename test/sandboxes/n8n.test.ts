@@ -98,7 +98,9 @@ describe('GET /api/v1/workflows', () => {
       expect(Object.keys(w)).toEqual(
         expect.arrayContaining(['id', 'name', 'active', 'isArchived', 'versionId', 'activeVersionId', 'triggerCount', 'createdAt', 'updatedAt']),
       );
-      expect(Object.keys(w)).toEqual(expect.arrayContaining(['nodes', 'connections', 'settings', 'staticData', 'pinData', 'meta', 'tags', 'shared', 'activeVersion']));
+      expect(Object.keys(w)).toEqual(
+        expect.arrayContaining(['nodes', 'connections', 'settings', 'staticData', 'pinData', 'meta', 'tags', 'shared', 'activeVersion']),
+      );
       expect(new Date(w.createdAt).toISOString()).toBe(w.createdAt);
       expect(w.settings).toMatchObject({ executionOrder: 'v1' });
       expect(w.active).toBe(w.activeVersionId !== null);
@@ -109,10 +111,21 @@ describe('GET /api/v1/workflows', () => {
         expect(w.activeVersion).toBeNull();
         expect(w.triggerCount).toBe(0);
       }
-      for (const tag of w.tags) expect(tag).toEqual({ id: expect.stringMatching(/^[A-Za-z0-9]{16}$/), name: expect.any(String), createdAt: expect.any(String), updatedAt: expect.any(String) });
+      for (const tag of w.tags)
+        expect(tag).toEqual({
+          id: expect.stringMatching(/^[A-Za-z0-9]{16}$/),
+          name: expect.any(String),
+          createdAt: expect.any(String),
+          updatedAt: expect.any(String),
+        });
       expect(w.shared[0]).toMatchObject({ role: 'workflow:owner', workflowId: w.id, projectId: expect.any(String) });
       for (const node of w.nodes) {
-        expect(node).toMatchObject({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), name: expect.any(String), type: expect.any(String), parameters: expect.any(Object) });
+        expect(node).toMatchObject({
+          id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+          name: expect.any(String),
+          type: expect.any(String),
+          parameters: expect.any(Object),
+        });
       }
     }
     const hello = page.data.find((w) => w.id === sim.ids.hello)!;
@@ -249,7 +262,10 @@ describe('GET /api/v1/workflows/{id}', () => {
 
   it('answers a member key with "Workflow with ID ... not found." or 403 for unshared workflows', async () => {
     const key = sim.memberApiKey;
-    expect(await api('/workflows/AAAAAAAAAAAAAAAA', { key })).toMatchObject({ status: 404, body: { message: 'Workflow with ID "AAAAAAAAAAAAAAAA" not found.' } });
+    expect(await api('/workflows/AAAAAAAAAAAAAAAA', { key })).toMatchObject({
+      status: 404,
+      body: { message: 'Workflow with ID "AAAAAAAAAAAAAAAA" not found.' },
+    });
     expect(await api(`/workflows/${sim.ids.hello}`, { key })).toMatchObject({ status: 403, body: { message: 'Forbidden' } });
     expect(await api(`/workflows/${sim.ids.lead}`, { key })).toMatchObject({ status: 200, body: { id: sim.ids.lead } });
     expect(await api(`/workflows/${sim.ids.hello}/activate`, { key, method: 'POST' })).toMatchObject({ status: 403, body: { message: 'Forbidden' } });
@@ -267,7 +283,10 @@ describe('activate / deactivate / delete', () => {
     const off = await api(`/workflows/${sim.ids.hello}/deactivate`, { method: 'POST' });
     expect(off).toMatchObject({ status: 200, body: { id: sim.ids.hello, active: false, activeVersionId: null, activeVersion: null, triggerCount: 0 } });
     expect(names(await list('active=false'))).toContain('Hello webhook');
-    expect(await hook('hello', postJson({}))).toMatchObject({ status: 404, json: { message: 'The requested webhook "POST hello" is not registered.', hint: PRODUCTION_HINT } });
+    expect(await hook('hello', postJson({}))).toMatchObject({
+      status: 404,
+      json: { message: 'The requested webhook "POST hello" is not registered.', hint: PRODUCTION_HINT },
+    });
 
     const on = await api(`/workflows/${sim.ids.hello}/activate`, { method: 'POST' });
     const body = on.body as N8nWorkflow;
@@ -433,7 +452,10 @@ describe('production webhooks', () => {
       const missing = await hook('secure-basic', postJson({}));
       expect(missing).toMatchObject({ status: 401, text: 'Authorization is required!' });
       expect(missing.headers.get('www-authenticate')).toBe('Basic realm="Webhook"');
-      expect(await hook('secure-basic', postJson({}, basic(sim.secrets.basicAuth.user, 'nope')))).toMatchObject({ status: 403, text: 'Authorization data is wrong!' });
+      expect(await hook('secure-basic', postJson({}, basic(sim.secrets.basicAuth.user, 'nope')))).toMatchObject({
+        status: 403,
+        text: 'Authorization data is wrong!',
+      });
       expect(await hook('secure-basic', postJson({}, { authorization: 'Bearer x' }))).toMatchObject({ status: 401 });
       const right = await hook('secure-basic', postJson({ ok: 1 }, basic(sim.secrets.basicAuth.user, sim.secrets.basicAuth.password)));
       expect(right).toMatchObject({ status: 200, json: { body: { ok: 1 } } });

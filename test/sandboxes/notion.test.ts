@@ -34,7 +34,12 @@ function expectError(answer: Answer, status: number, code: string, message?: str
 }
 
 const text = (content: string) => [{ text: { content } }];
-const titles = (results: any[]) => results.map((r) => (r.object === 'page' ? (Object.values(r.properties).find((p: any) => p.type === 'title') as any).title.map((t: any) => t.plain_text).join('') : r.title[0]?.plain_text));
+const titles = (results: any[]) =>
+  results.map((r) =>
+    r.object === 'page'
+      ? (Object.values(r.properties).find((p: any) => p.type === 'title') as any).title.map((t: any) => t.plain_text).join('')
+      : r.title[0]?.plain_text,
+  );
 const rowNames = (results: any[]) => results.map((r) => r.properties.Name.title.map((t: any) => t.plain_text).join('')).sort();
 
 describe('authentication and versions', () => {
@@ -60,7 +65,12 @@ describe('authentication and versions', () => {
   });
 
   it('answers invalid_request_url for data sources under an older version, and for unknown paths', async () => {
-    expectError(await call('GET', `/data_sources/${sim.ids.tasksDataSource}`, undefined, { 'notion-version': '2022-06-28' }), 400, 'invalid_request_url', 'Invalid request URL.');
+    expectError(
+      await call('GET', `/data_sources/${sim.ids.tasksDataSource}`, undefined, { 'notion-version': '2022-06-28' }),
+      400,
+      'invalid_request_url',
+      'Invalid request URL.',
+    );
     expectError(await call('POST', `/databases/${sim.ids.projectsDatabase}/query`, {}), 400, 'invalid_request_url', 'Invalid request URL.');
   });
 
@@ -132,7 +142,12 @@ describe('search', () => {
       'validation_error',
       'body failed validation: body.filter.value should be `"page"` or `"data_source"`, instead was `"database"`.',
     );
-    expectError(await call('POST', '/search', { page_size: 101 }), 400, 'validation_error', 'body failed validation: body.page_size should be ≤ `100`, instead was `101`.');
+    expectError(
+      await call('POST', '/search', { page_size: 101 }),
+      400,
+      'validation_error',
+      'body failed validation: body.page_size should be ≤ `100`, instead was `101`.',
+    );
     expectError(await call('POST', '/search', { start_cursor: 'nope' }), 400, 'validation_error', /body.start_cursor should be a valid uuid/);
   });
 });
@@ -150,14 +165,23 @@ describe('pages and blocks', () => {
       `Could not find page with ID: ${sim.ids.privatePage}. Make sure the relevant pages and databases are shared with your integration.`,
     );
     expectError(await call('GET', `/blocks/${sim.ids.privatePage}/children`), 404, 'object_not_found', /^Could not find block with ID/);
-    expectError(await call('GET', '/pages/not-a-uuid'), 400, 'validation_error', 'path failed validation: path.page_id should be a valid uuid, instead was `"not-a-uuid"`.');
+    expectError(
+      await call('GET', '/pages/not-a-uuid'),
+      400,
+      'validation_error',
+      'path failed validation: path.page_id should be a valid uuid, instead was `"not-a-uuid"`.',
+    );
   });
 
   it('lists block children one level at a time, paginated, with has_children', async () => {
     const first = await ok('GET', `/blocks/${sim.ids.welcomePage}/children?page_size=5`);
     expect(first).toMatchObject({ object: 'list', type: 'block', block: {}, has_more: true });
     expect(first.results.map((b: any) => b.type)).toEqual(['heading_1', 'paragraph', 'heading_2', 'bulleted_list_item', 'bulleted_list_item']);
-    expect(first.results[1].paragraph.rich_text.map((t: any) => [t.plain_text, t.annotations.bold, t.href])).toContainEqual(['API docs', false, 'https://developers.notion.com']);
+    expect(first.results[1].paragraph.rich_text.map((t: any) => [t.plain_text, t.annotations.bold, t.href])).toContainEqual([
+      'API docs',
+      false,
+      'https://developers.notion.com',
+    ]);
     const rest = await ok('GET', `/blocks/${sim.ids.welcomePage}/children?start_cursor=${first.next_cursor}`);
     const types = rest.results.map((b: any) => b.type);
     expect(types).toEqual(expect.arrayContaining(['to_do', 'toggle', 'code', 'quote', 'divider', 'child_page', 'child_database']));
@@ -188,8 +212,18 @@ describe('pages and blocks', () => {
 
   it('validates page creation like Notion', async () => {
     const parent = { page_id: sim.ids.welcomePage };
-    expectError(await call('POST', '/pages', { parent }), 400, 'validation_error', 'body failed validation: body.properties should be defined, instead was `undefined`.');
-    expectError(await call('POST', '/pages', { parent, properties: { Status: { select: { name: 'x' } } } }), 400, 'validation_error', 'Status is not a property that exists.');
+    expectError(
+      await call('POST', '/pages', { parent }),
+      400,
+      'validation_error',
+      'body failed validation: body.properties should be defined, instead was `undefined`.',
+    );
+    expectError(
+      await call('POST', '/pages', { parent, properties: { Status: { select: { name: 'x' } } } }),
+      400,
+      'validation_error',
+      'Status is not a property that exists.',
+    );
     const long = 'y'.repeat(2301);
     expectError(
       await call('POST', '/pages', { parent, properties: {}, children: [{ paragraph: { rich_text: text('ok') } }, { paragraph: { rich_text: text(long) } }] }),
@@ -211,7 +245,12 @@ describe('pages and blocks', () => {
     const page = sim.ids.meetingNotes[5];
     const linked = (url: string) => ({ paragraph: { rich_text: [{ type: 'text', text: { content: 'docs', link: { url } } }] } });
     for (const url of ['./setup.md', '#top', 'mailto:a@example.com', 'javascript:alert(1)', 'data:text/plain,hi', 'example.com/docs']) {
-      expectError(await call('PATCH', `/blocks/${page}/children`, { children: [linked(url)] }), 400, 'validation_error', 'Content creation Failed. Fix the following: \nInvalid URL for link.');
+      expectError(
+        await call('PATCH', `/blocks/${page}/children`, { children: [linked(url)] }),
+        400,
+        'validation_error',
+        'Content creation Failed. Fix the following: \nInvalid URL for link.',
+      );
     }
     expect((await ok('PATCH', `/blocks/${page}/children`, { children: [linked('https://example.com/docs')] })).results).toHaveLength(1);
   });
@@ -219,10 +258,25 @@ describe('pages and blocks', () => {
   it('appends at most 100 blocks, two levels deep, with valid languages', async () => {
     const page = sim.ids.meetingNotes[0];
     const para = { paragraph: { rich_text: text('p') } };
-    expectError(await call('PATCH', `/blocks/${page}/children`, { children: Array(101).fill(para) }), 400, 'validation_error', 'body failed validation: body.children.length should be ≤ `100`, instead was `101`.');
+    expectError(
+      await call('PATCH', `/blocks/${page}/children`, { children: Array(101).fill(para) }),
+      400,
+      'validation_error',
+      'body failed validation: body.children.length should be ≤ `100`, instead was `101`.',
+    );
     const deep = { bulleted_list_item: { rich_text: text('1'), children: [{ bulleted_list_item: { rich_text: text('2'), children: [para] } }] } };
-    expectError(await call('PATCH', `/blocks/${page}/children`, { children: [deep] }), 400, 'validation_error', /^body failed validation: body.children\[0\].bulleted_list_item.children\[0\].bulleted_list_item.children should be not present/);
-    expectError(await call('PATCH', `/blocks/${page}/children`, { children: [{ code: { rich_text: text('x'), language: 'klingon' } }] }), 400, 'validation_error', /body.children\[0\].code.language should be `"abap"`/);
+    expectError(
+      await call('PATCH', `/blocks/${page}/children`, { children: [deep] }),
+      400,
+      'validation_error',
+      /^body failed validation: body.children\[0\].bulleted_list_item.children\[0\].bulleted_list_item.children should be not present/,
+    );
+    expectError(
+      await call('PATCH', `/blocks/${page}/children`, { children: [{ code: { rich_text: text('x'), language: 'klingon' } }] }),
+      400,
+      'validation_error',
+      /body.children\[0\].code.language should be `"abap"`/,
+    );
     const added = await ok('PATCH', `/blocks/${page}/children`, { children: Array(100).fill(para) });
     expect(added).toMatchObject({ object: 'list', type: 'block' });
     expect(added.results).toHaveLength(100);
@@ -233,7 +287,12 @@ describe('pages and blocks', () => {
     const created = await ok('POST', '/pages', { parent: { page_id: sim.ids.welcomePage }, properties: { title: { title: text('Temp') } } });
     const trashed = await ok('PATCH', `/pages/${created.id}`, { in_trash: true });
     expect(trashed).toMatchObject({ in_trash: true, archived: true });
-    expectError(await call('PATCH', `/pages/${created.id}`, { properties: { title: { title: text('x') } } }), 400, 'validation_error', "Can't edit block that is archived. You must unarchive the block before editing.");
+    expectError(
+      await call('PATCH', `/pages/${created.id}`, { properties: { title: { title: text('x') } } }),
+      400,
+      'validation_error',
+      "Can't edit block that is archived. You must unarchive the block before editing.",
+    );
     expectError(await call('PATCH', `/blocks/${created.id}/children`, { children: [] }), 400, 'validation_error', /archived/);
     const search = await ok('POST', '/search', { query: 'Temp' });
     expect(search.results).toHaveLength(0);
@@ -249,7 +308,12 @@ describe('data source rows', () => {
       parent: { type: 'data_source_id', data_source_id: sim.ids.tasksDataSource.replace(/-/g, '') },
       properties: {
         Name: { title: text('Every type') },
-        Notes: { rich_text: [{ text: { content: 'see ', link: null } }, { text: { content: 'docs', link: { url: 'https://example.com' } }, annotations: { bold: true } }] },
+        Notes: {
+          rich_text: [
+            { text: { content: 'see ', link: null } },
+            { text: { content: 'docs', link: { url: 'https://example.com' } }, annotations: { bold: true } },
+          ],
+        },
         [estimateId]: { number: 13 },
         Priority: { select: { name: 'High' } },
         Tags: { multi_select: [{ name: 'docs' }, { name: 'brand-new' }] },
@@ -264,7 +328,10 @@ describe('data source rows', () => {
     expect(row.parent).toEqual({ type: 'data_source_id', data_source_id: sim.ids.tasksDataSource, database_id: sim.ids.projectsDatabase });
     const p = row.properties;
     expect(p.Name).toMatchObject({ id: 'title', type: 'title' });
-    expect(p.Notes.rich_text.map((t: any) => [t.plain_text, t.href, t.annotations.bold])).toEqual([['see ', null, false], ['docs', 'https://example.com', true]]);
+    expect(p.Notes.rich_text.map((t: any) => [t.plain_text, t.href, t.annotations.bold])).toEqual([
+      ['see ', null, false],
+      ['docs', 'https://example.com', true],
+    ]);
     expect(p.Estimate).toEqual({ id: estimateId, type: 'number', number: 13 });
     expect(p.Priority.select).toMatchObject({ name: 'High', color: 'red' });
     expect(p.Tags.multi_select.map((o: any) => o.name)).toEqual(['docs', 'brand-new']);
@@ -286,17 +353,47 @@ describe('data source rows', () => {
     expect(plain.properties.Status.status.name).toBe('Not started');
     expect(plain.properties.Priority.select).toBeNull();
     const bad = (properties: unknown) => call('POST', '/pages', { parent, properties });
-    expectError(await bad({ Nope: { rich_text: [] }, Estimate: { rich_text: [] } }), 400, 'validation_error', 'Nope is not a property that exists. Estimate is expected to be number.');
-    expectError(await bad({ Due: { date: { start: '2025-13-01' } } }), 400, 'validation_error', 'body failed validation: body.properties.Due.date.start should be a valid ISO 8601 date string, instead was `"2025-13-01"`.');
-    expectError(await bad({ Status: { status: { name: 'Blocked' } } }), 400, 'validation_error', 'Invalid status option. Status option "Blocked" does not exist".');
-    expectError(await bad({ Estimate: { number: '5' } }), 400, 'validation_error', 'body failed validation: body.properties.Estimate.number should be a number or `null`, instead was `"5"`.');
-    expectError(await bad({ Done: { checkbox: 'yes' } }), 400, 'validation_error', 'body failed validation: body.properties.Done.checkbox should be a boolean, instead was `"yes"`.');
+    expectError(
+      await bad({ Nope: { rich_text: [] }, Estimate: { rich_text: [] } }),
+      400,
+      'validation_error',
+      'Nope is not a property that exists. Estimate is expected to be number.',
+    );
+    expectError(
+      await bad({ Due: { date: { start: '2025-13-01' } } }),
+      400,
+      'validation_error',
+      'body failed validation: body.properties.Due.date.start should be a valid ISO 8601 date string, instead was `"2025-13-01"`.',
+    );
+    expectError(
+      await bad({ Status: { status: { name: 'Blocked' } } }),
+      400,
+      'validation_error',
+      'Invalid status option. Status option "Blocked" does not exist".',
+    );
+    expectError(
+      await bad({ Estimate: { number: '5' } }),
+      400,
+      'validation_error',
+      'body failed validation: body.properties.Estimate.number should be a number or `null`, instead was `"5"`.',
+    );
+    expectError(
+      await bad({ Done: { checkbox: 'yes' } }),
+      400,
+      'validation_error',
+      'body failed validation: body.properties.Done.checkbox should be a boolean, instead was `"yes"`.',
+    );
     expectError(await bad({ Tags: { multi_select: [{ name: 'a,b' }] } }), 400, 'validation_error', 'Invalid multi_select option, commas not allowed: a,b');
   });
 
   it('accepts a single-source database id as parent but not a multi-source one, and 404s a database id as data source', async () => {
     expectError(await call('POST', '/pages', { parent: { database_id: sim.ids.projectsDatabase }, properties: {} }), 400, 'validation_error', /2 data sources/);
-    expectError(await call('GET', `/data_sources/${sim.ids.projectsDatabase}`), 404, 'object_not_found', `Could not find data_source with ID: ${sim.ids.projectsDatabase}. Make sure the relevant pages and databases are shared with your integration.`);
+    expectError(
+      await call('GET', `/data_sources/${sim.ids.projectsDatabase}`),
+      404,
+      'object_not_found',
+      `Could not find data_source with ID: ${sim.ids.projectsDatabase}. Make sure the relevant pages and databases are shared with your integration.`,
+    );
     expectError(await call('GET', `/databases/${sim.ids.tasksDataSource}`), 404, 'object_not_found', /^Could not find database with ID/);
   });
 
@@ -306,7 +403,10 @@ describe('data source rows', () => {
     expect(updated.properties.Estimate.number).toBe(21);
     expect(updated.properties.Priority.select).toBeNull();
     // The id as Notion shows it is URL-encoded: decoded once, then encoded once by the query string.
-    const slim = await ok('GET', `/pages/${row}?filter_properties=title&filter_properties=${encodeURIComponent(decodeURIComponent(updated.properties.Estimate.id))}`);
+    const slim = await ok(
+      'GET',
+      `/pages/${row}?filter_properties=title&filter_properties=${encodeURIComponent(decodeURIComponent(updated.properties.Estimate.id))}`,
+    );
     expect(Object.keys(slim.properties).sort()).toEqual(['Estimate', 'Name']);
   });
 });
@@ -349,12 +449,22 @@ describe('templates', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(sim.blocks(page.id).map((b) => b.type)).toEqual(['heading_2', 'paragraph']);
     expectError(
-      await call('POST', '/pages', { parent: { data_source_id: sim.ids.tasksDataSource }, properties: {}, template: { type: 'default' }, children: [{ paragraph: { rich_text: [] } }] }),
+      await call('POST', '/pages', {
+        parent: { data_source_id: sim.ids.tasksDataSource },
+        properties: {},
+        template: { type: 'default' },
+        children: [{ paragraph: { rich_text: [] } }],
+      }),
       400,
       'validation_error',
       /^body failed validation: body.children should be not present/,
     );
-    expectError(await call('POST', '/pages', { parent: { data_source_id: sim.ids.tasksDataSource }, properties: {}, template: { type: 'template_id' } }), 400, 'validation_error', 'body failed validation: body.template.template_id should be defined, instead was `undefined`.');
+    expectError(
+      await call('POST', '/pages', { parent: { data_source_id: sim.ids.tasksDataSource }, properties: {}, template: { type: 'template_id' } }),
+      400,
+      'validation_error',
+      'body failed validation: body.template.template_id should be defined, instead was `undefined`.',
+    );
   });
 });
 
@@ -373,7 +483,11 @@ describe('data source query', () => {
     expect(onlySeed(await names({ property: 'Name', title: { starts_with: 'Set' } }))).toEqual(['Set up CI']);
     expect(onlySeed(await names({ property: 'Name', title: { ends_with: 'docs' } }))).toEqual(['Write API docs']);
     expect(onlySeed(await names({ property: 'Notes', rich_text: { is_empty: true } }))).toEqual(['Archive old tickets', 'Design landing page']);
-    expect(onlySeed(await names({ property: 'Notes', rich_text: { does_not_contain: 'e' } }))).toEqual(['Archive old tickets', 'Design landing page', 'Set up CI']);
+    expect(onlySeed(await names({ property: 'Notes', rich_text: { does_not_contain: 'e' } }))).toEqual([
+      'Archive old tickets',
+      'Design landing page',
+      'Set up CI',
+    ]);
     expect(onlySeed(await names({ property: 'Estimate', number: { greater_than: 4 } }))).toEqual(['Design landing page', 'Fix login bug']);
     expect(onlySeed(await names({ property: 'Estimate', number: { is_empty: true } }))).toEqual(['Archive old tickets']);
     expect(onlySeed(await names({ property: 'Priority', select: { equals: 'High' } }))).toEqual(['Fix login bug', 'Set up CI']);
@@ -387,14 +501,22 @@ describe('data source query', () => {
     expect(onlySeed(await names({ property: 'Link', url: { is_not_empty: true } }))).toEqual(['Write API docs']);
     expect(onlySeed(await names({ property: 'Contact', email: { equals: 'ada@example.com' } }))).toEqual(['Write API docs']);
     expect(onlySeed(await names({ timestamp: 'created_time', created_time: { before: '2025-06-02T12:30:00.000Z' } }))).toEqual([]);
-    expect(onlySeed(await names({ timestamp: 'created_time', created_time: { on_or_before: '2025-06-03T04:00:00.000Z' } }))).toEqual(['Fix login bug', 'Write API docs']);
+    expect(onlySeed(await names({ timestamp: 'created_time', created_time: { on_or_before: '2025-06-03T04:00:00.000Z' } }))).toEqual([
+      'Fix login bug',
+      'Write API docs',
+    ]);
   });
 
   it('combines filters with nested and/or', async () => {
     const filter = {
       or: [
         { property: 'Priority', select: { equals: 'Low' } },
-        { and: [{ property: 'Done', checkbox: { equals: false } }, { property: 'Tags', multi_select: { contains: 'backend' } }] },
+        {
+          and: [
+            { property: 'Done', checkbox: { equals: false } },
+            { property: 'Tags', multi_select: { contains: 'backend' } },
+          ],
+        },
       ],
     };
     expect(onlySeed(await names(filter))).toEqual(['Design landing page', 'Set up CI']);
@@ -403,7 +525,12 @@ describe('data source query', () => {
   });
 
   it('sorts by property and by timestamp, pages with cursors', async () => {
-    const sorted = await query({ sorts: [{ property: 'Priority', direction: 'ascending' }, { property: 'Name', direction: 'descending' }] });
+    const sorted = await query({
+      sorts: [
+        { property: 'Priority', direction: 'ascending' },
+        { property: 'Name', direction: 'descending' },
+      ],
+    });
     const seed = sorted.json.results.map((r: any) => r.properties.Name.title[0]?.plain_text).filter((n: string) => seedRows.includes(n));
     // Select sorts follow option order (High, Medium, Low); empty values come last.
     expect(seed).toEqual(['Set up CI', 'Fix login bug', 'Write API docs', 'Design landing page', 'Archive old tickets']);
@@ -420,35 +547,67 @@ describe('data source query', () => {
     expect(Object.keys(answer.json.results[0].properties).sort()).toEqual(['Name', 'Status']);
     // Encoded twice (what a client that does not decode Notion's ids first sends), the id matches nothing.
     expectError(await query({ page_size: 1 }, '?filter_properties=%253AUJq'), 400, 'validation_error', 'Could not find property with name or id: %3AUJq');
-    expectError(await query({ filter_properties: ['Name'] }), 400, 'validation_error', 'body failed validation: body.filter_properties should be not present, instead was `["Name"]`.');
+    expectError(
+      await query({ filter_properties: ['Name'] }),
+      400,
+      'validation_error',
+      'body failed validation: body.filter_properties should be not present, instead was `["Name"]`.',
+    );
   });
 
   it('reports unknown properties and type mismatches with Notion’s messages', async () => {
-    expectError(await query({ filter: { property: 'Nope', title: { equals: 'x' } } }), 400, 'validation_error', 'Could not find property with name or id: Nope');
+    expectError(
+      await query({ filter: { property: 'Nope', title: { equals: 'x' } } }),
+      400,
+      'validation_error',
+      'Could not find property with name or id: Nope',
+    );
     expectError(
       await query({ filter: { property: 'Status', select: { equals: 'Done' } } }),
       400,
       'validation_error',
       'The property type in the database does not match the property type of the filter provided: database property status does not match filter select',
     );
-    expectError(await query({ sorts: [{ property: 'Nope', direction: 'ascending' }] }), 400, 'validation_error', 'Could not find sort property with name or id: Nope');
-    expectError(await query({ filter: { property: 'Estimate', number: { equals: '3' } } }), 400, 'validation_error', 'body failed validation: body.filter.number.equals should be a number, instead was `"3"`.');
+    expectError(
+      await query({ sorts: [{ property: 'Nope', direction: 'ascending' }] }),
+      400,
+      'validation_error',
+      'Could not find sort property with name or id: Nope',
+    );
+    expectError(
+      await query({ filter: { property: 'Estimate', number: { equals: '3' } } }),
+      400,
+      'validation_error',
+      'body failed validation: body.filter.number.equals should be a number, instead was `"3"`.',
+    );
   });
 });
 
 describe('databases and data sources', () => {
   it('retrieves a database without schema but with its data sources', async () => {
     const db = await ok('GET', `/databases/${sim.ids.projectsDatabase}`);
-    expect(db).toMatchObject({ object: 'database', is_inline: false, in_trash: false, archived: false, parent: { type: 'page_id', page_id: sim.ids.welcomePage } });
+    expect(db).toMatchObject({
+      object: 'database',
+      is_inline: false,
+      in_trash: false,
+      archived: false,
+      parent: { type: 'page_id', page_id: sim.ids.welcomePage },
+    });
     expect(db.properties).toBeUndefined();
     expect(db.data_sources).toEqual([
       { id: sim.ids.tasksDataSource, name: 'Tasks' },
       { id: sim.ids.milestonesDataSource, name: 'Milestones' },
     ]);
     const ds = await ok('GET', `/data_sources/${sim.ids.tasksDataSource}`);
-    expect(ds).toMatchObject({ object: 'data_source', parent: { type: 'database_id', database_id: sim.ids.projectsDatabase }, database_parent: { type: 'page_id', page_id: sim.ids.welcomePage } });
+    expect(ds).toMatchObject({
+      object: 'data_source',
+      parent: { type: 'database_id', database_id: sim.ids.projectsDatabase },
+      database_parent: { type: 'page_id', page_id: sim.ids.welcomePage },
+    });
     const types = Object.values(ds.properties).map((p: any) => p.type);
-    expect(types).toEqual(expect.arrayContaining(['title', 'rich_text', 'number', 'select', 'multi_select', 'date', 'checkbox', 'status', 'people', 'url', 'email']));
+    expect(types).toEqual(
+      expect.arrayContaining(['title', 'rich_text', 'number', 'select', 'multi_select', 'date', 'checkbox', 'status', 'people', 'url', 'email']),
+    );
     expect(ds.properties.Status.status.groups.map((g: any) => g.name)).toEqual(['To-do', 'In progress', 'Complete']);
     expectError(await call('GET', `/databases/${sim.ids.privateDatabase}`), 404, 'object_not_found', /^Could not find database with ID/);
   });
@@ -466,9 +625,18 @@ describe('databases and data sources', () => {
     expect(created.data_sources).toHaveLength(1);
     const ds = await ok('GET', `/data_sources/${created.data_sources[0].id}`);
     expect(ds.properties.Severity.select.options).toEqual([expect.objectContaining({ name: 'S1', color: 'red' })]);
-    expectError(await call('POST', '/databases', { parent: { page_id: sim.ids.welcomePage }, properties: { Name: { title: {} } } }), 400, 'validation_error', /body.properties should be not present/);
+    expectError(
+      await call('POST', '/databases', { parent: { page_id: sim.ids.welcomePage }, properties: { Name: { title: {} } } }),
+      400,
+      'validation_error',
+      /body.properties should be not present/,
+    );
 
-    const moved = await ok('PATCH', `/databases/${created.id}`, { title: text('Bug tracker'), parent: { type: 'page_id', page_id: sim.ids.gettingStartedPage }, is_inline: false });
+    const moved = await ok('PATCH', `/databases/${created.id}`, {
+      title: text('Bug tracker'),
+      parent: { type: 'page_id', page_id: sim.ids.gettingStartedPage },
+      is_inline: false,
+    });
     expect(moved).toMatchObject({ is_inline: false, parent: { page_id: sim.ids.gettingStartedPage } });
     expect(moved.title[0].plain_text).toBe('Bug tracker');
     const children = await ok('GET', `/blocks/${sim.ids.gettingStartedPage}/children`);

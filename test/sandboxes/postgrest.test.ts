@@ -74,7 +74,12 @@ describe('gateway and keys', () => {
     const viaQuery = await call('GET', `/todos?apikey=${encodeURIComponent(sim.anonKey)}&select=id`, { key: null });
     expect(viaQuery.status).toBe(200);
     expect(viaQuery.json).toHaveLength(3);
-    for (const [key, rows] of [[sim.anonKey, 3], [sim.publishableKey, 3], [sim.serviceRoleKey, 5], [sim.secretKey, 5]] as const) {
+    for (const [key, rows] of [
+      [sim.anonKey, 3],
+      [sim.publishableKey, 3],
+      [sim.serviceRoleKey, 5],
+      [sim.secretKey, 5],
+    ] as const) {
       const reply = await call('GET', '/todos', { key, headers: { authorization: `Bearer ${key}` } });
       expect(reply.json, key).toHaveLength(rows);
     }
@@ -90,7 +95,10 @@ describe('gateway and keys', () => {
     const signature = await call('GET', '/todos', { key: sim.anonKey, headers: { authorization: `Bearer ${forged}` } });
     expectError(signature, 401, { code: 'PGRST301', message: 'JWT cryptographic operation failed' });
     const expired = sim.signJwt({ role: 'authenticated', sub: 'alice', exp: Math.floor(Date.now() / 1000) - 10 });
-    expectError(await call('GET', '/todos', { key: sim.anonKey, headers: { authorization: `Bearer ${expired}` } }), 401, { code: 'PGRST303', message: 'JWT expired' });
+    expectError(await call('GET', '/todos', { key: sim.anonKey, headers: { authorization: `Bearer ${expired}` } }), 401, {
+      code: 'PGRST303',
+      message: 'JWT expired',
+    });
   });
 
   it('a JWT with an unknown role gets 401 22023 from Postgres', async () => {
@@ -167,7 +175,12 @@ describe('horizontal filters', () => {
     expect(await names([['born', 'lt.1970-01-01']])).toEqual(['dot.name', 'null']);
     expect(await names([['score', 'gte.92.25']])).toEqual(['Williams, Mary', 'dot.name']);
     expect((await names([['name', 'neq.Hebdon, John']])).includes('Hebdon, John')).toBe(false);
-    expect(await names([['active', 'eq.false'], ['age', 'lt.30']])).toEqual(["O'Brien (Jr.)", 'Zoë Ünicode 日本', '']);
+    expect(
+      await names([
+        ['active', 'eq.false'],
+        ['age', 'lt.30'],
+      ]),
+    ).toEqual(["O'Brien (Jr.)", 'Zoë Ünicode 日本', '']);
   });
 
   it('takes everything after <op>. literally, quotes included', async () => {
@@ -195,7 +208,7 @@ describe('horizontal filters', () => {
   it('matches in lists with quoting rules', async () => {
     expect(await names([['name', 'in.("Hebdon, John","Williams, Mary")']])).toEqual(['Hebdon, John', 'Williams, Mary']);
     expect(await names([['name', 'in.("\\"Quoted\\" Name","back\\\\slash")']])).toEqual(['"Quoted" Name', 'back\\slash']);
-    expect(await names([['name', 'in.(dot.name,null,O\'Brien (Jr.)']])).toEqual(['dot.name', 'null']);
+    expect(await names([['name', "in.(dot.name,null,O'Brien (Jr.)"]])).toEqual(['dot.name', 'null']);
     expect(await names([['name', 'in.(" leading space","")']])).toEqual(['', ' leading space']);
     expect(await names([['age', 'in.(18,41)']])).toEqual(['Hebdon, John', 'back\\slash']);
     // PostgREST collapses a lone empty element to the empty list.
@@ -213,7 +226,12 @@ describe('horizontal filters', () => {
 
   it('negates with not. and combines or/and trees with quoted values', async () => {
     expect((await names([['active', 'not.is.null']])).length).toBe(11);
-    expect(await names([['age', 'not.lt.60'], ['name', 'not.eq.null']])).toEqual(['dot.name']);
+    expect(
+      await names([
+        ['age', 'not.lt.60'],
+        ['name', 'not.eq.null'],
+      ]),
+    ).toEqual(['dot.name']);
     expect(await names([['or', '(name.eq."Hebdon, John",name.eq."O\'Brien (Jr.)",age.eq.64)']])).toEqual(['Hebdon, John', "O'Brien (Jr.)", 'dot.name']);
     expect(await names([['or', '(name.in.("Williams, Mary","\\"Quoted\\" Name"),and(age.gt.60,name.neq.null))']])).toEqual([
       'Williams, Mary',
@@ -221,14 +239,19 @@ describe('horizontal filters', () => {
       'dot.name',
     ]);
     expect(await names([['and', '(age.gte.40,age.lte.50)']])).toEqual(['Hebdon, John', '100% real']);
-    expect((await names([['not.or', '(age.lt.60,age.is.null)']]))).toEqual(['dot.name', 'null']);
+    expect(await names([['not.or', '(age.lt.60,age.is.null)']])).toEqual(['dot.name', 'null']);
     expect(await names([['or', '(name.like.*日本,name.ilike."*JOHN*")']])).toEqual(['Hebdon, John', 'Zoë Ünicode 日本']);
   });
 
   it('supports quantified like, isdistinct, match and full-text operators', async () => {
     expect(await names([['name', 'like(any).{dot*,star*}']])).toEqual(['dot.name', 'star*name']);
     expect(await names([['name', 'ilike(all).{*A*,*E*}']])).toEqual(['"Quoted" Name', 'dot.name', '100% real', 'star*name', ' leading space']);
-    expect(await names([['active', 'isdistinct.true'], ['age', 'lt.25']])).toEqual(['back\\slash', 'Zoë Ünicode 日本', '']);
+    expect(
+      await names([
+        ['active', 'isdistinct.true'],
+        ['age', 'lt.25'],
+      ]),
+    ).toEqual(['back\\slash', 'Zoë Ünicode 日本', '']);
     expect(await names([['name', 'match.^[A-Z][a-z]+, ']])).toEqual(['Hebdon, John', 'Williams, Mary']);
     expect(await names([['name', 'imatch.^z']])).toEqual(['Zoë Ünicode 日本']);
     expect(await names([['name', 'fts(simple).john']])).toEqual(['Hebdon, John']);
@@ -238,28 +261,54 @@ describe('horizontal filters', () => {
 
 describe('select, order and paging', () => {
   it('selects columns, *, aliases and casts', async () => {
-    const reply = await get('contacts', [['select', 'id,who:name,age::text,score'], ['id', 'eq.1']]);
+    const reply = await get('contacts', [
+      ['select', 'id,who:name,age::text,score'],
+      ['id', 'eq.1'],
+    ]);
     expect(reply.json).toEqual([{ id: 1, who: 'Hebdon, John', age: '41', score: 88.5 }]);
     expect(reply.text).toContain('"score":88.50');
-    const star = await get('todos', [['select', '*'], ['id', 'eq.1']]);
+    const star = await get('todos', [
+      ['select', '*'],
+      ['id', 'eq.1'],
+    ]);
     expect(star.json).toEqual([{ id: 1, title: 'Buy milk', done: false, owner: 'public' }]);
-    expect((await get('todos', [['select', ''], ['id', 'eq.1']])).json).toEqual([{}]);
+    expect(
+      (
+        await get('todos', [
+          ['select', ''],
+          ['id', 'eq.1'],
+        ])
+      ).json,
+    ).toEqual([{}]);
   });
 
   it('orders by several columns with nulls placement', async () => {
-    const reply = await get('contacts', [['select', 'active,id'], ['order', 'active.desc.nullslast,id.desc'], ['limit', '4']]);
+    const reply = await get('contacts', [
+      ['select', 'active,id'],
+      ['order', 'active.desc.nullslast,id.desc'],
+      ['limit', '4'],
+    ]);
     expect(reply.json).toEqual([
       { active: true, id: 12 },
       { active: true, id: 10 },
       { active: true, id: 8 },
       { active: true, id: 6 },
     ]);
-    const nullsFirst = await get('contacts', [['select', 'id'], ['order', 'age.asc.nullsfirst'], ['limit', '2']]);
+    const nullsFirst = await get('contacts', [
+      ['select', 'id'],
+      ['order', 'age.asc.nullsfirst'],
+      ['limit', '2'],
+    ]);
     expect(nullsFirst.json).toEqual([{ id: 14 }, { id: 11 }]);
   });
 
   it('pages with limit/offset and the Range header, with Content-Range', async () => {
-    const page = await get('todos', [['select', 'id'], ['order', 'id'], ['limit', '2'], ['offset', '1']]);
+    const page = await get('todos', [
+      ['select', 'id'],
+      ['order', 'id'],
+      ['limit', '2'],
+      ['offset', '1'],
+    ]);
     expect(page.status).toBe(200);
     expect(page.json).toEqual([{ id: 2 }, { id: 3 }]);
     expect(page.headers.get('content-range')).toBe('1-2/*');
@@ -288,7 +337,12 @@ describe('select, order and paging', () => {
   it('answers 416 PGRST103 for an offset beyond the total', async () => {
     const reply = await call('GET', '/todos?offset=9', { headers: { prefer: 'count=exact' } });
     expect(reply.status).toBe(416);
-    expect(reply.json).toEqual({ code: 'PGRST103', details: 'An offset of 9 was requested, but there are only 5 rows.', hint: null, message: 'Requested range not satisfiable' });
+    expect(reply.json).toEqual({
+      code: 'PGRST103',
+      details: 'An offset of 9 was requested, but there are only 5 rows.',
+      hint: null,
+      message: 'Requested range not satisfiable',
+    });
     expect(reply.headers.get('content-range')).toBe('*/5');
     expect((await call('GET', '/todos?offset=9')).json).toEqual([]);
   });
@@ -334,9 +388,15 @@ describe('inserts', () => {
   it('inserts a bulk array whose objects share keys, and refuses differing keys with PGRST102', async () => {
     const rep = await call('POST', '/contacts?select=name,age', {
       headers: { prefer: 'return=representation' },
-      body: [{ name: 'A, (b)', age: 1 }, { age: 2, name: 'ü "q"' }],
+      body: [
+        { name: 'A, (b)', age: 1 },
+        { age: 2, name: 'ü "q"' },
+      ],
     });
-    expect(rep.json).toEqual([{ name: 'A, (b)', age: 1 }, { name: 'ü "q"', age: 2 }]);
+    expect(rep.json).toEqual([
+      { name: 'A, (b)', age: 1 },
+      { name: 'ü "q"', age: 2 },
+    ]);
     const mismatch = await call('POST', '/contacts', { body: [{ name: 'x' }, { name: 'y', age: 3 }] });
     expectError(mismatch, 400, { code: 'PGRST102', message: 'All object keys must match' });
   });
@@ -344,16 +404,29 @@ describe('inserts', () => {
   it('with columns= fills missing keys with NULL, or the default with missing=default, and ignores other keys', async () => {
     const nulls = await call('POST', '/todo_notes?columns=todo_id,body&select=todo_id,body', {
       headers: { prefer: 'return=representation' },
-      body: [{ todo_id: 1, body: 'a' }, { todo_id: 2, body: 'b', ignored: 'x' }],
+      body: [
+        { todo_id: 1, body: 'a' },
+        { todo_id: 2, body: 'b', ignored: 'x' },
+      ],
     });
-    expect(nulls.json).toEqual([{ todo_id: 1, body: 'a' }, { todo_id: 2, body: 'b' }]);
+    expect(nulls.json).toEqual([
+      { todo_id: 1, body: 'a' },
+      { todo_id: 2, body: 'b' },
+    ]);
     const missingTitle = await call('POST', '/todos?columns="title","done"', { body: [{ title: 'c1' }, { title: 'c2', done: true }] });
-    expectError(missingTitle, 400, { code: '23502', message: 'null value in column "done" of relation "todos" violates not-null constraint', details: expect.any(String) });
+    expectError(missingTitle, 400, {
+      code: '23502',
+      message: 'null value in column "done" of relation "todos" violates not-null constraint',
+      details: expect.any(String),
+    });
     const defaults = await call('POST', '/todos?columns="title","done"&select=title,done', {
       headers: { prefer: 'return=representation,missing=default' },
       body: [{ title: 'c1' }, { title: 'c2', done: true }],
     });
-    expect(defaults.json).toEqual([{ title: 'c1', done: false }, { title: 'c2', done: true }]);
+    expect(defaults.json).toEqual([
+      { title: 'c1', done: false },
+      { title: 'c2', done: true },
+    ]);
   });
 
   it('refuses unknown body keys and columns= entries with PGRST204, bad JSON with PGRST102', async () => {
@@ -392,7 +465,10 @@ describe('updates and deletes', () => {
   });
 
   it('refuses PATCH and DELETE without any filter (pg-safeupdate) and changes nothing', async () => {
-    expect(await call('DELETE', '/todos')).toMatchObject({ status: 400, json: { code: '21000', details: null, hint: null, message: 'DELETE requires a WHERE clause' } });
+    expect(await call('DELETE', '/todos')).toMatchObject({
+      status: 400,
+      json: { code: '21000', details: null, hint: null, message: 'DELETE requires a WHERE clause' },
+    });
     expect(await call('PATCH', '/todos?select=id', { body: { done: true } })).toMatchObject({
       status: 400,
       json: { code: '21000', details: null, hint: null, message: 'UPDATE requires a WHERE clause' },
@@ -435,7 +511,11 @@ describe('error bodies', () => {
 
   it('42703 for unknown columns in select, filter and order', async () => {
     expectError(await call('GET', '/todos?select=id,banana'), 400, { code: '42703', message: 'column todos.banana does not exist' });
-    expectError(await call('GET', '/todos?titl=eq.x'), 400, { code: '42703', message: 'column todos.titl does not exist', hint: 'Perhaps you meant to reference the column "todos.title".' });
+    expectError(await call('GET', '/todos?titl=eq.x'), 400, {
+      code: '42703',
+      message: 'column todos.titl does not exist',
+      hint: 'Perhaps you meant to reference the column "todos.title".',
+    });
     expectError(await call('GET', '/todos?order=banana.desc'), 400, { code: '42703', message: 'column todos.banana does not exist' });
   });
 
@@ -451,9 +531,17 @@ describe('error bodies', () => {
       message: 'insert or update on table "todo_notes" violates foreign key constraint "todo_notes_todo_id_fkey"',
     });
     const notNull = await call('POST', '/todos', { body: { title: null } });
-    expectError(notNull, 400, { code: '23502', message: 'null value in column "title" of relation "todos" violates not-null constraint', details: expect.any(String) });
+    expectError(notNull, 400, {
+      code: '23502',
+      message: 'null value in column "title" of relation "todos" violates not-null constraint',
+      details: expect.any(String),
+    });
     const check = await call('PATCH', '/contacts?id=eq.1', { body: { age: -1 } });
-    expectError(check, 400, { code: '23514', message: 'new row for relation "contacts" violates check constraint "contacts_age_check"', details: expect.any(String) });
+    expectError(check, 400, {
+      code: '23514',
+      message: 'new row for relation "contacts" violates check constraint "contacts_age_check"',
+      details: expect.any(String),
+    });
   });
 
   it('22P02 for a value of the wrong type, in a filter or a body', async () => {
@@ -474,8 +562,14 @@ describe('error bodies', () => {
     });
     const tree = await call('GET', `/todos?or=${encodeURIComponent('(id.eq.1,title.eq.x')}`);
     expect(tree.json).toMatchObject({ code: 'PGRST100', message: '"failed to parse logic tree ((id.eq.1,title.eq.x)" (line 1, column 22)' });
-    expect((await call('GET', '/todos?order=id.sideways')).json).toMatchObject({ code: 'PGRST100', message: '"failed to parse order (id.sideways)" (line 1, column 3)' });
-    expect((await call('GET', '/todos?select=id,,title')).json).toMatchObject({ code: 'PGRST100', message: '"failed to parse select parameter (id,,title)" (line 1, column 4)' });
+    expect((await call('GET', '/todos?order=id.sideways')).json).toMatchObject({
+      code: 'PGRST100',
+      message: '"failed to parse order (id.sideways)" (line 1, column 3)',
+    });
+    expect((await call('GET', '/todos?select=id,,title')).json).toMatchObject({
+      code: 'PGRST100',
+      message: '"failed to parse select parameter (id,,title)" (line 1, column 4)',
+    });
     expect((await call('GET', '/todos?columns=')).status).toBe(400);
   });
 

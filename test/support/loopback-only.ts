@@ -36,8 +36,10 @@ dns.promises.lookup = (async (hostname: string, options?: unknown) => {
 const realConnect = net.Socket.prototype.connect as (...args: unknown[]) => net.Socket;
 net.Socket.prototype.connect = function connect(this: net.Socket, ...args: unknown[]) {
   const first = Array.isArray(args[0]) ? args[0][0] : args[0];
-  const host = typeof first === 'object' && first !== null ? (first as { host?: string; path?: string }).host : typeof args[1] === 'string' ? args[1] : undefined;
+  const host =
+    typeof first === 'object' && first !== null ? (first as { host?: string; path?: string }).host : typeof args[1] === 'string' ? args[1] : undefined;
   const isPipe = typeof first === 'object' && first !== null && Boolean((first as { path?: string }).path);
-  if (!isPipe && host && net.isIP(host) && !isLoopback(host)) throw new Error(`test network safety net: connection to ${host} blocked (tests reach loopback only)`);
+  if (!isPipe && host && net.isIP(host) && !isLoopback(host))
+    throw new Error(`test network safety net: connection to ${host} blocked (tests reach loopback only)`);
   return realConnect.apply(this, args);
 } as typeof net.Socket.prototype.connect;

@@ -12,7 +12,11 @@ export interface TestService extends RunningService {
   logs: string[];
   config: Config;
   /** Calls the service's HTTP API; `token` goes in Authorization: Bearer. */
-  call(method: string, path: string, opts?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  call(
+    method: string,
+    path: string,
+    opts?: { token?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: any; headers: Headers }>;
 }
 
 /** Starts the service; env entries override the test defaults (in-memory store, loopback allowed). */

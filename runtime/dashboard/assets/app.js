@@ -56,19 +56,24 @@ function formBody(form) {
     }
     const text = el.value.trim();
     if (text === '') continue;
-    if (el.dataset.pattern && !new RegExp(el.dataset.pattern, 'u').test(text)) throw new FieldProblem(el, el.dataset.patternMessage || 'This value has the wrong form');
+    if (el.dataset.pattern && !new RegExp(el.dataset.pattern, 'u').test(text))
+      throw new FieldProblem(el, el.dataset.patternMessage || 'This value has the wrong form');
     let value = text;
     switch (el.dataset.type) {
       case 'number':
       case 'integer':
         value = Number(text);
-        if (!Number.isFinite(value) || (el.dataset.type === 'integer' && !Number.isInteger(value))) throw new FieldProblem(el, `Enter ${el.dataset.type === 'integer' ? 'a whole number' : 'a number'}`);
+        if (!Number.isFinite(value) || (el.dataset.type === 'integer' && !Number.isInteger(value)))
+          throw new FieldProblem(el, `Enter ${el.dataset.type === 'integer' ? 'a whole number' : 'a number'}`);
         break;
       case 'boolean':
         value = text === 'true';
         break;
       case 'lines':
-        value = text.split('\n').map((l) => l.trim()).filter(Boolean);
+        value = text
+          .split('\n')
+          .map((l) => l.trim())
+          .filter(Boolean);
         break;
       case 'json':
         try {
@@ -82,7 +87,8 @@ function formBody(form) {
     }
     setPath(body, el.name, value);
   }
-  for (const [name, list] of Object.entries(body)) if (Array.isArray(list) && list.length === 0 && form.querySelector(`[name="${name}"][data-type="list"]`)) delete body[name];
+  for (const [name, list] of Object.entries(body))
+    if (Array.isArray(list) && list.length === 0 && form.querySelector(`[name="${name}"][data-type="list"]`)) delete body[name];
   return body;
 }
 
@@ -122,7 +128,8 @@ async function after(el, result) {
   const then = el.dataset.then || 'reload';
   if (then === 'reload') return location.reload();
   if (then.startsWith('go:')) return location.assign(fill(then.slice(3), result.body));
-  if (then === 'next') return location.assign(new URLSearchParams(location.search).get('next')?.match(/^\/(?![/\\])/) ? new URLSearchParams(location.search).get('next') : '/');
+  if (then === 'next')
+    return location.assign(new URLSearchParams(location.search).get('next')?.match(/^\/(?![/\\])/) ? new URLSearchParams(location.search).get('next') : '/');
   // The OAuth decision: back to the application (its redirect URI), wherever that is.
   if (then === 'redirect') return location.assign(result.body.redirect_to);
   if (then === 'reveal') return reveal(el.dataset.revealTitle || 'Copy it now', result.body.key ?? result.body.token);
@@ -130,7 +137,9 @@ async function after(el, result) {
     const out = el.closest('[data-verify-scope]')?.querySelector('[data-verify-result]');
     const b = result.body;
     out.className = `alert ${b.verified ? 'ok' : 'error'}`;
-    out.textContent = b.verified ? `Verified: ${b.detail ?? 'the provider accepted these credentials.'}` : `Not verified: ${b.error?.message ?? 'the provider refused the credentials'}${b.error?.provider_status ? ` (HTTP ${b.error.provider_status})` : ''}`;
+    out.textContent = b.verified
+      ? `Verified: ${b.detail ?? 'the provider accepted these credentials.'}`
+      : `Not verified: ${b.error?.message ?? 'the provider refused the credentials'}${b.error?.provider_status ? ` (HTTP ${b.error.provider_status})` : ''}`;
   }
 }
 
