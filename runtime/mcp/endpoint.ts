@@ -33,7 +33,8 @@ export interface McpEndpointOptions {
   /** How long modern clients may cache tools/list. */
   toolsTtlMs: number;
   serverInfo: { name: string; title: string; version: string };
-  instructions?: string;
+  /** Said to clients at initialize (read at each answer: it may name the providers of a reloaded catalog). */
+  instructions?: () => string;
   /** The protected resource metadata URL of a server, named in every 401 (RFC 9728 section 5.1). */
   resourceMetadataUrl: (serverId: string) => string;
   /** The OAuth scope a client should ask for, named in every 401. */
@@ -189,11 +190,11 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
           protocolVersion: version,
           capabilities: CAPABILITIES,
           serverInfo: opts.serverInfo,
-          ...(opts.instructions ? { instructions: opts.instructions } : {}),
+          ...(opts.instructions ? { instructions: opts.instructions() } : {}),
         };
       }
       case 'server/discover':
-        return { supportedVersions: [...MODERN_VERSIONS], capabilities: CAPABILITIES, ...(opts.instructions ? { instructions: opts.instructions } : {}) };
+        return { supportedVersions: [...MODERN_VERSIONS], capabilities: CAPABILITIES, ...(opts.instructions ? { instructions: opts.instructions() } : {}) };
       case 'tools/list':
         return listTools(exchange, params);
       case 'tools/call':

@@ -1,0 +1,112 @@
+// The service's parts, built once at start from the config, the store and the tool catalog: the outbound
+// HTTP clients, the engine, every repository and the call pipeline. Nothing here listens or runs on a timer.
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { Accounts, Vault, parseMasterKey } from './accounts/accounts.ts';
+import { ApiKeys } from './access/keys.ts';
+import { Owners } from './access/owners.ts';
+import { KeyRateLimiter } from './access/rate-limit.ts';
+import { Sessions } from './access/sessions.ts';
+import { SignInLimits } from './access/sign-in-limits.ts';
+import type { ApiDeps } from './api/context.ts';
+import { Credits } from './billing/credits.ts';
+import { Ledger } from './billing/ledger.ts';
+import type { Config } from './config.ts';
+import { Engine } from './engine/engine.ts';
+import { type HttpClient, createHttpClient } from './http/client.ts';
+import type { Logger } from './log.ts';
+import { Metrics } from './metrics.ts';
+import { METADATA_FETCH_LIMITS, OAuthClients } from './oauth/clients.ts';
+import { OAuthGrants } from './oauth/grants.ts';
+import { CallPipeline } from './pipeline/call-pipeline.ts';
+import { generatedSecret, randomToken } from './secrets.ts';
+import { CustomTools } from './servers/custom-tools.ts';
+import { Servers } from './servers/servers.ts';
+import type { Store } from './store/port.ts';
+import type { LiveCatalog } from './toolspec/live.ts';
+
+export interface Components extends ApiDeps {
+  store: Store;
+  catalog: LiveCatalog;
+  pipeline: CallPipeline;
+  metrics: Metrics;
+  /** The outbound clients, closed at shutdown. */
+  http: HttpClient[];
+}
+
+/** The master key (encrypting stored accounts) and the operator token: from the config, or generated once into DATA_DIR. */
+export async function serviceSecrets(config: Config, store: Store): Promise<{ masterKey: string; operatorToken: string }> {
+  if (store.kind === 'mongodb' && !config.masterKey) {
+    throw new Error('MASTER_KEY is required with MONGODB_URL: every instance must decrypt the same accounts');
+  }
+  const secretFile = (file: string, make: () => string) => (config.inMemory ? Promise.resolve(make()) : generatedSecret(config.dataDir, file, make));
+  return {
+    masterKey: config.masterKey ?? (await secretFile('master.key', () => randomBytes(32).toString('hex'))),
+    operatorToken: config.operatorToken ?? (await secretFile('operator-token', () => randomToken('mcpop_'))),
+  };
+}
+
+export async function buildComponents(
+  config: Config,
+  store: Store,
+  catalog: LiveCatalog,
+  secrets: { masterKey: string; operatorToken: string },
+  logger: Logger,
+): Promise<Components> {
+  const ca = config.outboundCaFile ? await readFile(config.outboundCaFile, 'utf8') : undefined;
+  const http = createHttpClient({
+    timeoutMs: config.upstreamTimeoutMs,
+    maxResponseBytes: config.maxResponseBytes,
+    allow: config.allowPrivateNetworks,
+    retries: 2,
+    maxRetryAfterMs: 3000,
+    ca,
+  });
+  // OAuth client ID metadata documents: the same guard, no retries, a small document only.
+  const metadataHttp = createHttpClient({ ...METADATA_FETCH_LIMITS, allow: config.allowPrivateNetworks, retries: 0, maxRetryAfterMs: 0, ca });
+  const engine = new Engine(http, { defaultTimeoutMs: config.upstreamTimeoutMs });
+  const keys = new ApiKeys(store, config.keyCacheMs);
+  const servers = new Servers(store, config.keyCacheMs);
+  const tools = new CustomTools(store, catalog, config.keyCacheMs);
+  const accounts = new Accounts(store, catalog, new Vault(parseMasterKey(secrets.masterKey)), config.keyCacheMs);
+  const credits = new Credits(store);
+  const oauth = {
+    clients: new OAuthClients(store, metadataHttp),
+    grants: new OAuthGrants(store, {
+      accessMs: config.oauthAccessMinutes * 60_000,
+      refreshMs: config.oauthRefreshDays * 86_400_000,
+      cacheMs: config.keyCacheMs,
+    }),
+  };
+  // The embedded store keeps every document in memory: there the ledger keeps at most LEDGER_MAX_RECORDS
+  // records (older ones live on as hourly aggregates).
+  const ledger = new Ledger(store, credits, {
+    maxRecords: store.kind === 'embedded' ? config.ledgerMaxRecords : Infinity,
+    onBackgroundError: (err) => logger.error({ err }, 'ledger housekeeping failed'),
+  });
+  const metrics = new Metrics();
+  const rateLimiter = new KeyRateLimiter(config.rateLimit, store.mongo);
+  const pipeline = new CallPipeline({ keys, oauth: oauth.grants, servers, tools, accounts, credits, ledger, rateLimiter, engine, logger, metrics });
+  return {
+    store,
+    catalog,
+    pipeline,
+    metrics,
+    http: [http, metadataHttp],
+    owners: new Owners(store),
+    servers,
+    keys,
+    tools,
+    accounts,
+    credits,
+    ledger,
+    engine,
+    sessions: new Sessions(store, { idleMs: config.sessionIdleMinutes * 60_000, maxMs: config.sessionMaxDays * 86_400_000 }),
+    signInLimits: new SignInLimits(undefined, store.mongo),
+    oauth,
+    operatorToken: secrets.operatorToken,
+    maxBodyBytes: config.maxBodyBytes,
+    // The public URL is completed once the port is known (PORT=0 in tests).
+    site: { publicUrl: config.publicUrl, signup: config.signup, startingCredits: config.startingCredits },
+  };
+}
