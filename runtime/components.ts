@@ -1,6 +1,7 @@
 // The service's parts, built once at start from the config, the store and the tool catalog: the outbound
 // HTTP clients, the engine, every repository and the call pipeline. Nothing here listens or runs on a timer.
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { Accounts, Vault, parseMasterKey } from './accounts/accounts.ts';
 import { ApiKeys } from './access/keys.ts';
@@ -24,6 +25,9 @@ import { CustomTools } from './servers/custom-tools.ts';
 import { Servers } from './servers/servers.ts';
 import type { Store } from './store/port.ts';
 import type { LiveCatalog } from './toolspec/live.ts';
+
+/** No call lasts longer: the longest webhook wait (300 s) plus the retries and the answer, with margin. */
+export const MAX_CALL_MS = 15 * 60_000;
 
 export interface Components extends ApiDeps {
   store: Store;
@@ -82,6 +86,12 @@ export async function buildComponents(
   // records (older ones live on as hourly aggregates).
   const ledger = new Ledger(store, credits, {
     maxRecords: store.kind === 'embedded' ? config.ledgerMaxRecords : Infinity,
+    retentionMs: config.ledgerRetentionDays * 86_400_000,
+    maxCallMs: MAX_CALL_MS,
+    // A record is made when its call ends and written milliseconds later on the embedded store; a replica set's
+    // write may take seconds (timeouts, a failover): roll only what no pending write can precede.
+    settledMs: (config.ledgerRollAfterSeconds ?? (store.kind === 'embedded' ? 10 : 60)) * 1000,
+    instance: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
     onBackgroundError: (err) => logger.error({ err }, 'ledger housekeeping failed'),
   });
   const metrics = new Metrics();

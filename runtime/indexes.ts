@@ -15,6 +15,10 @@ export const STORE_INDEXES: IndexSpec[] = [
   { collection: 'tools', fields: ['server_id', 'name'], unique: true },
   { collection: 'usage', fields: ['owner_id', 'hour'] },
   { collection: 'calls', fields: ['owner_id', 'at'] },
+  // Settlement walks an owner's charged records in the order of the credit line; one record per range.
+  { collection: 'calls', fields: ['owner_id', 'from'] },
+  { collection: 'calls', fields: ['charge_key'], unique: true, sparse: true },
+  { collection: 'credits', fields: ['unsettled'] },
   { collection: 'calls', fields: ['at'] },
   { collection: 'oauth_grants', fields: ['owner_id', 'server_id'] },
   { collection: 'oauth_access_tokens', fields: ['grant_id'] },

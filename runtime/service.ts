@@ -16,10 +16,10 @@ import { loadCatalog } from './toolspec/loader.ts';
 
 export { SERVICE_INFO } from './app.ts';
 
-/** No call lasts longer: the longest webhook wait (300 s) plus the retries and the answer, with margin. */
-const MAX_CALL_MS = 15 * 60_000;
 const FLUSH_EVERY_MS = 2000;
-const HOUSEKEEPING_EVERY_MS = 3_600_000;
+/** Settlement and roll-up of the ledger (by one instance at a time), so pages read aggregates and a minute of records. */
+const LEDGER_EVERY_MS = 60_000;
+const SWEEP_EVERY_MS = 3_600_000;
 
 export interface ServiceOptions {
   config: Config;
@@ -63,7 +63,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const host = config.host.includes(':') ? `[${config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   if (config.port === 0 && c.site.publicUrl.endsWith(':0')) c.site.publicUrl = `http://${host}:${port}`;
   const flush = () => Promise.all([c.keys.flush(), c.oauth.grants.flush(), c.ledger.flush()]).then(() => undefined);
-  const stopTimers = startTimers(c, config, flush, logger);
+  const stopTimers = startTimers(c, flush, logger);
   if (config.watchSpecs) catalog.watch(config.toolSpecsDir, plugins, logger);
   logger.info({ port, store: store.kind, tools: catalog.current.tools.size, providers: catalog.current.providers.size }, 'tool server listening');
 
@@ -89,12 +89,27 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
 }
 
 /**
- * Charges of calls that a crash interrupted are refunded (and recorded) before any new call. On MongoDB other
- * instances may be running calls: only charges older than any call can last are settled (and again hourly).
+ * Charges of calls that a stop interrupted are refunded (and recorded) before any new call. On the embedded
+ * store this process is the only one: nothing is running. On MongoDB other instances may be running calls:
+ * the ledger's housekeeping settles only charges older than any call can last, now if no other instance is
+ * at it, and every minute; it never fails the start.
  */
 async function settleInterruptedCalls(c: Components, logger: Logger): Promise<void> {
-  const refunded = await c.ledger.reconcile(c.store.kind === 'embedded' ? new Date() : new Date(Date.now() - MAX_CALL_MS));
-  if (refunded) logger.warn({ refunded }, 'refunded the charges of calls interrupted by a stop');
+  if (c.store.kind === 'embedded') {
+    const refunded = await c.ledger.settleAfterStop();
+    if (refunded) logger.warn({ refunded }, 'refunded the charges of calls interrupted by a stop');
+    return;
+  }
+  await housekeepLedger(c, logger);
+}
+
+async function housekeepLedger(c: Components, logger: Logger): Promise<void> {
+  try {
+    const done = await c.ledger.housekeep();
+    if (done?.refunded) logger.warn({ refunded: done.refunded }, 'refunded the charges of calls interrupted by a stop');
+  } catch (err) {
+    logger.error({ err }, 'ledger housekeeping failed');
+  }
 }
 
 function listen(handler: Parameters<typeof createServer>[1], config: Config): Promise<Server> {
@@ -112,23 +127,19 @@ function listen(handler: Parameters<typeof createServer>[1], config: Config): Pr
   });
 }
 
-/** Buffered writes every 2 s; hourly housekeeping. Returns what stops them. */
-function startTimers(c: Components, config: Config, flush: () => Promise<void>, logger: Logger): () => void {
-  const flusher = setInterval(() => flush().catch((err) => logger.error({ err }, 'flush failed')), FLUSH_EVERY_MS);
-  // Expired sessions and tokens, ledger records past retention rolled into hourly aggregates, and (on MongoDB)
-  // charges left open by instances that died.
-  const housekeeping = setInterval(() => {
-    c.sessions.sweep().catch((err) => logger.error({ err }, 'session sweep failed'));
-    c.oauth.grants.sweep().catch((err) => logger.error({ err }, 'OAuth token sweep failed'));
-    c.ledger.rollUp(new Date(Date.now() - config.ledgerRetentionDays * 86_400_000)).catch((err) => logger.error({ err }, 'ledger roll-up failed'));
-    if (c.store.kind === 'mongodb') settleInterruptedCalls(c, logger).catch((err) => logger.error({ err }, 'ledger reconciliation failed'));
-  }, HOUSEKEEPING_EVERY_MS);
-  flusher.unref();
-  housekeeping.unref();
-  return () => {
-    clearInterval(flusher);
-    clearInterval(housekeeping);
-  };
+/** Buffered writes every 2 s; the ledger's housekeeping every minute; hourly sweeps. Returns what stops them. */
+function startTimers(c: Components, flush: () => Promise<void>, logger: Logger): () => void {
+  const timers = [
+    setInterval(() => flush().catch((err) => logger.error({ err }, 'flush failed')), FLUSH_EVERY_MS),
+    setInterval(() => void housekeepLedger(c, logger), LEDGER_EVERY_MS),
+    // Expired sessions and OAuth tokens.
+    setInterval(() => {
+      c.sessions.sweep().catch((err) => logger.error({ err }, 'session sweep failed'));
+      c.oauth.grants.sweep().catch((err) => logger.error({ err }, 'OAuth token sweep failed'));
+    }, SWEEP_EVERY_MS),
+  ];
+  for (const timer of timers) timer.unref();
+  return () => timers.forEach(clearInterval);
 }
 
 /**

@@ -1,61 +1,75 @@
-// Credit balances. A charge is ONE conditional atomic update (never below zero, also under
-// concurrency) that also lists the charge as open on the same document. The charges of one owner that
-// arrive together (in one turn of the event loop, or while the previous update of their document is in
-// flight) share one update (group commit, group-commit.ts); if their sum is more than the balance, each is
-// tried alone. Once the ledger holds the
-// call's record, a refund closes the charge in the same update that gives the credits back; kept charges
-// are dropped from the list in batches. `granted` tracks what was given, so that granted - balance =
-// credits kept by recorded calls + charges with no record yet (ledger.ts checks it).
+// Credit balances, kept as a credit line per owner so that a charge costs one update of a document that never
+// grows, on one store or across instances without transactions.
+//
+// A charge is ONE conditional atomic update of the owner's document: the balance goes down (never below zero,
+// also under concurrency) and `debited`, the total ever taken by charges, goes up by the same amount. The
+// update answers with the new total, so each charge owns the range [from, from + cost) of the owner's credit
+// line. The call's ledger record carries that range: a range with no record is a call still running or one a
+// crash interrupted (settlement.ts finds and refunds those). A refund gives the credits back in one update
+// guarded by the range's start (`refunds`), so it happens once whoever applies it and however often.
+//
+// Charges of one owner that arrive together (in one turn of the event loop, or while the previous update is in
+// flight) share one update (group commit, group-commit.ts).
+//
+// granted - balance = debited - refunded, always (both move in the same updates).
 import type { Collection, Doc, Store } from '../store/port.ts';
 import { KeyedGroupCommit } from './group-commit.ts';
-
-/** A charge whose call has not ended yet: what the ledger needs to record it if the process dies. */
-export interface OpenCharge {
-  id: string;
-  cost: number;
-  at: Date;
-  server_id: string;
-  key_id: string;
-  tool: string;
-}
 
 export interface CreditDoc extends Doc {
   /** _id is the owner id. */
   balance: number;
   granted: number;
-  open?: OpenCharge[];
+  /** The end of the credit line: every credit ever taken by a charge. */
+  debited: number;
+  /** Every range below this point is settled: recorded (or recorded as interrupted), its refund applied. */
+  settled: number;
+  /** Starts of refunded ranges at or above `settled` whose refund is applied: what makes a refund happen once. */
+  refunds?: number[];
+  /** settled < debited: settlement has work here (indexed, so it never scans every owner). */
+  unsettled: boolean;
+  /**
+   * Points of the credit line with the time they were read: a range below a point older than any call is not
+   * running. (These two lists may be missing where empty: FerretDB does not store an empty array set on insert.)
+   */
+  marks?: Array<{ at: Date; debited: number }>;
 }
 
+/** A charge that went through: its range on the owner's credit line starts here. */
+export type ChargeStart = number;
+
+const FRESH_LINE = { debited: 0, settled: 0, unsettled: false };
+/** Attempts at a batch whose total the balance does not cover, each with a fresh read of the balance. */
+const FIT_ATTEMPTS = 4;
+
 export class Credits {
-  private readonly credits: Collection<CreditDoc>;
-  private readonly charges = new KeyedGroupCommit<OpenCharge, boolean>((ownerId, charges) => this.take(ownerId, charges));
+  readonly docs: Collection<CreditDoc>;
+  private readonly charges = new KeyedGroupCommit<number, ChargeStart | null>((ownerId, costs) => this.take(ownerId, costs));
 
   constructor(store: Store) {
-    this.credits = store.collection<CreditDoc>('credits');
+    this.docs = store.collection<CreditDoc>('credits');
   }
 
   async balance(ownerId: string): Promise<number> {
-    return (await this.credits.findOne({ _id: ownerId }))?.balance ?? 0;
-  }
-
-  async ledger(ownerId: string): Promise<{ balance: number; granted: number }> {
-    const doc = await this.credits.findOne({ _id: ownerId });
-    return { balance: doc?.balance ?? 0, granted: doc?.granted ?? 0 };
+    return (await this.docs.findOne({ _id: ownerId }))?.balance ?? 0;
   }
 
   /** Adds credits; a negative amount debits, down to zero at most. Returns the new balance. */
   async grant(ownerId: string, amount: number): Promise<number> {
     if (amount >= 0) {
-      const doc = await this.credits.findOneAndUpdate({ _id: ownerId }, { $inc: { balance: amount, granted: amount } }, { upsert: true });
+      const doc = await this.docs.findOneAndUpdate(
+        { _id: ownerId },
+        { $inc: { balance: amount, granted: amount }, $setOnInsert: FRESH_LINE },
+        { upsert: true },
+      );
       return doc!.balance;
     }
     for (;;) {
-      const doc = await this.credits.findOneAndUpdate({ _id: ownerId, balance: { $gte: -amount } }, { $inc: { balance: amount, granted: amount } });
+      const doc = await this.docs.findOneAndUpdate({ _id: ownerId, balance: { $gte: -amount } }, { $inc: { balance: amount, granted: amount } });
       if (doc) return doc.balance;
       // Not enough: take what is there (retry if a concurrent call moved the balance meanwhile).
-      const current = await this.credits.findOne({ _id: ownerId });
+      const current = await this.docs.findOne({ _id: ownerId });
       if (!current || current.balance === 0) return 0;
-      const drained = await this.credits.findOneAndUpdate(
+      const drained = await this.docs.findOneAndUpdate(
         { _id: ownerId, balance: current.balance },
         { $inc: { balance: -current.balance, granted: -current.balance } },
       );
@@ -63,47 +77,58 @@ export class Credits {
     }
   }
 
-  /** Takes the charge's cost and lists it as open, in one atomic update, if the balance allows; false (nothing taken) otherwise. */
-  charge(ownerId: string, charge: OpenCharge): Promise<boolean> {
-    return this.charges.add(ownerId, charge);
+  /** Takes `cost` credits if the balance allows: the start of the charge's range, or null (nothing taken). */
+  charge(ownerId: string, cost: number): Promise<ChargeStart | null> {
+    return this.charges.add(ownerId, cost);
   }
 
-  private async take(ownerId: string, charges: OpenCharge[]): Promise<boolean[]> {
-    const all = async (list: OpenCharge[]) => {
-      const total = list.reduce((sum, c) => sum + c.cost, 0);
-      const { matched } = await this.credits.updateOne(
+  /**
+   * One update for the whole batch when the balance covers it. Otherwise the charges that fit, in order of
+   * arrival, in one update after reading the balance (again if a concurrent update moved it); the rest are refused.
+   */
+  private async take(ownerId: string, costs: number[]): Promise<Array<ChargeStart | null>> {
+    const starts: Array<ChargeStart | null> = costs.map(() => null);
+    let chosen = costs.map((_, i) => i);
+    for (let attempt = 0; attempt < FIT_ATTEMPTS && chosen.length > 0; attempt++) {
+      if (attempt > 0) chosen = fitting(costs, chosen, await this.balance(ownerId));
+      const total = chosen.reduce((sum, i) => sum + costs[i], 0);
+      if (total === 0) break;
+      const doc = await this.docs.findOneAndUpdate(
         { _id: ownerId, balance: { $gte: total } },
-        { $inc: { balance: -total }, $push: { open: { $each: list } } },
+        { $inc: { balance: -total, debited: total }, $set: { unsettled: true } },
       );
-      return matched === 1;
-    };
-    if (await all(charges)) return charges.map(() => true);
-    if (charges.length === 1) return [false];
-    // Not enough for all of them: each alone, in order of arrival.
-    const taken: boolean[] = [];
-    for (const c of charges) taken.push(await all([c]));
-    return taken;
+      if (!doc) continue;
+      let from = doc.debited - total;
+      for (const i of chosen) {
+        starts[i] = from;
+        from += costs[i];
+      }
+      break;
+    }
+    return starts;
   }
 
-  /** Closes an open charge, giving `refund` credits back in the same update; a no-op when it is closed already. */
-  async close(ownerId: string, chargeId: string, refund: number): Promise<void> {
-    await this.credits.updateOne(
-      { _id: ownerId, 'open.id': chargeId },
-      { $pull: { open: { id: chargeId } }, ...(refund ? { $inc: { balance: refund } } : {}) },
+  /**
+   * Gives back the credits of the range starting at `from`, once: a no-op when that refund was applied already
+   * (by this call, a retry, or settlement). Returns whether this update applied it.
+   */
+  async refund(ownerId: string, from: ChargeStart, cost: number): Promise<boolean> {
+    const { matched } = await this.docs.updateOne(
+      { _id: ownerId, settled: { $lte: from }, refunds: { $ne: from } },
+      { $inc: { balance: cost }, $push: { refunds: from } },
     );
+    return matched === 1;
   }
+}
 
-  /** Drops charges whose calls are recorded as kept, in one update (their credits stay charged). */
-  async prune(ownerId: string, chargeIds: string[]): Promise<void> {
-    await this.credits.updateOne({ _id: ownerId }, { $pull: { open: { id: { $in: chargeIds } } } });
+/** Of the charges `among` (indexes into costs, in order of arrival), those that fit in `balance`, first come first served. */
+function fitting(costs: number[], among: number[], balance: number): number[] {
+  const chosen: number[] = [];
+  let left = balance;
+  for (const i of among) {
+    if (costs[i] > left) continue;
+    chosen.push(i);
+    left -= costs[i];
   }
-
-  /** Owners with open charges (at start, after a crash: one read of every balance). */
-  async withOpenCharges(): Promise<CreditDoc[]> {
-    return (await this.credits.find({})).filter((d) => d.open?.length);
-  }
-
-  all(ownerId?: string): Promise<CreditDoc[]> {
-    return this.credits.find(ownerId ? { _id: ownerId } : {});
-  }
+  return chosen;
 }

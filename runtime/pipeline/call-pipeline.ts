@@ -4,8 +4,7 @@ import type { Accounts } from '../accounts/accounts.ts';
 import { ApiKeys } from '../access/keys.ts';
 import type { KeyRateLimiter } from '../access/rate-limit.ts';
 import type { Credits } from '../billing/credits.ts';
-import { type Ledger, recordOf } from '../billing/ledger.ts';
-import type { OpenCharge } from '../billing/credits.ts';
+import { type CallCharge, type Ledger, recordOf } from '../billing/ledger.ts';
 import { randomId } from '../secrets.ts';
 import type { Engine } from '../engine/engine.ts';
 import type { Logger } from '../log.ts';
@@ -69,11 +68,11 @@ export class CallPipeline implements McpBackend {
     if (!tool) return undefined;
     const cost = tool.base.spec.credits;
     const started = performance.now();
-    const charge: OpenCharge = { id: randomId('call_'), cost, at: new Date(), server_id: principal.serverId, key_id: principal.keyId, tool: name };
+    const call: CallCharge = { id: randomId('call_'), cost, server_id: principal.serverId, key_id: principal.keyId, tool: name };
     const latency = () => Math.round(performance.now() - started);
     /** A call refused before any charge: recorded, nothing to settle. */
     const rejected = async (error: ToolError): Promise<ToolCallResult> => {
-      await this.d.ledger.record(recordOf({ ...charge, cost: 0 }, principal.ownerId, 'rejected', error.code, 0, latency()));
+      await this.d.ledger.record(recordOf(call, principal.ownerId, 'rejected', error.code, 0, latency(), errorOf(error)));
       this.d.metrics.toolCall(name, error.code, 0);
       return { ok: false, error };
     };
@@ -89,14 +88,17 @@ export class CallPipeline implements McpBackend {
     if (tool.doc.account_id && !account) {
       return rejected(new ToolError('account_missing', `The account bound to ${name} no longer exists; bind another account to the tool`));
     }
-    if (!(await this.d.credits.charge(principal.ownerId, charge))) {
+    // A free tool takes nothing from the balance; any other takes its range of the owner's credit line.
+    const from = cost > 0 ? await this.d.credits.charge(principal.ownerId, cost) : undefined;
+    if (from === null) {
       const balance = await this.d.credits.balance(principal.ownerId);
       return rejected(
         new ToolError('insufficient_credits', `Insufficient credits: ${name} costs ${cost} credit${cost === 1 ? '' : 's'} and the balance is ${balance}`),
       );
     }
-    // From here the charge is open on the balance: its record is written before the answer leaves, and a
-    // crash before that is refunded by Ledger.reconcile at the next start.
+    call.from = from;
+    // From here the call holds its charge: its record settles it, written before the answer leaves; after a
+    // crash before that, settlement (billing/settlement.ts) finds the range without a record and refunds it.
     let outcome: ToolCallResult;
     let failure: ToolError | undefined;
     try {
@@ -108,13 +110,16 @@ export class CallPipeline implements McpBackend {
     }
     const refund = failure?.refund === true;
     const kept = refund ? 0 : cost;
-    await this.d.ledger.settle(
-      recordOf(charge, principal.ownerId, !failure ? 'ok' : refund ? 'refunded' : 'tool_error', failure?.code ?? 'ok', kept, latency()),
-      refund,
-    );
+    const outcomeName = !failure ? 'ok' : refund ? 'refunded' : 'tool_error';
+    await this.d.ledger.finish(recordOf(call, principal.ownerId, outcomeName, failure?.code ?? 'ok', kept, latency(), failure && errorOf(failure)), refund);
     this.d.metrics.toolCall(name, failure?.code ?? 'ok', kept);
     return outcome;
   }
+}
+
+/** What the call log keeps of an error: its message (never argument values) and the provider's status. */
+function errorOf(error: ToolError): { message: string; provider_status: number | null } {
+  return { message: error.message, provider_status: error.providerStatus };
 }
 
 /** Server defaults under the caller's arguments; a locked parameter cannot come from the caller. */

@@ -1,0 +1,171 @@
+// Settlement: what a stop left behind on the owners' credit lines (credits.ts). A range that was charged
+// but has no record belongs to a call still running or to one a crash interrupted; once it is older than any
+// call can last it is refunded and recorded as `interrupted`. A record that says `refunded` whose refund was
+// never applied (a crash between the two writes) gets its refund. Then `settled` moves past everything done, so
+// the next run starts there and reads only the records since.
+//
+// Safe when several instances run it at once: an interrupted range's record has an id made of its place
+// on the line (a second insert is a duplicate, ignored), refunds are guarded by the range, and `settled` moves
+// by compare-and-set.
+import { DuplicateKeyError, type Collection } from '../store/port.ts';
+import type { CreditDoc, Credits } from './credits.ts';
+import { type CallDoc, chargeKey } from './ledger.ts';
+
+/** Records read at a time while walking an owner's line; owners read at a time. */
+const PAGE = 1000;
+
+export class Settlement {
+  constructor(
+    private readonly calls: Collection<CallDoc>,
+    private readonly credits: Credits,
+    private readonly maxCallMs: number,
+  ) {}
+
+  /**
+   * Settles every owner with work: `everything` when no call can be running (one process, at start), `stale`
+   * (ranges charged before the oldest time any running call could have started) otherwise. Returns how many
+   * refunds it applied.
+   */
+  async settleAll(mode: 'everything' | 'stale'): Promise<number> {
+    await this.upgradeOlderDocuments();
+    let refunds = 0;
+    let after = '';
+    for (;;) {
+      const owners = await this.credits.docs.find({ unsettled: true, _id: { $gt: after } }, { sort: { _id: 1 }, limit: PAGE, projection: { _id: 1 } });
+      for (const { _id } of owners) refunds += await this.settleOwner(_id, mode);
+      if (owners.length < PAGE) return refunds;
+      after = owners.at(-1)!._id;
+    }
+  }
+
+  async settleOwner(ownerId: string, mode: 'everything' | 'stale'): Promise<number> {
+    const readAt = new Date();
+    const doc = await this.credits.docs.findOne({ _id: ownerId });
+    if (!doc) return 0;
+    const staleBefore = readAt.getTime() - this.maxCallMs;
+    // Below `safe` no call can be running: every range there is recorded, or was interrupted.
+    const safe = mode === 'everything' ? doc.debited : (newestMarkBefore(doc.marks ?? [], staleBefore)?.debited ?? doc.settled);
+    let refunds = 0;
+    /** Starts of the refunded ranges walked: below the new `settled` their guard entries are no longer needed. */
+    const refunded = [...(doc.refunds ?? [])];
+    const interrupted = async (from: number, credits: number) => {
+      refunded.push(from);
+      refunds += await this.interrupted(ownerId, from, credits);
+    };
+    let pos = doc.settled;
+    let running = false;
+    for await (const r of this.rangesFrom(ownerId, doc.settled)) {
+      if (r.from > pos) {
+        if (pos >= safe) {
+          running = true;
+          break;
+        }
+        const end = Math.min(r.from, safe);
+        await interrupted(pos, end - pos);
+        pos = end;
+        if (pos < r.from) {
+          running = true;
+          break;
+        }
+      }
+      if (r.outcome === 'refunded') {
+        refunded.push(r.from);
+        if (!(doc.refunds ?? []).includes(r.from) && (await this.credits.refund(ownerId, r.from, r.charged))) refunds++;
+      }
+      pos = r.from + r.charged;
+    }
+    if (!running && pos < safe) {
+      await interrupted(pos, safe - pos);
+      pos = safe;
+    }
+    // The newest mark old enough to be `safe` next time, the younger ones, and now.
+    const older = newestMarkBefore(doc.marks ?? [], staleBefore);
+    const marks = [...(older ? [older] : []), ...(doc.marks ?? []).filter((m) => m.at.getTime() > staleBefore), { at: readAt, debited: doc.debited }];
+    // Compare-and-set: if another settler moved first, its result stands (both read the same facts).
+    const moved = await this.credits.docs.updateOne({ _id: ownerId, settled: doc.settled }, { $set: { settled: pos, marks } });
+    if (moved.matched === 0) return refunds;
+    // Below `settled` the refund guard rejects every range by itself: drop their entries (one by one: FerretDB
+    // ignores a $pull by condition; refunds are few).
+    for (const from of new Set(refunded.filter((f) => f < pos))) await this.credits.docs.updateOne({ _id: ownerId }, { $pull: { refunds: from } });
+    await this.credits.docs.updateOne({ _id: ownerId, settled: pos, debited: pos }, { $set: { unsettled: false } });
+    return refunds;
+  }
+
+  /** An interrupted range: recorded (once, whoever gets there first) and refunded (once). Returns 1 if this run refunded it. */
+  private async interrupted(ownerId: string, from: number, credits: number): Promise<number> {
+    const doc: CallDoc = {
+      _id: `interrupted_${ownerId}_${from}`,
+      at: new Date(),
+      owner_id: ownerId,
+      server_id: '',
+      key_id: '',
+      tool: '',
+      outcome: 'refunded',
+      code: 'interrupted',
+      charged: credits,
+      credits: 0,
+      latency_ms: null,
+      from,
+      charge_key: chargeKey(ownerId, from),
+      message: 'The service stopped while this call was running (which tool it was is not known); its credits were refunded',
+    };
+    await this.calls.insertOne(doc).catch((err: unknown) => (err instanceof DuplicateKeyError ? undefined : Promise.reject(err)));
+    return (await this.credits.refund(ownerId, from, credits)) ? 1 : 0;
+  }
+
+  /** The owner's charged records from `start` on, in order of their place on the line, a page at a time. */
+  private async *rangesFrom(ownerId: string, start: number): AsyncGenerator<CallDoc & { from: number }> {
+    let next = start;
+    for (;;) {
+      const page = (await this.calls.find(
+        { owner_id: ownerId, from: { $gte: next } },
+        { sort: { from: 1 }, limit: PAGE, projection: { _id: 1, from: 1, charged: 1, outcome: 1 } },
+      )) as Array<CallDoc & { from: number }>;
+      yield* page;
+      if (page.length < PAGE) return;
+      next = page.at(-1)!.from + 1;
+    }
+  }
+
+  /**
+   * Credits documents written before the credit line existed get its fields; the open charges they list (a
+   * crash of that version) are settled the way that version did: kept when recorded as kept, refunded otherwise.
+   */
+  private async upgradeOlderDocuments(): Promise<void> {
+    type OlderDoc = CreditDoc & { open?: Array<{ id: string; cost: number; at: Date; server_id: string; key_id: string; tool: string }> };
+    const older = (await this.credits.docs.find({ debited: { $exists: false } }, { limit: PAGE })) as OlderDoc[];
+    for (const doc of older) {
+      for (const charge of doc.open ?? []) {
+        let record = await this.calls.findOne({ _id: charge.id });
+        if (!record) {
+          record = {
+            _id: charge.id,
+            at: new Date(),
+            owner_id: doc._id,
+            server_id: charge.server_id,
+            key_id: charge.key_id,
+            tool: charge.tool,
+            outcome: 'refunded',
+            code: 'interrupted',
+            charged: charge.cost,
+            credits: 0,
+            latency_ms: null,
+          };
+          await this.calls.insertOne(record).catch((err: unknown) => (err instanceof DuplicateKeyError ? undefined : Promise.reject(err)));
+        }
+        const refund = record.outcome === 'refunded' ? { $inc: { balance: charge.cost } } : {};
+        await this.credits.docs.updateOne({ _id: doc._id, 'open.id': charge.id }, { $pull: { open: { id: charge.id } }, ...refund });
+      }
+      await this.credits.docs.updateOne(
+        { _id: doc._id, debited: { $exists: false } },
+        { $set: { debited: 0, settled: 0, refunds: [], unsettled: false, marks: [] }, $unset: { open: '' } },
+      );
+    }
+  }
+}
+
+type Mark = NonNullable<CreditDoc['marks']>[number];
+
+function newestMarkBefore(marks: Mark[], time: number): Mark | undefined {
+  return marks.filter((m) => m.at.getTime() <= time).sort((a, b) => b.at.getTime() - a.at.getTime())[0];
+}
