@@ -46,6 +46,8 @@ export interface Config {
   ledgerRetentionDays: number;
   /** On the embedded store (all in memory), at most this many per-call records; older ones are rolled up. */
   ledgerMaxRecords: number;
+  /** Records are rolled into the hourly aggregates once this old (longer than any record write can take); default by store. */
+  ledgerRollAfterSeconds?: number;
   /** Behind a reverse proxy: take the client address from X-Forwarded-For (sign-in throttling is per address). */
   trustProxy: boolean;
   /** PEM file of extra certificate authorities the outbound client trusts (providers or OAuth client hosts behind a private CA). */
@@ -128,6 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: bool('TRUST_PROXY', false),
     ledgerRetentionDays: int('LEDGER_RETENTION_DAYS', 30, 1, 3650),
     ledgerMaxRecords: int('LEDGER_MAX_RECORDS', 10_000, 100, 10_000_000),
+    ledgerRollAfterSeconds: env.LEDGER_ROLL_AFTER_SECONDS ? int('LEDGER_ROLL_AFTER_SECONDS', 60, 1, 3600) : undefined,
     headersTimeoutMs: int('HEADERS_TIMEOUT_MS', 10_000, 500, 120_000),
     requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
     keepAliveTimeoutMs: int('KEEP_ALIVE_TIMEOUT_MS', 65_000, 1000, 600_000),

@@ -27,12 +27,19 @@ export function adminRoutes(router: Router, d: ApiDeps, g: Guards): void {
     ctx.body = { balance: await d.credits.grant(ctx.params.id, amount) };
   });
 
-  // balance = granted - kept - open, for one owner or all (after reconciliation at start, open is only
-  // what is running now).
+  // balance = granted - kept - open, for one owner or all (open: calls running now, and charges a stop left
+  // behind that settlement has not reached yet).
   router.get('/admin/ledger/check', g.operator, async (ctx) => {
     const owner = typeof ctx.query.owner === 'string' ? ctx.query.owner : undefined;
     if (owner && !(await d.owners.get(owner))) throw notFound('Owner');
     const owners = await d.ledger.check(owner);
     ctx.body = { ok: owners.every((o) => o.ok), owners };
+  });
+
+  // The ledger's housekeeping now (settlement and roll-up; it also runs every minute): `ran` is false when
+  // another instance holds its lease.
+  router.post('/admin/ledger/housekeep', g.operator, async (ctx) => {
+    const done = await d.ledger.housekeep();
+    ctx.body = done ? { ran: true, ...done } : { ran: false };
   });
 }
