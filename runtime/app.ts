@@ -24,7 +24,8 @@ export interface Lifecycle {
 
 export function createApp(config: Config, c: Components, logs: { logger: Logger; accessLog: Logger }, lifecycle: Lifecycle): Koa {
   const { logger, accessLog } = logs;
-  const app = new Koa({ proxy: config.trustProxy });
+  // Only the entries the trusted proxies appended count: the left-most one is whatever the client sent.
+  const app = new Koa({ proxy: config.trustProxy, maxIpsCount: config.trustProxyHops });
   app.silent = true;
   app.on('error', (err) => logger.error({ err }, 'request failed'));
   app.use(async (ctx, next) => {
