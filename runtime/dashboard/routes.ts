@@ -289,7 +289,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
   // OAuth consent (the authorization endpoint). A request naming an unknown client or redirect URI is shown
   // here and never redirected; any other bad request goes back to the client with the RFC's error.
   router.get('/oauth/authorize', async (ctx) => {
-    const checked = await checkAuthorizationRequest(ctx.query, d.oauth.clients, d.site.publicUrl);
+    const checked = await checkAuthorizationRequest(ctx.query, d.oauth.clients, d.site.publicUrl, ctx.ip);
     if (!checked.ok && 'redirectTo' in checked) return ctx.redirect(checked.redirectTo);
     const s = await sessionOwner(d, ctx);
     if (!checked.ok) {
@@ -297,7 +297,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
         ctx,
         render('consent', { title: 'Authorization refused', csrfToken: s?.csrfToken }, { problem: checked.page, email: s?.owner.email, switchUrl: '/login' }),
       );
-      ctx.status = 400;
+      ctx.status = checked.status ?? 400;
       return;
     }
     if (!s) return ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`);
