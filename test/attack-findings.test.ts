@@ -506,5 +506,14 @@ describe('bad input answers 400 or invalid_arguments, never 500 or a network err
     });
     expect(url.status).toBe(400);
     expect(url.body.message).toMatch(/^"key" \(.*\) must not contain a line break/);
+    // A secret that goes into a header must be ASCII, or every call with it would fail.
+    const accented = await svc.call('POST', '/api/accounts', {
+      token: owner.token,
+      body: { kind: 'workspace', name: 'n', integration_token: 'ntn_caf\u00e9' },
+    });
+    expect(accented.status).toBe(400);
+    expect(accented.body.message).toBe(
+      '"integration_token" (Integration Token) is sent in the Authorization header, so it must be ASCII: it contains "é" (U+00E9)',
+    );
   });
 });

@@ -53,6 +53,10 @@ export class Engine {
    */
   validateArguments(tool: BaseTool, args: unknown): Record<string, unknown> {
     const value = args === undefined || args === null ? {} : args;
+    const lone = loneSurrogate(value);
+    if (lone) {
+      throw new ToolError('invalid_arguments', `Invalid arguments: "${lone.at}" contains a lone surrogate (U+${lone.code}), which is not valid Unicode text`);
+    }
     if (!tool.validate(value)) {
       throw new ToolError('invalid_arguments', `Invalid arguments: ${describeSchemaErrors(tool.validate.errors ?? [])}`);
     }
@@ -281,6 +285,35 @@ export class Engine {
       throw err;
     }
   }
+}
+
+/**
+ * The first string (or key) holding half of a UTF-16 surrogate pair alone, with where it is ("a.0.b") and the
+ * code unit in hex; undefined when all text is well formed. No provider can take such text (it has no UTF-8
+ * form), and encoding it for a URL throws.
+ */
+function loneSurrogate(value: unknown): { at: string; code: string } | undefined {
+  // With the u flag a well-formed pair is one code point, so only a lone half matches.
+  const LONE = /\p{Surrogate}/u;
+  const found = (text: string, at: string[]) => {
+    const m = LONE.exec(text);
+    return m ? { at: at.join('.'), code: m[0].charCodeAt(0).toString(16).toUpperCase() } : undefined;
+  };
+  const stack: Array<[unknown, string[]]> = [[value, []]];
+  while (stack.length) {
+    const [v, at] = stack.pop()!;
+    if (typeof v === 'string') {
+      const lone = found(v, at);
+      if (lone) return lone;
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, child] of Object.entries(v)) {
+        const lone = found(k, [...at, k]);
+        if (lone) return lone;
+        stack.push([child, [...at, k]]);
+      }
+    }
+  }
+  return undefined;
 }
 
 /** A path segment: expression outputs are URL-encoded; "." and ".." and empty values are refused. */
