@@ -24,11 +24,18 @@ export interface Lifecycle {
 
 export function createApp(config: Config, c: Components, logs: { logger: Logger; accessLog: Logger }, lifecycle: Lifecycle): Koa {
   const { logger, accessLog } = logs;
-  const app = new Koa({ proxy: config.trustProxy });
+  // Only the entries the trusted proxies appended count: the left-most one is whatever the client sent.
+  const app = new Koa({ proxy: config.trustProxy, maxIpsCount: config.trustProxyHops });
   app.silent = true;
   app.on('error', (err) => logger.error({ err }, 'request failed'));
+  // On every answer: no content-type sniffing; with an https public URL, browsers keep to https for a year.
+  const always: Record<string, string> = {
+    'X-Content-Type-Options': 'nosniff',
+    ...(config.publicUrl.startsWith('https:') ? { 'Strict-Transport-Security': 'max-age=31536000' } : {}),
+  };
   app.use(async (ctx, next) => {
     const started = performance.now();
+    ctx.set(always);
     // A caller's request id is kept when it is a plain token, so logs can be joined across services.
     const given = ctx.get('x-request-id');
     const requestId = /^[\w.:-]{1,64}$/.test(given) ? given : randomUUID();
@@ -37,6 +44,10 @@ export function createApp(config: Config, c: Components, logs: { logger: Logger;
     lifecycle.inFlight++;
     try {
       await next();
+    } catch (err) {
+      // Koa's own error answer starts from no headers: these stay on it.
+      if (err instanceof Error) Object.assign(err, { headers: { ...(err as { headers?: object }).headers, ...always } });
+      throw err;
     } finally {
       lifecycle.inFlight--;
       const ms = performance.now() - started;

@@ -74,8 +74,9 @@ export async function buildComponents(
   const tools = new CustomTools(store, catalog, config.keyCacheMs);
   const accounts = new Accounts(store, catalog, new Vault(parseMasterKey(secrets.masterKey)), config.keyCacheMs);
   const credits = new Credits(store);
+  const signInLimits = new SignInLimits(undefined, store.mongo);
   const oauth = {
-    clients: new OAuthClients(store, metadataHttp),
+    clients: new OAuthClients(store, metadataHttp, (address) => signInLimits.fetchMetadata(address)),
     grants: new OAuthGrants(store, {
       accessMs: config.oauthAccessMinutes * 60_000,
       refreshMs: config.oauthRefreshDays * 86_400_000,
@@ -112,7 +113,7 @@ export async function buildComponents(
     ledger,
     engine,
     sessions: new Sessions(store, { idleMs: config.sessionIdleMinutes * 60_000, maxMs: config.sessionMaxDays * 86_400_000 }),
-    signInLimits: new SignInLimits(undefined, store.mongo),
+    signInLimits,
     oauth,
     operatorToken: secrets.operatorToken,
     maxBodyBytes: config.maxBodyBytes,

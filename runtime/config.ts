@@ -50,6 +50,11 @@ export interface Config {
   ledgerRollAfterSeconds?: number;
   /** Behind a reverse proxy: take the client address from X-Forwarded-For (sign-in throttling is per address). */
   trustProxy: boolean;
+  /**
+   * How many trusted proxies append to X-Forwarded-For: the client address is the entry that many places from
+   * its right end (what the outermost trusted proxy saw); anything left of it was written by the client.
+   */
+  trustProxyHops: number;
   /** PEM file of extra certificate authorities the outbound client trusts (providers or OAuth client hosts behind a private CA). */
   outboundCaFile?: string;
   /** Lifetimes of OAuth access tokens and refresh tokens. */
@@ -128,6 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sessionIdleMinutes: int('SESSION_IDLE_MINUTES', 720, 1, 60 * 24 * 90),
     sessionMaxDays: int('SESSION_MAX_DAYS', 14, 1, 365),
     trustProxy: bool('TRUST_PROXY', false),
+    trustProxyHops: int('TRUST_PROXY_HOPS', 1, 1, 10),
     ledgerRetentionDays: int('LEDGER_RETENTION_DAYS', 30, 1, 3650),
     ledgerMaxRecords: int('LEDGER_MAX_RECORDS', 10_000, 100, 10_000_000),
     ledgerRollAfterSeconds: env.LEDGER_ROLL_AFTER_SECONDS ? int('LEDGER_ROLL_AFTER_SECONDS', 60, 1, 3600) : undefined,

@@ -1,6 +1,7 @@
 // Prometheus metrics at GET /metrics (operator token): tool calls by outcome, credits kept, HTTP latency,
-// and the process defaults. Counting costs a few microseconds per request; collection happens on scrape.
+// password checks, and the process defaults. Counting costs a few microseconds per request; collection happens on scrape.
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { passwordChecks } from './access/passwords.ts';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -20,6 +21,15 @@ export class Metrics {
   });
 
   constructor() {
+    new Counter({
+      name: 'tool_server_password_checks_total',
+      help: 'Passwords checked against a stored hash (sign-ins, password changes): each is a scrypt of 32 MiB',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(passwordChecks());
+      },
+    });
     collectDefaultMetrics({ register: this.registry, prefix: 'tool_server_' });
   }
 

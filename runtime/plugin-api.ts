@@ -8,6 +8,7 @@ export type { UpstreamResponse, HttpMethod };
 export { ToolError } from './tool-error.ts';
 export { providerDetail } from './engine/errors.ts';
 export { pointerParts } from './json-pointer.ts';
+export { headerValueProblem } from './http/guard.ts';
 
 /** A provider request as plugins see it, before the base URL and authentication are added. */
 export interface OutboundRequest {

@@ -402,7 +402,9 @@ describe('progress and cancellation', () => {
     expect(events.at(-1)).toMatchObject({ id: 11, result: { isError: false } });
   });
 
-  it('notifications/cancelled stops the named call of the same key, and the credit comes back', async () => {
+  // A cancelled call whose request reached the provider is paid for; one cancelled before sending is refunded
+  // (test/attack-findings.test.ts, "a cancelled call is paid for once the provider got the request").
+  it('notifications/cancelled stops the named call of the same key; the provider had the request, so the credit is kept', async () => {
     const before = await balance();
     jira.faults.push({ pathPrefix: '/rest/api/3/issue/DEMO-3', status: 200, body: {}, delayMs: 1500 });
     const started = Date.now();
@@ -412,11 +414,14 @@ describe('progress and cancellation', () => {
     expect(cancel.status).toBe(202);
     const res = await pending;
     expect(Date.now() - started).toBeLessThan(1400);
-    expect(res.body.result).toMatchObject({ isError: true, content: [{ text: 'The call was cancelled before the provider answered' }] });
-    expect(await balance()).toBe(before);
+    expect(res.body.result).toMatchObject({
+      isError: true,
+      content: [{ text: 'The call was cancelled after the provider received the request (it may have acted on it), so its credits are kept' }],
+    });
+    expect(await balance()).toBe(before - 1);
   });
 
-  it('a client that goes away aborts the upstream call, and the credit comes back', async () => {
+  it('a client that goes away aborts the upstream call; the provider had the request, so the credit is kept', async () => {
     const before = await balance();
     jira.faults.push({ pathPrefix: '/rest/api/3/issue/DEMO-2', status: 200, body: {}, delayMs: 1500 });
     const controller = new AbortController();
@@ -429,7 +434,11 @@ describe('progress and cancellation', () => {
     await new Promise((r) => setTimeout(r, 300));
     controller.abort();
     expect(await pending).toBeInstanceOf(Error);
-    await expect.poll(balance, { timeout: 3000 }).toBe(before);
+    // The charge is open while the call runs: wait for its record, then the balance is final.
+    await expect
+      .poll(async () => (await svc.call('GET', '/api/calls?limit=1', { token: owner.token })).body.calls[0], { timeout: 3000 })
+      .toMatchObject({ tool: 'tracker_get_issue', code: 'cancelled', outcome: 'tool_error', credits: 1 });
+    expect(await balance()).toBe(before - 1);
   });
 });
 

@@ -1,12 +1,7 @@
 // MCP authorization (OAuth 2.1) end to end: the official SDK client's own OAuth support connects to a server
 // knowing only its URL (discovery, registration both ways, the consent approved on the real page in
 // Chromium, token, tools/list and tools/call, refresh), then the attacks the RFCs name, over real HTTP.
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtemp, readFile } from 'node:fs/promises';
-import https from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { type OAuthClientProvider, UnauthorizedError, auth } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -16,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, launchChromium } from './browser/chromium.ts';
 import { listenOnLoopback, type RunningSandbox } from '../sandboxes/harness.ts';
 import { type JiraSandbox, startJiraSandbox } from '../sandboxes/jira/jira-sandbox.ts';
+import { type HttpsHost, startHttpsHost } from './support/https-host.ts';
 import { type TestService, createServer, startTestService } from './support/service.ts';
 import { s256 } from '../runtime/oauth/grants.ts';
 
@@ -27,7 +23,7 @@ let jira: JiraSandbox;
 let callback: RunningSandbox;
 let lastCallback: URL | undefined;
 /** An https host serving client ID metadata documents, with a certificate the service is told to trust. */
-let documents: https.Server;
+let documents: HttpsHost;
 let documentsUrl: string;
 const documentBodies = new Map<string, unknown>();
 
@@ -38,46 +34,18 @@ let otherServerId: string;
 
 beforeAll(async () => {
   // A self-signed certificate for 127.0.0.1, trusted by the service through OUTBOUND_CA_FILE.
-  const dir = await mkdtemp(path.join(tmpdir(), 'oauth-test-'));
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      path.join(dir, 'key.pem'),
-      '-out',
-      path.join(dir, 'cert.pem'),
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' },
-  );
-  documents = https.createServer({ key: await readFile(path.join(dir, 'key.pem')), cert: await readFile(path.join(dir, 'cert.pem')) }, (req, res) => {
+  documents = await startHttpsHost((req, res) => {
     const body = documentBodies.get(req.url ?? '');
     res.writeHead(body === undefined ? 404 : 200, { 'content-type': 'application/json' }).end(JSON.stringify(body ?? { error: 'not found' }));
   });
-  await new Promise<void>((resolve) => documents.listen(0, '127.0.0.1', resolve));
-  documentsUrl = `https://127.0.0.1:${(documents.address() as AddressInfo).port}`;
+  documentsUrl = documents.url;
 
   callback = await listenOnLoopback((req, res) => {
     const url = new URL(req.url!, 'http://127.0.0.1');
     if (url.pathname === '/callback') lastCallback = url;
     res.writeHead(200, { 'content-type': 'text/html' }).end('<p>Signed in. You can close this window.</p>');
   });
-  [svc, jira] = await Promise.all([
-    startTestService({ OUTBOUND_CA_FILE: path.join(dir, 'cert.pem'), KEY_CACHE_MS: '0', STARTING_CREDITS: '100' }),
-    startJiraSandbox(),
-  ]);
+  [svc, jira] = await Promise.all([startTestService({ OUTBOUND_CA_FILE: documents.caFile, KEY_CACHE_MS: '0', STARTING_CREDITS: '100' }), startJiraSandbox()]);
 
   const signup = await fetch(`${svc.url}/api/auth/signup`, {
     method: 'POST',
@@ -98,7 +66,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all([svc?.close(), jira?.close(), callback?.close(), new Promise((r) => documents?.close(r))]);
+  await Promise.all([svc?.close(), jira?.close(), callback?.close(), documents?.close()]);
 });
 
 /** A loopback port nothing listens on (for a callback server another process opens). */

@@ -1,6 +1,6 @@
 // n8n plugins: the workflow shapes of the service spec (2.4), and the webhook trigger, which calls an
 // owner-given URL instead of the account's API (through the same guarded client, without credentials).
-import { type CallPlugin, type HttpMethod, type ResponsePlugin, ToolError } from '../../runtime/plugin-api.ts';
+import { type CallPlugin, type HttpMethod, type ResponsePlugin, ToolError, headerValueProblem } from '../../runtime/plugin-api.ts';
 import { updateAt } from '../pointer.ts';
 import { publicApiPlugin } from './public-api.ts';
 
@@ -96,10 +96,19 @@ function queryPairs(params: unknown): Array<[string, string]> {
   return Object.entries(params).flatMap(([name, value]) => (Array.isArray(value) ? value : [value]).map((v): [string, string] => [name, String(v)]));
 }
 
-/** Caller headers with lower-case names, so they replace our defaults (Accept) instead of doubling them. */
+/**
+ * Caller headers with lower-case names, so they replace our defaults (Accept) instead of doubling them. A value
+ * HTTP cannot carry is the caller's mistake, refused naming the argument before anything is sent.
+ */
 function callerHeaders(headers: unknown): Record<string, string> {
   if (!isObject(headers)) return {};
-  return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), String(value)]));
+  return Object.fromEntries(
+    Object.entries(headers).map(([name, value]) => {
+      const problem = headerValueProblem(String(value));
+      if (problem) throw badArgument(`"headers.${name}" ${problem}`);
+      return [name.toLowerCase(), String(value)];
+    }),
+  );
 }
 
 const WITH_BODY: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);

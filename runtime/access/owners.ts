@@ -106,6 +106,11 @@ export class Owners {
     return this.tokens.find({ owner_id: ownerId }, { sort: { created_at: 1 } });
   }
 
+  /** Revokes (deletes) every token of the owner; how many there were. */
+  revokeAllTokens(ownerId: string): Promise<number> {
+    return this.tokens.deleteMany({ owner_id: ownerId });
+  }
+
   /** Revokes (deletes) a token of the owner; false when there is none with that id. */
   async revokeToken(ownerId: string, id: string): Promise<boolean> {
     return (await this.tokens.deleteOne({ _id: id, owner_id: ownerId })) === 1;

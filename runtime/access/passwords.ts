@@ -6,9 +6,54 @@ import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 const PARAMS = { N: 32768, r: 8, p: 1 };
 const KEY_BYTES = 32;
 
+/** scrypt computations at once: each holds 32 MiB and a core for tens of ms, so more only share the cores. */
+const CONCURRENT = 2;
+/** Past this many waiting, the caller is told to come back (503) rather than queue behind a flood of attempts. */
+const MAX_WAITING = 32;
+
+/** Too many passwords are being hashed or checked at this moment; nothing was computed for this one. */
+export class PasswordsBusyError extends Error {
+  constructor() {
+    super('The service is busy checking other passwords: try again in a moment');
+  }
+}
+
+/** A counting semaphore with a bounded queue: the work runs when one of `limit` places is free. */
+class Gate {
+  private active = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(
+    private readonly limit: number,
+    private readonly maxWaiting: number,
+  ) {}
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.active < this.limit) this.active++;
+    else if (this.waiting.length >= this.maxWaiting) throw new PasswordsBusyError();
+    // The place is handed over by the one that finishes, so `active` counts it already.
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await work();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.active--;
+    }
+  }
+}
+
+const gate = new Gate(CONCURRENT, MAX_WAITING);
+let checked = 0;
+/** Passwords checked against a stored hash since the process started (a metric: sign-ins, password changes). */
+export const passwordChecks = (): number => checked;
+
 function derive(password: string, salt: Buffer, p: { N: number; r: number; p: number }): Promise<Buffer> {
-  return new Promise((resolve, reject) =>
-    scrypt(password.normalize('NFC'), salt, KEY_BYTES, { ...p, maxmem: 256 * p.N * p.r }, (err, key) => (err ? reject(err) : resolve(key))),
+  return gate.run(
+    () =>
+      new Promise((resolve, reject) =>
+        scrypt(password.normalize('NFC'), salt, KEY_BYTES, { ...p, maxmem: 256 * p.N * p.r }, (err, key) => (err ? reject(err) : resolve(key))),
+      ),
   );
 }
 
@@ -24,13 +69,18 @@ export async function verifyPassword(password: string, stored: string): Promise<
   if (scheme !== 'scrypt' || !hash) return false;
   const expected = Buffer.from(hash, 'base64url');
   const key = await derive(password, Buffer.from(salt, 'base64url'), { N: Number(N), r: Number(r), p: Number(p) });
+  checked++;
   return key.length === expected.length && timingSafeEqual(key, expected);
 }
 
 /** A hash of a random password: checked against when the e-mail is unknown, so both answers take as long. */
 let decoy: Promise<string> | undefined;
 export function decoyHash(): Promise<string> {
-  decoy ??= hashPassword(randomBytes(24).toString('base64url'));
+  decoy ??= hashPassword(randomBytes(24).toString('base64url')).catch((err: unknown) => {
+    // A busy moment must not leave a failure behind for every later unknown e-mail.
+    decoy = undefined;
+    throw err;
+  });
   return decoy;
 }
 

@@ -6,6 +6,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { AccountCredentials } from '../engine/engine.ts';
 import type { Provider } from '../toolspec/catalog.ts';
 import type { CatalogSource } from '../toolspec/live.ts';
+import { headerValueProblem } from '../http/guard.ts';
 import type { AccountFieldSpec } from '../toolspec/types.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
 import { randomId } from '../secrets.ts';
@@ -101,6 +102,10 @@ export class Accounts {
       }
       if (typeof value !== 'string') throw new AccountFieldError(`"${f.name}" must be a string`);
       checkField(f, value);
+      const header = provider.authHeaders.find((h) => h.fields.includes(f.name));
+      const problem = header && headerValueProblem(value);
+      if (problem)
+        throw new AccountFieldError(`"${f.name}" (${f.title}) is sent in the ${header.name} header, so it must be ASCII: it ${problem.replace(/: .*/, '')}`);
       (f.secret ? secret : plain)[f.name] = f.format === 'url' ? value.replace(/\/+$/, '') : value;
     }
     return { plain, secret };
@@ -195,6 +200,9 @@ export class Accounts {
 }
 
 function checkField(f: AccountFieldSpec, value: string): void {
+  // A token pasted with its line break would be stored, and refused only when a call puts it in a header.
+  if (/[\x00-\x1f\x7f]/.test(value))
+    throw new AccountFieldError(`"${f.name}" (${f.title}) must not contain a line break or another control character (often copied by accident)`);
   if (f.format === 'url') {
     let url: URL;
     try {

@@ -3,7 +3,7 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { normalizeEmail, publicOwnerToken, type OwnerDoc } from '../access/owners.ts';
-import { passwordProblem } from '../access/passwords.ts';
+import { PasswordsBusyError, passwordProblem } from '../access/passwords.ts';
 import { SESSION_COOKIE, csrfTokenOf } from '../access/sessions.ts';
 import { DuplicateKeyError } from '../store/port.ts';
 import { type ApiDeps, type Guards, crossSiteProblem, me, sessionOwner } from './context.ts';
@@ -11,6 +11,16 @@ import { ApiError, jsonBody, notFound, onlyFields, str } from './http.ts';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const WRONG_CREDENTIALS = 'Wrong e-mail or password';
+
+/** The outcome of a password check; when the service was too busy to check it, `giveBack` returns the attempt first. */
+async function notChecked<T>(check: Promise<T>, giveBack: () => Promise<void>): Promise<T> {
+  try {
+    return await check;
+  } catch (err) {
+    if (err instanceof PasswordsBusyError) await giveBack();
+    throw err;
+  }
+}
 
 export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
   const secure = d.site.publicUrl.startsWith('https:');
@@ -67,14 +77,13 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const email = typeof body.email === 'string' ? normalizeEmail(body.email) : '';
     const password = typeof body.password === 'string' ? body.password : '';
     if (!email || !password) throw new ApiError(400, '"email" and "password" are required');
-    const wait = await d.signInLimits.signInBlockedFor(email, ctx.ip);
+    // Counted before the password is checked: parallel attempts cannot all pass a limit none has counted yet.
+    const wait = await d.signInLimits.attemptSignIn(email, ctx.ip);
     if (wait) tooMany(ctx, wait, 'Too many failed sign-ins.');
-    const owner = password.length <= 1024 ? await d.owners.checkPassword(email, password) : null;
-    if (!owner) {
-      await d.signInLimits.failed(email, ctx.ip);
-      throw new ApiError(401, WRONG_CREDENTIALS);
-    }
-    await d.signInLimits.succeeded(email);
+    const owner =
+      password.length <= 1024 ? await notChecked(d.owners.checkPassword(email, password), () => d.signInLimits.signInNotChecked(email, ctx.ip)) : null;
+    if (!owner) throw new ApiError(401, WRONG_CREDENTIALS);
+    await d.signInLimits.signedIn(email, ctx.ip);
     await signIn(ctx, owner, 200);
   });
 
@@ -103,14 +112,25 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
 
   router.post('/me/password', g.owner, async (ctx) => {
     const body = await jsonBody(ctx, d.maxBodyBytes);
-    onlyFields(body, ['current_password', 'new_password']);
+    onlyFields(body, ['current_password', 'new_password', 'revoke_tokens']);
     const owner = me(ctx);
     const current = typeof body.current_password === 'string' ? body.current_password : '';
-    if (!owner.password_hash || !(await d.owners.checkPassword(owner.email, current)))
-      throw new ApiError(400, '"current_password" is not your current password');
-    await d.owners.setPassword(owner._id, newPassword(body.new_password, owner.email));
-    // Every other session ends: whoever knew the old password is signed out.
+    const revokeTokens = body.revoke_tokens ?? true;
+    if (typeof revokeTokens !== 'boolean') throw new ApiError(400, '"revoke_tokens" must be true or false');
+    const password = newPassword(body.new_password, owner.email);
+    // Whoever holds a session or a token must not be able to guess the password from here: counted like sign-ins.
+    const wait = await d.signInLimits.attemptPasswordChange(owner._id);
+    if (wait) tooMany(ctx, wait, 'Too many wrong current passwords.');
+    const right =
+      current.length <= 1024 &&
+      owner.password_hash !== undefined &&
+      (await notChecked(d.owners.checkPassword(owner.email, current), () => d.signInLimits.passwordChangeNotChecked(owner._id))) !== null;
+    if (!right) throw new ApiError(400, '"current_password" is not your current password');
+    await d.signInLimits.passwordChanged(owner._id);
+    await d.owners.setPassword(owner._id, password);
+    // Every other session ends: whoever knew the old password is signed out; by default their scripts' tokens too.
     await d.sessions.endAll(owner._id, (await sessionOwner(d, ctx))?.sessionId);
+    if (revokeTokens) await d.owners.revokeAllTokens(owner._id);
     ctx.status = 204;
   });
 

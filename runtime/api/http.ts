@@ -1,5 +1,6 @@
 // JSON in and out for the management API: body reading, field checks, and errors as {error, message}.
 import type { Context, Next } from 'koa';
+import { PasswordsBusyError } from '../access/passwords.ts';
 import { AccountFieldError } from '../accounts/accounts.ts';
 import { BodyTooLargeError, readBody } from '../http/body.ts';
 import { DuplicateKeyError } from '../store/port.ts';
@@ -22,7 +23,9 @@ const STATUS_NAMES: Record<number, string> = {
   409: 'Conflict',
   413: 'Payload Too Large',
   415: 'Unsupported Media Type',
+  429: 'Too Many Requests',
   502: 'Bad Gateway',
+  503: 'Service Unavailable',
 };
 
 export const notFound = (what: string) => new ApiError(404, `${what} not found`);
@@ -36,7 +39,10 @@ export async function apiErrors(ctx: Context, next: Next): Promise<void> {
     let message = 'Internal error';
     if (err instanceof ApiError) [status, message] = [err.status, err.message];
     else if (err instanceof AccountFieldError) [status, message] = [400, err.message];
-    else if (err instanceof DuplicateKeyError)
+    else if (err instanceof PasswordsBusyError) {
+      [status, message] = [503, err.message];
+      ctx.set('Retry-After', '1');
+    } else if (err instanceof DuplicateKeyError)
       [status, message] = [409, `${err.collection.replace(/s$/, '')} already exists (${err.fields.join(', ')} must be unique)`];
     else ctx.app.emit('error', err, ctx);
     ctx.status = status;

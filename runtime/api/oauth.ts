@@ -11,9 +11,9 @@ export function oauthRoutes(router: Router, d: ApiDeps, g: Guards): void {
   router.post('/oauth/authorize', g.owner, async (ctx) => {
     const body = await jsonBody(ctx, d.maxBodyBytes);
     const params = Object.fromEntries(REQUEST_FIELDS.map((f) => [f, body[f]]));
-    const checked = await checkAuthorizationRequest(params, d.oauth.clients, d.site.publicUrl);
+    const checked = await checkAuthorizationRequest(params, d.oauth.clients, d.site.publicUrl, ctx.ip);
     if (!checked.ok) {
-      if ('page' in checked) throw new ApiError(400, checked.page);
+      if ('page' in checked) throw new ApiError(checked.status ?? 400, checked.page);
       ctx.body = { redirect_to: checked.redirectTo };
       return;
     }

@@ -15,6 +15,11 @@ export type { ApiDeps };
 
 export function createApiRouter(d: ApiDeps): Router {
   const router = new Router({ prefix: '/api' });
+  // Answers are one owner's data, and some show a secret once (keys, tokens, invitations): no cache may keep them.
+  router.use(async (ctx, next) => {
+    ctx.set('Cache-Control', 'no-store');
+    await next();
+  });
   router.use(apiErrors);
   const g = guards(d);
   for (const routes of [authRoutes, adminRoutes, serversRoutes, keysRoutes, accountsRoutes, toolsRoutes, usageRoutes, oauthRoutes]) routes(router, d, g);

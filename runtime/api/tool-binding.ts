@@ -2,6 +2,7 @@
 // defaults are valid for the base schema, locked parameters have a default.
 import type { Accounts } from '../accounts/accounts.ts';
 import type { Engine } from '../engine/engine.ts';
+import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from '../json-depth.ts';
 import type { CatalogSource } from '../toolspec/live.ts';
 import { TOOL_NAME_PATTERN, type CustomToolDoc } from '../servers/custom-tools.ts';
 import { ApiError, storableKeys } from './http.ts';
@@ -36,6 +37,8 @@ export async function checkToolBinding(
 
   const defaults = body.defaults ?? {};
   if (defaults === null || typeof defaults !== 'object' || Array.isArray(defaults)) throw new ApiError(400, '"defaults" must be an object of parameter values');
+  // Before any walk of the value: validation and cloning recurse, and would exhaust the stack.
+  if (nestedDeeperThan(defaults, MAX_ARGUMENT_DEPTH)) throw new ApiError(400, `"defaults" are nested more than ${MAX_ARGUMENT_DEPTH} levels deep (the limit)`);
   storableKeys(defaults, 'defaults');
   const invalid = d.engine.checkDefaults(base, defaults as Record<string, unknown>);
   if (invalid) throw new ApiError(400, `"defaults" are not valid for ${base.spec.id}: ${invalid}`);

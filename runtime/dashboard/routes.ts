@@ -30,8 +30,24 @@ const CSP = [
 /** Paths the dashboard never answers, so their own 404s and errors stay JSON. */
 const NOT_PAGES = /^\/(api|mcp|\.well-known|healthz|readyz|metrics)(\/|$)/;
 
-/** Only local paths are followed after sign-in (no open redirect). */
-export const safeNext = (next: unknown): string => (typeof next === 'string' && /^\/(?![/\\])/.test(next) ? next : '/');
+const SINGLE_SLASH = /^\/(?![/\\])/;
+
+/**
+ * Where to go after sign-in: a path of this origin as the browser will read it (tabs and newlines dropped,
+ * backslashes taken for slashes, dot segments resolved), else "/" (no open redirect). assets/app.js applies
+ * the same rule before it follows `next`.
+ */
+export function safeNext(next: unknown, origin: string): string {
+  if (typeof next !== 'string' || !SINGLE_SLASH.test(next)) return '/';
+  let url: URL;
+  try {
+    url = new URL(next, origin);
+  } catch {
+    return '/';
+  }
+  const path = url.pathname + url.search + url.hash;
+  return url.origin === origin && SINGLE_SLASH.test(path) ? path : '/';
+}
 
 export function createDashboardRouter(d: ApiDeps): Router {
   const router = new Router();
@@ -52,8 +68,9 @@ export function createDashboardRouter(d: ApiDeps): Router {
 
   // Signed-out pages: a signed-in visitor goes straight on.
   const signedOutPage = (page: string, title: string) => async (ctx: Context) => {
-    if (await sessionOwner(d, ctx)) return ctx.redirect(safeNext(ctx.query.next));
-    sendPage(ctx, render(page, { title }, { next: safeNext(ctx.query.next), signupOpen: d.site.signup === 'open' }));
+    const next = safeNext(ctx.query.next, d.site.publicUrl);
+    if (await sessionOwner(d, ctx)) return ctx.redirect(next);
+    sendPage(ctx, render(page, { title }, { next, signupOpen: d.site.signup === 'open' }));
   };
   router.get('/login', signedOutPage('login', 'Sign in'));
   router.get('/signup', signedOutPage('signup', 'Create your account'));
@@ -272,7 +289,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
   // OAuth consent (the authorization endpoint). A request naming an unknown client or redirect URI is shown
   // here and never redirected; any other bad request goes back to the client with the RFC's error.
   router.get('/oauth/authorize', async (ctx) => {
-    const checked = await checkAuthorizationRequest(ctx.query, d.oauth.clients, d.site.publicUrl);
+    const checked = await checkAuthorizationRequest(ctx.query, d.oauth.clients, d.site.publicUrl, ctx.ip);
     if (!checked.ok && 'redirectTo' in checked) return ctx.redirect(checked.redirectTo);
     const s = await sessionOwner(d, ctx);
     if (!checked.ok) {
@@ -280,7 +297,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
         ctx,
         render('consent', { title: 'Authorization refused', csrfToken: s?.csrfToken }, { problem: checked.page, email: s?.owner.email, switchUrl: '/login' }),
       );
-      ctx.status = 400;
+      ctx.status = checked.status ?? 400;
       return;
     }
     if (!s) return ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`);

@@ -1,7 +1,7 @@
 // Runs a tool from (loaded spec, account credentials, arguments): render each step's request, apply
 // plugins, call the provider through the one HTTP client, map the answer, map failures to ToolError.
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import type { HttpClient, UpstreamResponse } from '../http/client.ts';
+import { type HttpClient, type UpstreamResponse, cancelled } from '../http/client.ts';
 import { pointerParts } from '../json-pointer.ts';
 import { type BaseResolution, type OutboundRequest, type ProviderHttp, UpstreamStatusError } from '../plugin-api.ts';
 import { sha256 } from '../secrets.ts';
@@ -53,6 +53,10 @@ export class Engine {
    */
   validateArguments(tool: BaseTool, args: unknown): Record<string, unknown> {
     const value = args === undefined || args === null ? {} : args;
+    const lone = loneSurrogate(value);
+    if (lone) {
+      throw new ToolError('invalid_arguments', `Invalid arguments: "${lone.at}" contains a lone surrogate (U+${lone.code}), which is not valid Unicode text`);
+    }
     if (!tool.validate(value)) {
       throw new ToolError('invalid_arguments', `Invalid arguments: ${describeSchemaErrors(tool.validate.errors ?? [])}`);
     }
@@ -83,7 +87,12 @@ export class Engine {
     const redact = facts.redact;
     const view: View = { args, account: facts.publicFields, steps: {} };
     const resolved = account ? await this.resolveBase(provider, account, opts.signal) : undefined;
-    const http = this.bind(provider, account, opts.signal, tool.spec.annotations.idempotentHint, resolved?.base);
+    // Once the provider answered one request of this call, a later cancellation still leaves that work paid for.
+    let answered = false;
+    const paidFor = (failure: ToolError) => (failure.code === 'cancelled' && failure.refund && answered ? cancelled(true) : failure);
+    const http = this.bind(provider, account, opts.signal, tool.spec.annotations.idempotentHint, resolved?.base, undefined, () => {
+      answered = true;
+    });
     const ctxBase = {
       args,
       account: view.account,
@@ -103,7 +112,7 @@ export class Engine {
         const call = step.request.call;
         last = call ? await call.plugin.apply(request, { ...ctxBase, options: call.options }) : await http.send(request);
       } catch (err) {
-        const failure = toToolError(err, (res) => mapUpstreamError(tool, step.name, res, view), redact);
+        const failure = paidFor(toToolError(err, (res) => mapUpstreamError(tool, step.name, res, view), redact));
         if (applied.length === 0) throw failure;
         const rest = tool.steps
           .slice(index)
@@ -128,7 +137,7 @@ export class Engine {
     try {
       for (const p of tool.responsePlugins) result = await p.plugin.apply(result, { ...ctxBase, options: p.options });
     } catch (err) {
-      throw toToolError(err, (res) => mapUpstreamError(tool, undefined, res, view), redact);
+      throw paidFor(toToolError(err, (res) => mapUpstreamError(tool, undefined, res, view), redact));
     }
     if (!tool.validateOutput(result)) {
       // The provider answered, but not in the shape the spec promises: say so rather than hand the client
@@ -220,6 +229,7 @@ export class Engine {
     idempotent = true,
     resolvedBase?: string,
     authOrigins?: ReadonlySet<string>,
+    onAnswer?: () => void,
   ): ProviderHttp {
     const facts = accountFacts(provider, account);
     const { headers, auth } = facts;
@@ -244,6 +254,7 @@ export class Engine {
           retry,
           followRedirects,
         });
+        onAnswer?.();
         if (expectOk && (res.status < 200 || res.status > 299)) throw new UpstreamStatusError(res);
         return res;
       },
@@ -274,6 +285,35 @@ export class Engine {
       throw err;
     }
   }
+}
+
+/**
+ * The first string (or key) holding half of a UTF-16 surrogate pair alone, with where it is ("a.0.b") and the
+ * code unit in hex; undefined when all text is well formed. No provider can take such text (it has no UTF-8
+ * form), and encoding it for a URL throws.
+ */
+function loneSurrogate(value: unknown): { at: string; code: string } | undefined {
+  // With the u flag a well-formed pair is one code point, so only a lone half matches.
+  const LONE = /\p{Surrogate}/u;
+  const found = (text: string, at: string[]) => {
+    const m = LONE.exec(text);
+    return m ? { at: at.join('.'), code: m[0].charCodeAt(0).toString(16).toUpperCase() } : undefined;
+  };
+  const stack: Array<[unknown, string[]]> = [[value, []]];
+  while (stack.length) {
+    const [v, at] = stack.pop()!;
+    if (typeof v === 'string') {
+      const lone = found(v, at);
+      if (lone) return lone;
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, child] of Object.entries(v)) {
+        const lone = found(k, [...at, k]);
+        if (lone) return lone;
+        stack.push([child, [...at, k]]);
+      }
+    }
+  }
+  return undefined;
 }
 
 /** A path segment: expression outputs are URL-encoded; "." and ".." and empty values are refused. */

@@ -105,6 +105,14 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         ...(req.retry === false ? { retry: { limit: 0 } } : {}),
         ...(req.followRedirects === false ? { followRedirect: false } : {}),
       });
+      // The request counts as received by the provider once all of it was handed to the network (its
+      // 'finish'): a cancellation after that is paid for, since the provider may act on it.
+      let sent = false;
+      (promise as unknown as { on(event: 'request', fn: (request: http.ClientRequest) => void): void }).on('request', (request) =>
+        request.once('finish', () => {
+          sent = true;
+        }),
+      );
       let cut = false;
       const cutOff = () => {
         cut = true;
@@ -126,7 +134,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         res = (await promise) as unknown as Response<Buffer>;
       } catch (err) {
         if (cut) throw tooLarge();
-        throw networkFailure(err, req);
+        throw networkFailure(err, req, sent);
       }
       if (res.body.length > options.maxResponseBytes) {
         throw tooLarge();
@@ -155,8 +163,20 @@ export function parseBody(raw: Buffer, contentType: string | undefined): unknown
   return text;
 }
 
+/**
+ * The client cancelled the call. Before the request was sent the credits go back; after, they are kept: the
+ * provider got a request it may act on (a webhook runs its workflow whether or not anyone waits for the answer).
+ */
+export function cancelled(sent: boolean): ToolError {
+  return sent
+    ? new ToolError('cancelled', 'The call was cancelled after the provider received the request (it may have acted on it), so its credits are kept', {
+        refund: false,
+      })
+    : new ToolError('cancelled', 'The call was cancelled before the request reached the provider', { refund: true });
+}
+
 /** Maps transport failures to tool errors; the text names the host, never the full URL (it may hold secrets). */
-function networkFailure(err: unknown, req: UpstreamRequest): ToolError {
+function networkFailure(err: unknown, req: UpstreamRequest, sent = false): ToolError {
   const host = req.url.host;
   const cause = err instanceof RequestError ? (err.cause ?? err) : err;
   if (cause instanceof OutboundRefusedError || err instanceof OutboundRefusedError) {
@@ -170,9 +190,7 @@ function networkFailure(err: unknown, req: UpstreamRequest): ToolError {
         retryable: true,
       });
     }
-    if (err.name === 'CancelError' || err.code === 'ERR_CANCELED' || err.name === 'AbortError' || err.code === 'ABORT_ERR') {
-      return new ToolError('cancelled', 'The call was cancelled before the provider answered', { refund: true });
-    }
+    if (err.name === 'CancelError' || err.code === 'ERR_CANCELED' || err.name === 'AbortError' || err.code === 'ABORT_ERR') return cancelled(sent);
     return new ToolError('network_error', `Could not reach the provider at ${host} (${err.code ?? 'network error'})`, { retryable: true });
   }
   return new ToolError('network_error', `Could not reach the provider at ${host}`, { retryable: true });

@@ -206,6 +206,17 @@ export function checkUrl(url: URL, allow: AllowList): void {
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 // Control characters except horizontal tab: CR/LF would split the header, NUL truncates it.
 const BAD_VALUE_CHAR = /[\x00-\x08\x0a-\x1f\x7f]/;
+// Past ASCII, Node refuses a value (from U+0100) or sends it as Latin-1 bytes the other side reads differently.
+const NOT_ASCII = /[^\x00-\x7f]/u;
+
+/** Why a header value cannot be sent as given, in words ("contains ..."), or null. */
+export function headerValueProblem(value: string): string | null {
+  if (BAD_VALUE_CHAR.test(value)) return 'contains CR, LF, NUL or another control character';
+  const other = NOT_ASCII.exec(value);
+  if (other)
+    return `contains ${JSON.stringify(other[0])} (U+${other[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}): header values must be ASCII`;
+  return null;
+}
 const MANAGED: Record<string, string> = {
   host: 'the Host header comes from the URL',
   'content-length': 'the length is set by the HTTP client',
@@ -225,6 +236,7 @@ export function checkOutboundHeaders(headers: Record<string, string>): void {
     const managed = MANAGED[lower] ?? (lower.startsWith('proxy-') ? 'hop-by-hop header' : undefined);
     if (managed) throw new BadHeaderError(name, managed);
     if (typeof value !== 'string') throw new BadHeaderError(name, 'the value must be a string');
-    if (BAD_VALUE_CHAR.test(value)) throw new BadHeaderError(name, 'the value contains CR, LF, NUL or another control character');
+    const problem = headerValueProblem(value);
+    if (problem) throw new BadHeaderError(name, `the value ${problem}`);
   }
 }

@@ -4,6 +4,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Context } from 'koa';
 import { readBody, BodyTooLargeError } from '../http/body.ts';
+import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from '../json-depth.ts';
 import type { Logger } from '../log.ts';
 import { ToolError } from '../tool-error.ts';
 import type { McpBackend, Principal } from './backend.ts';
@@ -336,19 +337,4 @@ export function sendJson(ctx: Context, status: number, body: unknown): void {
 
 function sendHttpError(ctx: Context, status: number, body: { error: string; message: string }): void {
   sendJson(ctx, status, body);
-}
-
-/** How deep tool arguments may nest (objects and arrays); their size is bounded by MAX_BODY_BYTES. */
-export const MAX_ARGUMENT_DEPTH = 32;
-
-/** True when `value` has objects or arrays nested more than `limit` levels deep (walked without recursion). */
-export function nestedDeeperThan(value: unknown, limit: number): boolean {
-  const stack: Array<[unknown, number]> = [[value, 1]];
-  while (stack.length) {
-    const [v, depth] = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (depth > limit) return true;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
-  }
-  return false;
 }

@@ -21,15 +21,16 @@ export const REQUEST_FIELDS = ['response_type', 'client_id', 'redirect_uri', 'co
 
 export type Checked =
   | { ok: true; request: AuthorizationRequest }
-  /** Client or redirect URI unusable: shown to the person, never sent to a redirect URI (section 4.1.2.1). */
-  | { ok: false; page: string }
+  /** Client or redirect URI unusable: shown to the person, never sent to a redirect URI (section 4.1.2.1); `status` when not 400. */
+  | { ok: false; page: string; status?: number }
   /** Anything else: sent back to the client's redirect URI. */
   | { ok: false; redirectTo: string };
 
 /** The canonical URL of a server (RFC 8707 resource, RFC 9728 `resource`). */
 export const serverResource = (publicUrl: string, serverId: string) => `${publicUrl}/mcp/${serverId}`;
 
-export async function checkAuthorizationRequest(params: Record<string, unknown>, clients: OAuthClients, publicUrl: string): Promise<Checked> {
+/** Checks an authorization request coming from `address` (client ID metadata document fetches are counted per address). */
+export async function checkAuthorizationRequest(params: Record<string, unknown>, clients: OAuthClients, publicUrl: string, address: string): Promise<Checked> {
   const one = (name: string): string | undefined => {
     const v = params[name];
     if (Array.isArray(v)) throw new OAuthError('invalid_request', `${name} is given more than once`);
@@ -42,9 +43,9 @@ export async function checkAuthorizationRequest(params: Record<string, unknown>,
     clientId = one('client_id');
     redirectUri = one('redirect_uri');
     if (!clientId) return { ok: false, page: 'The request has no client_id: the application that sent you here did not say who it is.' };
-    client = await clients.find(clientId);
+    client = await clients.find(clientId, address);
   } catch (err) {
-    if (err instanceof OAuthError) return { ok: false, page: err.description };
+    if (err instanceof OAuthError) return { ok: false, page: err.description, ...(err.status === 429 ? { status: 429 } : {}) };
     throw err;
   }
   // Exact match against a registered URI; with only one registered, it may be left out.

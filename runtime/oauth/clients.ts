@@ -32,6 +32,8 @@ const MAX_NAME = 100;
 export const METADATA_FETCH_LIMITS = { maxResponseBytes: 5 * 1024, timeoutMs: 5000 };
 /** Documents are cached this long unless their Cache-Control says less (never less than a minute). */
 const DOCUMENT_TTL_MS = 10 * 60_000;
+/** A document that could not be fetched or used is not fetched again for this long: its failure is the answer. */
+const FAILED_DOCUMENT_TTL_MS = 30_000;
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
 /**
@@ -58,12 +60,18 @@ export const isMetadataDocumentId = (clientId: string) => /^https?:\/\//i.test(c
 
 export class OAuthClients {
   private readonly clients: Collection<ClientDoc>;
-  private readonly documents = new TtlCache<string, OAuthClient>(DOCUMENT_TTL_MS, 1000);
+  /** Documents by client_id URL: the fetch under way, then its outcome (a failure too, briefly). */
+  private readonly documents = new TtlCache<string, Promise<OAuthClient>>(DOCUMENT_TTL_MS, 1000);
 
   constructor(
     store: Store,
     /** The guarded outbound client that fetches metadata documents (private addresses refused). */
     private readonly http: HttpClient,
+    /**
+     * Counts a fetch caused by a request from this client address; the seconds to wait when the address has
+     * caused too many, else 0. Anyone can name any URL as a client_id: the service must not fetch for them without limit.
+     */
+    private readonly countFetch: (address: string) => Promise<number>,
   ) {
     this.clients = store.collection<ClientDoc>('oauth_clients');
   }
@@ -90,9 +98,12 @@ export class OAuthClients {
     };
   }
 
-  /** The client named by client_id; an unknown id or an unusable document is `invalid_client`. */
-  async find(clientId: string): Promise<OAuthClient> {
-    if (isMetadataDocumentId(clientId)) return this.document(clientId);
+  /**
+   * The client named by client_id, for a request from `address`; an unknown id or an unusable document is
+   * `invalid_client`, and too many document fetches for one address `temporarily_unavailable` (429).
+   */
+  async find(clientId: string, address: string): Promise<OAuthClient> {
+    if (isMetadataDocumentId(clientId)) return this.document(clientId, address);
     const doc = /^mcpc_\w{1,40}$/.test(clientId) ? await this.clients.findOne({ _id: clientId }) : null;
     if (!doc)
       throw new OAuthError(
@@ -107,10 +118,10 @@ export class OAuthClients {
    * Checks the client's credentials at the token and revocation endpoints: a public client sends only its
    * client_id; a confidential one its secret, the way it registered (Basic header or form field).
    */
-  async authenticate(presented: { clientId?: string; secret?: string; method: 'basic' | 'post' | 'none' }): Promise<OAuthClient> {
+  async authenticate(presented: { clientId?: string; secret?: string; method: 'basic' | 'post' | 'none' }, address: string): Promise<OAuthClient> {
     if (!presented.clientId)
       throw new OAuthError('invalid_client', 'client_id is required (in the form, or with the secret in an Authorization: Basic header)', 401);
-    const client = await this.find(presented.clientId);
+    const client = await this.find(presented.clientId, address);
     const expected = client.token_endpoint_auth_method;
     if (expected === 'none') {
       if (presented.secret) throw new OAuthError('invalid_client', 'This client is public (token_endpoint_auth_method "none"): it has no secret to send', 401);
@@ -122,11 +133,28 @@ export class OAuthClients {
     return client;
   }
 
-  private async document(clientId: string): Promise<OAuthClient> {
+  private document(clientId: string, address: string): Promise<OAuthClient> {
     const cached = this.documents.get(clientId);
     if (cached) return cached;
     const problem = metadataUrlProblem(clientId);
-    if (problem) throw new OAuthError('invalid_client', `The client_id URL ${problem}`, 401);
+    if (problem) return Promise.reject(new OAuthError('invalid_client', `The client_id URL ${problem}`, 401));
+    // One fetch per document at a time, whoever asks; its outcome is kept, a failure briefly (unless the
+    // fetch was refused for this address only: another address may fetch it).
+    const fetched = this.fetchDocument(clientId, address);
+    const client = fetched.then((f) => f.client);
+    this.documents.set(clientId, client);
+    fetched.then(
+      (f) => this.documents.set(clientId, client, f.ttlMs),
+      (err: unknown) =>
+        err instanceof OAuthError && err.status === 429 ? this.documents.delete(clientId) : this.documents.set(clientId, client, FAILED_DOCUMENT_TTL_MS),
+    );
+    return client;
+  }
+
+  private async fetchDocument(clientId: string, address: string): Promise<{ client: OAuthClient; ttlMs: number }> {
+    const wait = await this.countFetch(address);
+    if (wait)
+      throw new OAuthError('temporarily_unavailable', `Too many client ID metadata documents were fetched for your address; try again in ${wait} s`, 429, wait);
     let answer;
     try {
       answer = await this.http.send({
@@ -168,8 +196,7 @@ export class OAuthClients {
         throw new OAuthError('invalid_client', `The client ID metadata document at ${clientId} is not usable: ${err.description}`, 401);
       throw err;
     }
-    this.documents.set(clientId, client, cacheLifetime(answer.headers['cache-control']));
-    return client;
+    return { client, ttlMs: cacheLifetime(answer.headers['cache-control']) };
   }
 }
 

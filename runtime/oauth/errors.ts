@@ -21,6 +21,8 @@ export class OAuthError extends Error {
     readonly code: OAuthErrorCode,
     readonly description: string,
     readonly status = 400,
+    /** Seconds after which a refused request may be tried again (Retry-After), when that is known. */
+    readonly retryAfter?: number,
   ) {
     super(`${code}: ${description}`);
   }

@@ -92,7 +92,7 @@ export function createOAuthRouter(d: OAuthRouteDeps): Router {
   // RFC 6749 section 3.2 with PKCE (RFC 7636) and resource indicators (RFC 8707).
   router.post('/oauth/token', async (ctx) => {
     const form = await formBody(ctx, d.maxBodyBytes);
-    const client = await d.clients.authenticate(clientCredentials(ctx, form));
+    const client = await d.clients.authenticate(clientCredentials(ctx, form), ctx.ip);
     const resource = form.get('resource') ?? undefined;
     noStore(ctx);
     switch (form.get('grant_type')) {
@@ -124,7 +124,7 @@ export function createOAuthRouter(d: OAuthRouteDeps): Router {
   // RFC 7009: an unknown or already revoked token is answered 200 too.
   router.post('/oauth/revoke', async (ctx) => {
     const form = await formBody(ctx, d.maxBodyBytes);
-    const client = await d.clients.authenticate(clientCredentials(ctx, form));
+    const client = await d.clients.authenticate(clientCredentials(ctx, form), ctx.ip);
     const token = form.get('token');
     if (!token) throw new OAuthError('invalid_request', 'token is required');
     await d.grants.revokeToken(token, client);
@@ -158,6 +158,7 @@ async function oauthErrors(ctx: Context, next: Next): Promise<void> {
     if (!(err instanceof OAuthError)) throw err;
     ctx.status = err.status;
     noStore(ctx);
+    if (err.retryAfter) ctx.set('Retry-After', String(err.retryAfter));
     // RFC 6749 section 5.2: a client that tried Basic authentication and failed is told how to retry.
     if (err.code === 'invalid_client' && /^Basic /i.test(ctx.get('authorization'))) ctx.set('WWW-Authenticate', 'Basic realm="oauth"');
     ctx.body = err.body;

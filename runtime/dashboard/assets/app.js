@@ -121,6 +121,24 @@ function showApiError(form, message) {
   else if (!top && !placed) alertDialog(message);
 }
 
+const SINGLE_SLASH = /^\/(?![/\\])/;
+
+/**
+ * Where to go after sign-in: a path of this origin as the browser reads it (it drops tabs and newlines and
+ * takes backslashes for slashes, so "/<tab>/host" is "//host"), else "/". The server's safeNext is the same rule.
+ */
+function safeNext(next) {
+  if (typeof next !== 'string' || !SINGLE_SLASH.test(next)) return '/';
+  let url;
+  try {
+    url = new URL(next, location.origin);
+  } catch {
+    return '/';
+  }
+  const path = url.pathname + url.search + url.hash;
+  return url.origin === location.origin && SINGLE_SLASH.test(path) ? path : '/';
+}
+
 const fill = (template, data) => template.replace(/\{(\w+)\}/g, (_, k) => encodeURIComponent(data?.[k] ?? ''));
 
 /** What to do after a success, as the element's data-then says. */
@@ -128,8 +146,7 @@ async function after(el, result) {
   const then = el.dataset.then || 'reload';
   if (then === 'reload') return location.reload();
   if (then.startsWith('go:')) return location.assign(fill(then.slice(3), result.body));
-  if (then === 'next')
-    return location.assign(new URLSearchParams(location.search).get('next')?.match(/^\/(?![/\\])/) ? new URLSearchParams(location.search).get('next') : '/');
+  if (then === 'next') return location.assign(safeNext(new URLSearchParams(location.search).get('next')));
   // The OAuth decision: back to the application (its redirect URI), wherever that is.
   if (then === 'redirect') return location.assign(result.body.redirect_to);
   if (then === 'reveal') return reveal(el.dataset.revealTitle || 'Copy it now', result.body.key ?? result.body.token);
