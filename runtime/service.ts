@@ -6,6 +6,7 @@ import { pluginRegistry } from '../plugins/registry.ts';
 import { type Lifecycle, createApp } from './app.ts';
 import { type Components, buildComponents, serviceSecrets } from './components.ts';
 import type { Config } from './config.ts';
+import { RATE_LIMIT_INDEXES } from './access/rate-limit.ts';
 import { STORE_INDEXES } from './indexes.ts';
 import { type Logger, createLoggers } from './log.ts';
 import type { PluginRegistry } from './plugin-api.ts';
@@ -50,7 +51,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const store = await openStore({ mongodbUrl: config.mongodbUrl, dataDir: config.dataDir, inMemory: config.inMemory });
   let c: Components;
   try {
-    await store.ensureIndexes(STORE_INDEXES);
+    await store.ensureIndexes(store.kind === 'mongodb' ? [...STORE_INDEXES, ...RATE_LIMIT_INDEXES] : STORE_INDEXES);
     c = await buildComponents(config, store, catalog, await serviceSecrets(config, store), logger);
     await settleInterruptedCalls(c, logger);
   } catch (err) {
