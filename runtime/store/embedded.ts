@@ -6,7 +6,17 @@ import { isDeepStrictEqual } from 'node:util';
 import nedb from '@seald-io/nedb';
 import { closeDataFile } from './nedb-files.ts';
 import { checkCollectionName, checkFilter, checkUpdate, isOperatorObject, newId, upsertSeed } from './dialect.ts';
-import { type Collection, type Doc, DuplicateKeyError, type Filter, type FindOptions, type IndexSpec, type Store, type Update } from './port.ts';
+import {
+  type Collection,
+  type Doc,
+  DuplicateKeyError,
+  type Filter,
+  type FindOptions,
+  type IndexSpec,
+  type Store,
+  type Update,
+  type UpdateResult,
+} from './port.ts';
 
 // The package's typings declare an ES default export, but at run time the CommonJS module itself is the class.
 const Datastore = nedb as unknown as typeof nedb.default;
@@ -167,6 +177,16 @@ class EmbeddedCollection implements Collection<Doc> {
     return { matched, modified };
   }
 
+  async bulkUpdate(updates: Array<{ filter: Filter; update: Update }>): Promise<UpdateResult> {
+    const totals = { matched: 0, modified: 0 };
+    for (const { filter, update } of updates) {
+      const { matched, modified } = await this.update(filter, update, { multi: false, upsert: false });
+      totals.matched += matched;
+      totals.modified += modified;
+    }
+    return totals;
+  }
+
   async findOneAndUpdate(filter: Filter, update: Update, options: { upsert?: boolean; returnDocument?: 'before' | 'after' } = {}) {
     const before = options.returnDocument === 'before';
     const outcome = await this.update(filter, update, { multi: false, upsert: options.upsert ?? false, copy: before ? 'before' : 'after' });
@@ -181,6 +201,7 @@ class EmbeddedCollection implements Collection<Doc> {
     return this.remove(filter, true);
   }
 
+  /** expireAfterSeconds is ignored: the code's own sweeps delete what expires (nedb's TTL would do it on reads). */
   async ensureIndex(spec: IndexSpec): Promise<void> {
     const { fields, unique = false, sparse = false } = spec;
     await this.exclusive(async () => {
