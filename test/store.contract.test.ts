@@ -494,6 +494,16 @@ function storeContract(open: () => Promise<Store>): void {
       expect((await credits.findOne({ _id: 'owner' }))!.balance).toBe(1);
     });
 
+    it('of concurrent test-and-set updates of one document, exactly one matches', async () => {
+      const codes = store.collection<Doc>('codes');
+      await codes.insertOne({ _id: 'code', used: false, n: 0 });
+      const results = await Promise.all(
+        Array.from({ length: 20 }, () => codes.updateOne({ _id: 'code', used: false }, { $inc: { n: 1 }, $set: { used: true } })),
+      );
+      expect(results.filter((r) => r.matched === 1)).toHaveLength(1);
+      expect(await codes.findOne({ _id: 'code' })).toEqual({ _id: 'code', used: true, n: 1 });
+    });
+
     it('concurrent increments lose no update', async () => {
       const counters = store.collection<Doc>('counters');
       await counters.insertOne({ _id: 'c', n: 0 });
