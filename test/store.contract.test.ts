@@ -8,6 +8,7 @@ import { MongoBulkWriteError, MongoServerError } from 'mongodb';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Collection, DialectError, type Doc, DuplicateKeyError, type Filter, type Store } from '../runtime/store/port.ts';
 import { openStore } from '../runtime/store/open-store.ts';
+import { LOCK_FILE } from '../runtime/store/dir-lock.ts';
 import { openEmbeddedStore } from '../runtime/store/embedded.ts';
 import { openMongoStore, toDuplicateKeyError } from '../runtime/store/mongodb.ts';
 import { MONGODB_URL, dropTestDatabases, mongoTestUrl } from './support/mongo.ts';
@@ -619,7 +620,7 @@ describe('embedded store, file-backed specifics', () => {
   /** A copy of a store's folder as it is on disk now. */
   const copyOf = async (dir: string) => {
     const copy = await tempDir();
-    await cp(dir, copy, { recursive: true });
+    await cp(dir, copy, { recursive: true, filter: (file) => path.basename(file) !== LOCK_FILE }); // the copy is nobody's
     return copy;
   };
 

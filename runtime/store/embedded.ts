@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import nedb from '@seald-io/nedb';
+import { lockDataDir } from './dir-lock.ts';
 import { closeDataFile } from './nedb-files.ts';
 import { checkCollectionName, checkFilter, checkUpdate, isOperatorObject, newId, upsertSeed } from './dialect.ts';
 import {
@@ -50,7 +51,10 @@ interface NedbInternals {
 }
 
 export interface EmbeddedStoreOptions {
-  /** Folder for the data files (created with mode 0700); in memory when absent. */
+  /**
+   * Folder for the data files (created with mode 0700); in memory when absent. One process at a time: a
+   * second open of the folder, in this process or another, throws DataDirLockedError (see dir-lock.ts).
+   */
   dir?: string;
   /** How often data files are rewritten without their superseded lines. Default 10 minutes, at least 1 s. */
   compactionIntervalMs?: number;
@@ -63,6 +67,7 @@ const DEFAULT_COMPACTION_INTERVAL_MS = 10 * 60_000;
 export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Promise<Store> {
   const { dir } = options;
   if (dir !== undefined) await mkdir(dir, { recursive: true, mode: 0o700 });
+  const unlock = dir === undefined ? undefined : await lockDataDir(dir);
   const collections = new Map<string, EmbeddedCollection>();
   let closed = false;
 
@@ -106,6 +111,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
       clearInterval(compactionTimer);
       await Promise.all([...collections.values()].map((c) => c.drainAndCompact(dir !== undefined)));
       if (dir !== undefined) await Promise.all([...collections.keys()].map((name) => closeDataFile(path.join(dir, `${name}.db`))));
+      await unlock?.();
     },
   };
 }
