@@ -1,6 +1,6 @@
 module tool-server/test/peers/mongo
 
-go 1.26
+go 1.24
 
 require (
 	github.com/FerretDB/FerretDB v1.24.2

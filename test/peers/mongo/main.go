@@ -61,7 +61,7 @@ func main() {
 
 func run(listen, data string) error {
 	socket := filepath.Join(data, "ferretdb.sock")
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	f, err := ferretdb.New(&ferretdb.Config{
 		Listener:  ferretdb.ListenerConfig{Unix: socket},
 		Handler:   "sqlite",

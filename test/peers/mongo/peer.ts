@@ -64,17 +64,19 @@ async function ensureBinary(): Promise<string> {
   const go = goVersion();
   if (!go)
     fail(
-      'Go is not installed (no `go` on PATH). The MongoDB test peer is FerretDB built from the Go module proxy: install Go 1.26 or newer ' +
+      'Go is not installed (no `go` on PATH). The MongoDB test peer is FerretDB built from the Go module proxy: install Go 1.24 or newer ' +
         '(https://go.dev/dl/ or your package manager) and run this again. Without it `npm test` skips the MongoDB tests (and fails under CI=true).',
     );
   await mkdir(dir, { recursive: true });
   const partial = path.join(dir, `${BINARY_NAME}.${process.pid}.partial`);
   console.error(`peer:mongo: building FerretDB with ${go} into ${dir} (once; a few minutes the first time, seconds with the module cache warm)`);
   const started = Date.now();
-  // -mod=readonly: go.sum is our lock; a build never changes it. Only the SQLite backend is compiled in.
+  // -mod=readonly: go.sum is our lock; a build never changes it. GOTOOLCHAIN=local: an older Go says so instead
+  // of downloading a toolchain. Only the SQLite backend is compiled in.
   const code = await new Promise<number | null>((resolve) => {
     const build = spawn('go', ['build', '-mod=readonly', '-trimpath', '-tags', 'ferretdb_no_postgresql', '-o', partial, '.'], {
       cwd: HERE,
+      env: { ...process.env, GOTOOLCHAIN: 'local' },
       stdio: ['ignore', process.stderr, process.stderr],
     });
     build.once('error', () => resolve(-1));
