@@ -1,6 +1,7 @@
 // Environment -> typed, validated configuration. Every problem is reported at once, by variable name.
 import path from 'node:path';
 import { type AllowList, parseAllowList } from './http/guard.ts';
+import { DEFAULT_MONGO_OPTIONS, type MongoOptions, WeakWriteConcernError, writeConcernFor } from './store/mongo-options.ts';
 
 export interface Config {
   port: number;
@@ -11,6 +12,8 @@ export interface Config {
   inMemory: boolean;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   mongodbUrl?: string;
+  /** Pool size, timeouts and the weak-write override of the MongoDB connection. */
+  mongo: MongoOptions;
   /** 32-byte key (hex or base64) for account secrets; generated into dataDir when absent. */
   masterKey?: string;
   operatorToken?: string;
@@ -94,6 +97,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push(`ALLOW_PRIVATE_NETWORKS: ${(err as Error).message}`);
   }
   if (env.MONGODB_URL && !/^mongodb(\+srv)?:\/\//.test(env.MONGODB_URL)) problems.push('MONGODB_URL must start with mongodb:// or mongodb+srv://');
+  const d = DEFAULT_MONGO_OPTIONS;
+  const mongo: MongoOptions = {
+    poolSize: int('MONGODB_POOL_SIZE', d.poolSize, 1, 1000),
+    serverSelectionMs: int('MONGODB_SERVER_SELECTION_MS', d.serverSelectionMs, 100, 300_000),
+    socketTimeoutMs: int('MONGODB_SOCKET_TIMEOUT_MS', d.socketTimeoutMs, 1000, 600_000),
+    maxTimeMs: int('MONGODB_MAX_TIME_MS', d.maxTimeMs, 100, 300_000),
+    allowWeakWrites: bool('MONGODB_ALLOW_WEAK_WRITES', d.allowWeakWrites),
+  };
+  if (mongo.maxTimeMs >= mongo.socketTimeoutMs) problems.push('MONGODB_MAX_TIME_MS must be smaller than MONGODB_SOCKET_TIMEOUT_MS');
+  if (env.MONGODB_URL) {
+    try {
+      writeConcernFor(env.MONGODB_URL, mongo.allowWeakWrites);
+    } catch (err) {
+      if (!(err instanceof WeakWriteConcernError)) throw err;
+      problems.push(err.message);
+    }
+  }
   if (env.MASTER_KEY && !isKey32(env.MASTER_KEY)) problems.push('MASTER_KEY must be 32 bytes as 64 hex characters or base64');
   const signup = (env.SIGNUP || 'open') as Config['signup'];
   if (signup !== 'open' && signup !== 'invite') problems.push(`SIGNUP must be open or invite (got "${env.SIGNUP}")`);
@@ -107,6 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     inMemory: false,
     logLevel,
     mongodbUrl: env.MONGODB_URL || undefined,
+    mongo,
     masterKey: env.MASTER_KEY || undefined,
     operatorToken: env.OPERATOR_TOKEN || undefined,
     toolSpecsDir: path.resolve(env.TOOL_SPECS_DIR || 'tool-specs'),

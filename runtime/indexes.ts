@@ -1,5 +1,10 @@
-// Every index the service's queries rely on, declared once and built at start (idempotent).
+// Every index the service's queries rely on (each find of a page or a call has one), declared once and built
+// at start: only what is missing (see Store.ensureIndexes). What expires has a TTL index, which MongoDB uses
+// to delete it; the hourly sweeps delete it too, and are all there is on the embedded store and FerretDB.
 import type { IndexSpec } from './store/port.ts';
+
+/** expires_at is the moment itself: deleted once it has passed. */
+const AT_EXPIRY = 0;
 
 export const STORE_INDEXES: IndexSpec[] = [
   { collection: 'owners', fields: ['email'], unique: true },
@@ -7,12 +12,14 @@ export const STORE_INDEXES: IndexSpec[] = [
   { collection: 'owner_tokens', fields: ['owner_id'] },
   { collection: 'owners', fields: ['invite_hash'], unique: true, sparse: true },
   { collection: 'sessions', fields: ['owner_id'] },
-  { collection: 'sessions', fields: ['expires_at'] },
+  { collection: 'sessions', fields: ['expires_at'], expireAfterSeconds: AT_EXPIRY },
   { collection: 'servers', fields: ['owner_id'] },
   { collection: 'api_keys', fields: ['hash'], unique: true },
   { collection: 'api_keys', fields: ['owner_id'] },
   { collection: 'accounts', fields: ['owner_id'] },
   { collection: 'tools', fields: ['server_id', 'name'], unique: true },
+  // The tools bound to an account (its deletion is refused while any is).
+  { collection: 'tools', fields: ['account_id'] },
   { collection: 'usage', fields: ['owner_id', 'hour'] },
   { collection: 'calls', fields: ['owner_id', 'at'] },
   // Settlement walks an owner's charged records in the order of the credit line; one record per range.
@@ -22,8 +29,8 @@ export const STORE_INDEXES: IndexSpec[] = [
   { collection: 'calls', fields: ['at'] },
   { collection: 'oauth_grants', fields: ['owner_id', 'server_id'] },
   { collection: 'oauth_access_tokens', fields: ['grant_id'] },
-  { collection: 'oauth_access_tokens', fields: ['expires_at'] },
+  { collection: 'oauth_access_tokens', fields: ['expires_at'], expireAfterSeconds: AT_EXPIRY },
   { collection: 'oauth_refresh_tokens', fields: ['grant_id'] },
-  { collection: 'oauth_refresh_tokens', fields: ['expires_at'] },
-  { collection: 'oauth_codes', fields: ['expires_at'] },
+  { collection: 'oauth_refresh_tokens', fields: ['expires_at'], expireAfterSeconds: AT_EXPIRY },
+  { collection: 'oauth_codes', fields: ['expires_at'], expireAfterSeconds: AT_EXPIRY },
 ];

@@ -3,6 +3,7 @@
 import cluster from 'node:cluster';
 import { ConfigError, loadConfig } from './config.ts';
 import { startService } from './service.ts';
+import { DataDirLockedError } from './store/dir-lock.ts';
 import { SpecLoadError } from './toolspec/loader.ts';
 
 async function main(): Promise<void> {
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  if (err instanceof ConfigError || err instanceof SpecLoadError) console.error(err.message);
+  if (err instanceof ConfigError || err instanceof SpecLoadError || err instanceof DataDirLockedError) console.error(err.message);
   else console.error(err);
   process.exit(1);
 });

@@ -48,7 +48,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const { logger } = logs;
   const plugins = opts.plugins ?? pluginRegistry;
   const catalog = new LiveCatalog(await loadCatalog(config.toolSpecsDir, plugins));
-  const store = await openStore({ mongodbUrl: config.mongodbUrl, dataDir: config.dataDir, inMemory: config.inMemory });
+  const store = await openStore({ mongodbUrl: config.mongodbUrl, mongo: config.mongo, dataDir: config.dataDir, inMemory: config.inMemory });
   let c: Components;
   try {
     await store.ensureIndexes(store.kind === 'mongodb' ? [...STORE_INDEXES, ...RATE_LIMIT_INDEXES] : STORE_INDEXES);

@@ -6,28 +6,26 @@ import { MongoClient } from 'mongodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KeyRateLimiter, RATE_LIMIT_INDEXES } from '../runtime/access/rate-limit.ts';
 import { openMongoStore } from '../runtime/store/mongodb.ts';
-import { MONGODB_URL, requireMongoUnderCi } from './support/stores.ts';
+import { MONGODB_URL, dropTestDatabases, mongoTestUrl } from './support/mongo.ts';
 
 const LIMITS = { burstPoints: 100, burstSeconds: 10, minutePoints: 1000 };
 
-requireMongoUnderCi();
-
 describe.runIf(Boolean(MONGODB_URL))('rate limits shared through MongoDB', () => {
-  const dbName = `rate_limit_${process.pid}_${Date.now()}`;
+  const { url, dbName } = mongoTestUrl('rate_limit');
   const clients: MongoClient[] = [];
   afterAll(async () => {
-    await clients[0]?.db(dbName).dropDatabase();
     await Promise.all(clients.map((c) => c.close()));
+    await dropTestDatabases();
   });
 
   it('three instances together admit the limit of a window within 10%, never more, with few store operations', async () => {
-    const store = await openMongoStore(MONGODB_URL!, dbName);
+    const store = await openMongoStore(url, { dbName });
     await store.ensureIndexes(RATE_LIMIT_INDEXES);
     await store.close();
     let storeOps = 0;
     const instances = await Promise.all(
       Array.from({ length: 3 }, async () => {
-        const client = await new MongoClient(MONGODB_URL!, { monitorCommands: true }).connect();
+        const client = await new MongoClient(url, { monitorCommands: true }).connect();
         client.on('commandStarted', (e) => {
           if (e.commandName === 'findAndModify') storeOps++;
         });

@@ -7,9 +7,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MongoClient } from 'mongodb';
 import { type ServiceProcess, startServiceProcess } from './support/process.ts';
-import { MONGODB_URL, requireMongoUnderCi } from './support/stores.ts';
+import { MONGODB_URL, dropTestDatabases, mongoTestUrl } from './support/mongo.ts';
 import { type DemoUpstream, startDemoUpstream } from './support/upstream.ts';
 
 const OPERATOR_TOKEN = 'op_scale_out_token_0123456789';
@@ -23,15 +22,13 @@ interface Instance {
   url: string;
 }
 
-requireMongoUnderCi();
-
 describe.runIf(Boolean(MONGODB_URL))('several instances on one MongoDB', () => {
-  const database = `scale_out_${process.pid}_${Date.now()}`;
+  const { url: databaseUrl } = mongoTestUrl('scale_out');
   let upstream: DemoUpstream;
   const instances: Instance[] = [];
 
   const baseEnv = () => ({
-    MONGODB_URL: MONGODB_URL!.replace(/\/[^/?]*(\?|$)/, `/${database}$1`),
+    MONGODB_URL: databaseUrl,
     MASTER_KEY: randomBytesHex,
     OPERATOR_TOKEN,
     PUBLIC_URL,
@@ -64,9 +61,7 @@ describe.runIf(Boolean(MONGODB_URL))('several instances on one MongoDB', () => {
     for (const i of instances) i.proc.child.kill('SIGTERM');
     await Promise.all(instances.map((i) => i.proc.exit));
     await upstream?.close();
-    const client = await new MongoClient(MONGODB_URL!).connect();
-    await client.db(database).dropDatabase();
-    await client.close();
+    await dropTestDatabases();
   });
 
   const api = async (base: string, method: string, path: string, token: string, body?: unknown) => {

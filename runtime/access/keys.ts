@@ -1,6 +1,8 @@
 // API keys: `mcpk_` + 32 random bytes in base62, stored only as SHA-256 with a short display prefix.
 // Lookups are cached briefly; changes made on this instance drop the cache entry at once.
 import type { Collection, Doc, Store } from '../store/port.ts';
+import { flushLastUsed } from '../store/last-used.ts';
+import { retryTransient } from '../store/retry.ts';
 import { randomId, randomToken, sha256 } from '../secrets.ts';
 import { TtlCache } from '../ttl-cache.ts';
 
@@ -104,40 +106,50 @@ export class ApiKeys {
   /** Revokes one key of the server: its own key, or a global key linked to it. */
   async revoke(ownerId: string, serverId: string, id: string): Promise<ApiKeyDoc | null> {
     const doc = await this.keys.findOne({ _id: id, owner_id: ownerId, $or: [{ server_id: serverId }, { linked_server_ids: serverId }] });
-    if (!doc) return null;
-    if (doc.revoked_at) return doc;
-    return this.change({ _id: id }, { $set: { revoked_at: new Date() } });
+    return doc && this.revokeDoc(doc);
   }
 
   /** Revokes a global key everywhere it is linked. */
   async revokeGlobal(ownerId: string, id: string): Promise<ApiKeyDoc | null> {
     const doc = await this.keys.findOne({ _id: id, owner_id: ownerId, kind: 'global' });
-    if (!doc || doc.revoked_at) return doc;
-    return this.change({ _id: id }, { $set: { revoked_at: new Date() } });
+    return doc && this.revokeDoc(doc);
   }
 
   /**
    * Revokes every key of the server: its own keys are revoked; global keys are unlinked from it (they
-   * stay valid on their other servers). Returns how many of each.
+   * stay valid on their other servers). Returns how many of each. Both writes are safe to repeat (a key
+   * already revoked or unlinked no longer matches), so they are retried after a transient failure.
    */
   async revokeAll(ownerId: string, serverId: string): Promise<{ revoked: number; unlinked: number }> {
     const affected = await this.listForServer(ownerId, serverId);
     const now = new Date();
-    const revoked = await this.keys.updateMany({ owner_id: ownerId, server_id: serverId, revoked_at: null }, { $set: { revoked_at: now } });
-    const unlinked = await this.keys.updateMany({ owner_id: ownerId, kind: 'global', linked_server_ids: serverId }, { $pull: { linked_server_ids: serverId } });
+    await retryTransient(() => this.keys.updateMany({ owner_id: ownerId, server_id: serverId, revoked_at: null }, { $set: { revoked_at: now } }));
+    await retryTransient(() =>
+      this.keys.updateMany({ owner_id: ownerId, kind: 'global', linked_server_ids: serverId }, { $pull: { linked_server_ids: serverId } }),
+    );
     for (const doc of affected) this.cache.delete(doc.hash);
-    return { revoked: revoked.modified, unlinked: unlinked.modified };
+    // Counted from the listing: a retried write reports only what its last attempt changed.
+    return {
+      revoked: affected.filter((doc) => doc.server_id === serverId && !doc.revoked_at).length,
+      unlinked: affected.filter((doc) => doc.kind === 'global' && doc.linked_server_ids.includes(serverId)).length,
+    };
   }
 
   touch(id: string): void {
     this.touched.set(id, new Date());
   }
 
-  /** Writes the pending last-used times. */
-  async flush(): Promise<void> {
-    const pending = [...this.touched.entries()];
-    this.touched.clear();
-    await Promise.all(pending.map(([id, at]) => this.keys.updateOne({ _id: id }, { $max: { last_used_at: at } })));
+  /** Writes the pending last-used times: one bulk write, whatever the number of keys. */
+  flush(): Promise<void> {
+    return flushLastUsed(this.touched, this.keys);
+  }
+
+  /** Sets revoked_at once (a repeat, or a concurrent revocation, changes nothing); the key as it is now. */
+  private async revokeDoc(doc: ApiKeyDoc): Promise<ApiKeyDoc | null> {
+    if (doc.revoked_at) return doc;
+    const revoked = await retryTransient(() => this.keys.findOneAndUpdate({ _id: doc._id, revoked_at: null }, { $set: { revoked_at: new Date() } }));
+    this.cache.delete(doc.hash);
+    return revoked ?? this.keys.findOne({ _id: doc._id });
   }
 
   private async change(filter: Record<string, unknown>, update: Parameters<Collection<ApiKeyDoc>['findOneAndUpdate']>[1]): Promise<ApiKeyDoc | null> {

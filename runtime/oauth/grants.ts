@@ -3,7 +3,9 @@
 // only as its SHA-256; a reused code or refresh token revokes the whole grant (RFC 9700 section 4.14).
 import { createHash } from 'node:crypto';
 import { randomId, randomToken, sha256 } from '../secrets.ts';
+import { flushLastUsed } from '../store/last-used.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
+import { retryTransient } from '../store/retry.ts';
 import { TtlCache } from '../ttl-cache.ts';
 import type { OAuthClient } from './clients.ts';
 import { OAuthError } from './errors.ts';
@@ -269,11 +271,9 @@ export class OAuthGrants {
     return affected.length;
   }
 
-  /** Writes the pending last-used times. */
-  async flush(): Promise<void> {
-    const pending = [...this.touched.entries()];
-    this.touched.clear();
-    await Promise.all(pending.map(([id, at]) => this.grants.updateOne({ _id: id }, { $max: { last_used_at: at } })));
+  /** Writes the pending last-used times: one bulk write, whatever the number of grants. */
+  flush(): Promise<void> {
+    return flushLastUsed(this.touched, this.grants);
   }
 
   /** Deletes expired codes and tokens (revoked grants stay listed, as revoked). */
@@ -310,10 +310,15 @@ export class OAuthGrants {
     return doc;
   }
 
+  /** Each write is safe to repeat (what it did no longer matches), so each is retried after a transient failure. */
   private async revokeGrantById(id: string, reason: string): Promise<void> {
-    await this.grants.updateOne({ _id: id, revoked_at: null }, { $set: { revoked_at: new Date(), revoked_reason: reason } });
+    const now = new Date();
+    await retryTransient(() => this.grants.updateOne({ _id: id, revoked_at: null }, { $set: { revoked_at: now, revoked_reason: reason } }));
     // Its tokens go too, so nothing of it can be exchanged or used again.
-    await Promise.all([this.access.deleteMany({ grant_id: id }), this.refresh.updateMany({ grant_id: id, used_at: null }, { $set: { used_at: new Date() } })]);
+    await Promise.all([
+      retryTransient(() => this.access.deleteMany({ grant_id: id })),
+      retryTransient(() => this.refresh.updateMany({ grant_id: id, used_at: null }, { $set: { used_at: now } })),
+    ]);
     this.grantCache.delete(id);
   }
 }

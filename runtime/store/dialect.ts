@@ -89,22 +89,39 @@ export function setPath(target: Record<string, unknown>, path: string, value: un
 }
 
 /**
- * The document an upsert starts from, as MongoDB builds it: the equality conditions of the filter
- * (top level, inside $and, single-branch $or, and $eq), with dotted paths expanded.
+ * The equality conditions of a filter that an upsert starts from, as MongoDB takes them: top level, inside
+ * $and, a single-branch $or, and $eq; as [dotted path, value] pairs.
  */
-export function upsertSeed(filter: Filter): Record<string, unknown> {
-  const seed: Record<string, unknown> = {};
+export function upsertEqualities(filter: Filter): Array<[string, unknown]> {
+  const equalities: Array<[string, unknown]> = [];
   const collect = (part: Filter): void => {
     for (const [key, value] of Object.entries(part)) {
       if (key === '$and') (value as Filter[]).forEach(collect);
       else if (key === '$or') {
         if ((value as Filter[]).length === 1) collect((value as Filter[])[0]!);
-      } else if (!isOperatorObject(value)) setPath(seed, key, structuredClone(value));
-      else if ('$eq' in value) setPath(seed, key, structuredClone(value.$eq));
+      } else if (!isOperatorObject(value)) equalities.push([key, value]);
+      else if ('$eq' in value) equalities.push([key, value.$eq]);
     }
   };
   collect(filter);
+  return equalities;
+}
+
+/** The document an upsert starts from: the filter's equalities (upsertEqualities), with dotted paths expanded. */
+export function upsertSeed(filter: Filter): Record<string, unknown> {
+  const seed: Record<string, unknown> = {};
+  for (const [path, value] of upsertEqualities(filter)) setPath(seed, path, structuredClone(value));
   return seed;
+}
+
+/** Whether two dotted paths touch the same data (equal, or one inside the other). */
+export function pathsOverlap(a: string, b: string): boolean {
+  return a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
+}
+
+/** Every path an update writes, whatever the operator. */
+export function updatePaths(update: Update): string[] {
+  return Object.values(update).flatMap((fields) => Object.keys(fields as object));
 }
 
 /** The _id an upsert will insert with, when the filter or the update pins one. */

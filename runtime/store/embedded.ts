@@ -4,9 +4,20 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import nedb from '@seald-io/nedb';
+import { lockDataDir } from './dir-lock.ts';
 import { closeDataFile } from './nedb-files.ts';
 import { checkCollectionName, checkFilter, checkUpdate, isOperatorObject, newId, upsertSeed } from './dialect.ts';
-import { type Collection, type Doc, DuplicateKeyError, type Filter, type FindOptions, type IndexSpec, type Store, type Update } from './port.ts';
+import {
+  type Collection,
+  type Doc,
+  DuplicateKeyError,
+  type Filter,
+  type FindOptions,
+  type IndexSpec,
+  type Store,
+  type Update,
+  type UpdateResult,
+} from './port.ts';
 
 // The package's typings declare an ES default export, but at run time the CommonJS module itself is the class.
 const Datastore = nedb as unknown as typeof nedb.default;
@@ -40,7 +51,10 @@ interface NedbInternals {
 }
 
 export interface EmbeddedStoreOptions {
-  /** Folder for the data files (created with mode 0700); in memory when absent. */
+  /**
+   * Folder for the data files (created with mode 0700); in memory when absent. One process at a time: a
+   * second open of the folder, in this process or another, throws DataDirLockedError (see dir-lock.ts).
+   */
   dir?: string;
   /** How often data files are rewritten without their superseded lines. Default 10 minutes, at least 1 s. */
   compactionIntervalMs?: number;
@@ -53,6 +67,7 @@ const DEFAULT_COMPACTION_INTERVAL_MS = 10 * 60_000;
 export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Promise<Store> {
   const { dir } = options;
   if (dir !== undefined) await mkdir(dir, { recursive: true, mode: 0o700 });
+  const unlock = dir === undefined ? undefined : await lockDataDir(dir);
   const collections = new Map<string, EmbeddedCollection>();
   let closed = false;
 
@@ -96,6 +111,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
       clearInterval(compactionTimer);
       await Promise.all([...collections.values()].map((c) => c.drainAndCompact(dir !== undefined)));
       if (dir !== undefined) await Promise.all([...collections.keys()].map((name) => closeDataFile(path.join(dir, `${name}.db`))));
+      await unlock?.();
     },
   };
 }
@@ -167,6 +183,16 @@ class EmbeddedCollection implements Collection<Doc> {
     return { matched, modified };
   }
 
+  async bulkUpdate(updates: Array<{ filter: Filter; update: Update }>): Promise<UpdateResult> {
+    const totals = { matched: 0, modified: 0 };
+    for (const { filter, update } of updates) {
+      const { matched, modified } = await this.update(filter, update, { multi: false, upsert: false });
+      totals.matched += matched;
+      totals.modified += modified;
+    }
+    return totals;
+  }
+
   async findOneAndUpdate(filter: Filter, update: Update, options: { upsert?: boolean; returnDocument?: 'before' | 'after' } = {}) {
     const before = options.returnDocument === 'before';
     const outcome = await this.update(filter, update, { multi: false, upsert: options.upsert ?? false, copy: before ? 'before' : 'after' });
@@ -181,6 +207,7 @@ class EmbeddedCollection implements Collection<Doc> {
     return this.remove(filter, true);
   }
 
+  /** expireAfterSeconds is ignored: the code's own sweeps delete what expires (nedb's TTL would do it on reads). */
   async ensureIndex(spec: IndexSpec): Promise<void> {
     const { fields, unique = false, sparse = false } = spec;
     await this.exclusive(async () => {

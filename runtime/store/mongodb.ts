@@ -1,79 +1,222 @@
-// The MongoDB adapter: deliberately thin over the official driver (the port speaks MongoDB's dialect), so
-// that little is left untested on machines without a MongoDB server. What it adds: the shared dialect
-// checks, string _ids for upserts, DuplicateKeyError, and the port's result shapes.
-import { type Collection as DriverCollection, type Document, MongoClient, MongoServerError } from 'mongodb';
-import { checkCollectionName, checkFilter, checkUpdate, newId, pinnedUpsertId } from './dialect.ts';
-import { type Collection, type Doc, DuplicateKeyError, type Filter, type FindOptions, type IndexSpec, type Store, type Update } from './port.ts';
+// The MongoDB adapter: deliberately thin over the official driver (the port speaks MongoDB's dialect). What it
+// adds: the shared dialect checks, string _ids for upserts, DuplicateKeyError, the port's result shapes, the
+// connection settings of mongo-options.ts, and what keeps FerretDB (the test runs' MongoDB-wire peer) to the
+// behaviour of MongoDB or to a clear refusal: upserts seeded from the filter explicitly, $pull of a list as
+// $pullAll, the violated unique index found when the server does not name it.
+import {
+  type Collection as DriverCollection,
+  type Db,
+  type Document,
+  type IndexDescription,
+  MongoBulkWriteError,
+  MongoClient,
+  MongoServerError,
+  type WriteConcernSettings,
+} from 'mongodb';
+import {
+  checkCollectionName,
+  checkFilter,
+  checkUpdate,
+  isOperatorObject,
+  isPlainObject,
+  newId,
+  pathsOverlap,
+  pinnedUpsertId,
+  setPath,
+  updatePaths,
+  upsertEqualities,
+  upsertSeed,
+} from './dialect.ts';
+import { DEFAULT_MONGO_OPTIONS, type MongoOptions, writeConcernFor } from './mongo-options.ts';
+import {
+  type Collection,
+  DialectError,
+  type Doc,
+  DuplicateKeyError,
+  type Filter,
+  type FindOptions,
+  type IndexSpec,
+  type Store,
+  type Update,
+  type UpdateResult,
+} from './port.ts';
 
 const DEFAULT_DB_NAME = 'tool_server';
 const DUPLICATE_KEY = 11000;
+const INTERNAL_ERROR = 1;
+const NAMESPACE_NOT_FOUND = 26;
+const INDEX_NOT_FOUND = 27;
+const NOT_IMPLEMENTED = 238;
 
-/** dbName defaults to the database named in the URL path, else "tool_server". */
-export async function openMongoStore(url: string, dbName?: string): Promise<Store> {
-  // ignoreUndefined: an undefined field is left out, as on the embedded store (the driver would store null).
-  const client = new MongoClient(url, { ignoreUndefined: true });
+type Server = 'mongodb' | 'ferretdb';
+
+export interface MongoStoreOptions extends Partial<MongoOptions> {
+  /** Defaults to the database named in the URL path, else "tool_server". */
+  dbName?: string;
+}
+
+export async function openMongoStore(url: string, options: MongoStoreOptions = {}): Promise<Store> {
+  const settings = { ...DEFAULT_MONGO_OPTIONS, ...options };
+  const client = new MongoClient(url, {
+    // An undefined field is left out, as on the embedded store (the driver would store null).
+    ignoreUndefined: true,
+    // Set here, not left to the URL: a write acknowledged by a majority, journaled, survives a failover.
+    // (w may be a tag set's name, which the driver's type leaves out.)
+    writeConcern: writeConcernFor(url, settings.allowWeakWrites) as WriteConcernSettings,
+    maxPoolSize: settings.poolSize,
+    serverSelectionTimeoutMS: settings.serverSelectionMs,
+    socketTimeoutMS: settings.socketTimeoutMs,
+    retryReads: true,
+    retryWrites: true,
+  });
   await client.connect();
-  const db = client.db(dbName ?? dbNameFromUrl(url) ?? DEFAULT_DB_NAME);
-  const indexFieldsByName = new Map<string, string[]>(); // to name the fields when an error lacks keyPattern
+  const db = client.db(options.dbName ?? dbNameFromUrl(url) ?? DEFAULT_DB_NAME);
+  let server: Server;
+  try {
+    server = await serverOf(db);
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
+  const shared: Shared = { server, maxTimeMs: settings.maxTimeMs, indexFieldsByName: new Map(), ttlIndexes: server === 'mongodb' };
 
   return {
     kind: 'mongodb',
-    mongo: { client, dbName: db.databaseName },
+    mongo: { client, dbName: db.databaseName, server },
     collection<T extends Doc>(name: string): Collection<T> {
       checkCollectionName(name);
-      return new MongoCollection(name, db.collection<Doc>(name), indexFieldsByName) as unknown as Collection<T>;
+      return new MongoCollection(name, db.collection<Doc>(name), shared) as unknown as Collection<T>;
     },
     async ensureIndexes(specs: IndexSpec[]) {
-      for (const { collection, fields, unique = false, sparse = false } of specs) {
-        checkCollectionName(collection);
-        const keys = Object.fromEntries(fields.map((field) => [field, 1 as const]));
-        try {
-          const name = await db.collection(collection).createIndex(keys, { unique, sparse });
-          indexFieldsByName.set(`${collection}/${name}`, fields);
-        } catch (error) {
-          if (isDuplicateKey(error)) throw new DuplicateKeyError(collection, fields, { cause: error });
-          throw error;
-        }
+      const byCollection = new Map<string, IndexSpec[]>();
+      for (const spec of specs) {
+        checkCollectionName(spec.collection);
+        byCollection.set(spec.collection, [...(byCollection.get(spec.collection) ?? []), spec]);
       }
+      await Promise.all([...byCollection].map(([name, list]) => ensureCollectionIndexes(db.collection(name), list, shared)));
     },
     close: () => client.close(),
   };
 }
 
+interface Shared {
+  server: Server;
+  maxTimeMs: number;
+  /** "<collection>/<index name>" -> fields, to name the fields when an error lacks keyPattern. */
+  indexFieldsByName: Map<string, string[]>;
+  /** False on servers without TTL indexes (FerretDB): a plain index is built instead. */
+  ttlIndexes: boolean;
+}
+
+/** FerretDB answers buildInfo with a ferretdbVersion of its own. */
+async function serverOf(db: Db): Promise<Server> {
+  const info = await db.admin().command({ buildInfo: 1 });
+  return 'ferretdbVersion' in info ? 'ferretdb' : 'mongodb';
+}
+
+/**
+ * Builds only what is missing: one listIndexes, then an index is created, or its TTL changed, only when it
+ * differs from the spec (N instances starting together do not each rebuild every index).
+ */
+async function ensureCollectionIndexes(driver: DriverCollection, specs: IndexSpec[], shared: Shared): Promise<void> {
+  const existing = await driver
+    .listIndexes()
+    .toArray()
+    .catch((error: unknown) => {
+      if (error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND) return [] as Document[];
+      throw error;
+    });
+  for (const spec of specs) {
+    const { fields, unique = false } = spec;
+    const keys = Object.fromEntries(fields.map((field) => [field, 1 as const]));
+    const found = existing.find((index) => JSON.stringify(index.key) === JSON.stringify(keys));
+    const ttl = shared.ttlIndexes ? spec.expireAfterSeconds : undefined;
+    if (found && Boolean(found.unique) !== unique) {
+      throw new Error(
+        `index ${found.name} of collection ${driver.collectionName} is ${unique ? 'not ' : ''}unique, the service needs it ${unique ? '' : 'not '}unique: ` +
+          'drop it (db.collection.dropIndex) and start again',
+      );
+    }
+    if (found && found.expireAfterSeconds === ttl) {
+      shared.indexFieldsByName.set(`${driver.collectionName}/${found.name}`, fields);
+      continue;
+    }
+    if (found) {
+      // Only the TTL differs (a plain index becoming a TTL index, or another expiry): rebuilt, which every
+      // MongoDB version can do; a non-unique index, so nothing is at risk meanwhile. Another instance may
+      // be doing the same.
+      await driver.dropIndex(found.name as string).catch((error: unknown) => {
+        if (!(error instanceof MongoServerError && error.code === INDEX_NOT_FOUND)) throw error;
+      });
+    }
+    const name = await createIndex(driver, spec, keys, ttl, shared);
+    shared.indexFieldsByName.set(`${driver.collectionName}/${name}`, fields);
+  }
+}
+
+async function createIndex(driver: DriverCollection, spec: IndexSpec, keys: Record<string, 1>, ttl: number | undefined, shared: Shared): Promise<string> {
+  const options: Omit<IndexDescription, 'key'> = { unique: spec.unique ?? false, sparse: spec.sparse ?? false };
+  try {
+    return await driver.createIndex(keys, ttl === undefined ? options : { ...options, expireAfterSeconds: ttl });
+  } catch (error) {
+    if (ttl !== undefined && error instanceof MongoServerError && error.code === NOT_IMPLEMENTED) {
+      shared.ttlIndexes = false; // a server without TTL indexes that did not say so in buildInfo
+      return createIndex(driver, spec, keys, undefined, shared);
+    }
+    if (isDuplicateKey(error)) {
+      throw new DuplicateKeyError(driver.collectionName, spec.fields, { cause: error });
+    }
+    throw error;
+  }
+}
+
+/** What was being written when a unique index refused it: the documents, and whether they were inserted. */
+type Written = () => Promise<{ docs: Doc[]; inserting: boolean }>;
+
 class MongoCollection implements Collection<Doc> {
   constructor(
     private readonly name: string,
     private readonly driver: DriverCollection<Doc>,
-    private readonly indexFieldsByName: Map<string, string[]>,
+    private readonly shared: Shared,
   ) {}
 
   async insertOne(doc: Doc): Promise<void> {
-    await this.mapErrors(() => this.driver.insertOne(doc));
+    await this.mapErrors(
+      () => this.driver.insertOne(doc),
+      async () => ({ docs: [doc], inserting: true }),
+    );
   }
 
   async insertMany(docs: Doc[]): Promise<void> {
     if (docs.length === 0) return; // the driver rejects an empty batch
-    await this.mapErrors(() => this.driver.insertMany(docs));
+    await this.mapErrors(
+      () => this.driver.insertMany(docs),
+      async (error) => ({ docs: [docs[failedIndex(error) ?? 0]!], inserting: true }),
+    );
   }
 
   async findOne(filter: Filter): Promise<Doc | null> {
     checkFilter(filter);
-    return (await this.driver.findOne(filter)) as Doc | null;
+    return (await this.driver.findOne(filter, { maxTimeMS: this.shared.maxTimeMs })) as Doc | null;
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<Doc[]> {
     checkFilter(filter);
-    return (await this.driver.find(filter, options).toArray()) as Doc[];
+    return (await this.driver.find(filter, { ...options, maxTimeMS: this.shared.maxTimeMs }).toArray()) as Doc[];
   }
 
   async countDocuments(filter: Filter): Promise<number> {
     checkFilter(filter);
-    return this.driver.countDocuments(filter);
+    return this.driver.countDocuments(filter, { maxTimeMS: this.shared.maxTimeMs });
   }
 
   async updateOne(filter: Filter, update: Update, options: { upsert?: boolean } = {}) {
     const upsert = options.upsert ?? false;
-    const result = await this.mapErrors(() => this.driver.updateOne(filter, this.checked(filter, update, upsert), { upsert }));
+    const sent = this.checked(filter, update, upsert);
+    const result = await this.mapErrors(
+      () => this.driver.updateOne(filter, sent, { upsert }),
+      () => this.updated(filter, sent),
+    );
     return { matched: result.matchedCount, modified: result.modifiedCount, upserted: result.upsertedCount > 0 };
   }
 
@@ -82,10 +225,21 @@ class MongoCollection implements Collection<Doc> {
     return { matched: result.matchedCount, modified: result.modifiedCount };
   }
 
+  async bulkUpdate(updates: Array<{ filter: Filter; update: Update }>): Promise<UpdateResult> {
+    if (updates.length === 0) return { matched: 0, modified: 0 };
+    const operations = updates.map(({ filter, update }) => ({ updateOne: { filter, update: this.checked(filter, update, false) } }));
+    const result = await this.mapErrors(() => this.driver.bulkWrite(operations, { ordered: false }));
+    return { matched: result.matchedCount, modified: result.modifiedCount };
+  }
+
   async findOneAndUpdate(filter: Filter, update: Update, options: { upsert?: boolean; returnDocument?: 'before' | 'after' } = {}) {
     const upsert = options.upsert ?? false;
     const returnDocument = options.returnDocument ?? 'after'; // the port's default; the driver's is 'before'
-    return (await this.mapErrors(() => this.driver.findOneAndUpdate(filter, this.checked(filter, update, upsert), { upsert, returnDocument }))) as Doc | null;
+    const sent = this.checked(filter, update, upsert);
+    return (await this.mapErrors(
+      () => this.driver.findOneAndUpdate(filter, sent, { upsert, returnDocument }),
+      () => this.updated(filter, sent),
+    )) as Doc | null;
   }
 
   async deleteOne(filter: Filter): Promise<number> {
@@ -98,20 +252,88 @@ class MongoCollection implements Collection<Doc> {
     return (await this.driver.deleteMany(filter)).deletedCount;
   }
 
-  /** Checks filter and update; an upsert that pins no _id gets a generated string one (not an ObjectId). */
+  /** Checks filter and update, and writes the update as every server understands it (see the file's top). */
   private checked(filter: Filter, update: Update, upsert: boolean): Document {
     checkFilter(filter);
     checkUpdate(update);
-    if (!upsert || pinnedUpsertId(filter, update) !== undefined) return update;
-    return { ...update, $setOnInsert: { ...update.$setOnInsert, _id: newId() } };
+    const sent: Document = update.$pull ? this.withPulls(update) : { ...update };
+    if (!upsert) return sent;
+    // MongoDB seeds an upsert with the filter's equalities, FerretDB only with those at the top level: set
+    // them on insert explicitly (those the update does not write itself), so both build the same document.
+    const written = updatePaths(update);
+    const seeded: Record<string, unknown> = {};
+    for (const [path, value] of upsertEqualities(filter)) {
+      if (path === '_id' || written.some((other) => pathsOverlap(path, other)) || Object.keys(seeded).some((other) => pathsOverlap(path, other))) continue;
+      seeded[path] = value;
+    }
+    // An upsert that pins no _id gets a generated string one (not an ObjectId).
+    if (pinnedUpsertId(filter, update) === undefined) seeded._id = newId();
+    if (Object.keys(seeded).length > 0) sent.$setOnInsert = { ...update.$setOnInsert, ...seeded };
+    return sent;
   }
 
-  private async mapErrors<R>(task: () => Promise<R>): Promise<R> {
+  /**
+   * $pull of { $in: [values] } goes as $pullAll (the same on MongoDB; FerretDB implements only the latter). A
+   * condition or sub-document filter, which FerretDB would silently ignore, is refused there.
+   */
+  private withPulls(update: Update): Document {
+    const { $pull, ...others } = update;
+    const pull: Record<string, unknown> = {};
+    const pullAll: Record<string, unknown[]> = {};
+    for (const [path, condition] of Object.entries($pull!)) {
+      const values = isOperatorObject(condition) && Object.keys(condition).join() === '$in' ? (condition.$in as unknown[]) : undefined;
+      if (values && values.every((value) => !isPlainObject(value) && !Array.isArray(value))) pullAll[path] = values;
+      else if (this.shared.server === 'ferretdb' && isPlainObject(condition)) {
+        throw new DialectError(
+          `$pull with a condition or a sub-document filter (${path}) is not implemented by FerretDB, which would remove nothing; pull exact values`,
+        );
+      } else pull[path] = condition;
+    }
+    return {
+      ...others,
+      ...(Object.keys(pull).length > 0 ? { $pull: pull } : {}),
+      ...(Object.keys(pullAll).length > 0 ? { $pullAll: pullAll } : {}),
+    };
+  }
+
+  /** The document an update or upsert that failed on a unique index was about to write (its $set applied). */
+  private async updated(filter: Filter, sent: Document): Promise<{ docs: Doc[]; inserting: boolean }> {
+    const current = await this.driver.findOne(filter);
+    const doc = structuredClone(current ?? ({ ...upsertSeed(filter), ...(sent.$setOnInsert as object) } as Doc));
+    for (const [path, value] of Object.entries((sent.$set ?? {}) as Record<string, unknown>)) setPath(doc, path, value);
+    return { docs: [doc], inserting: current === null };
+  }
+
+  private async mapErrors<R>(task: () => Promise<R>, written?: (error: unknown) => ReturnType<Written>): Promise<R> {
     try {
       return await task();
     } catch (error) {
-      throw toDuplicateKeyError(error, this.name, this.indexFieldsByName) ?? error;
+      const duplicate = toDuplicateKeyError(error, this.name, this.shared.indexFieldsByName);
+      if (!duplicate) throw error;
+      if (duplicate.fields.length === 0 && written) {
+        const fields = await this.violatedIndex(await written(error)).catch(() => []);
+        if (fields.length > 0) throw new DuplicateKeyError(this.name, fields, { cause: error });
+      }
+      throw duplicate;
     }
+  }
+
+  /**
+   * For servers whose duplicate-key errors name no index (FerretDB): the unique index under which another
+   * document already holds the written values. Asked after the fact, so a best effort ([] when unsure).
+   */
+  private async violatedIndex({ docs, inserting }: Awaited<ReturnType<Written>>): Promise<string[]> {
+    const exists = async (filter: Filter) => (await this.driver.countDocuments(filter, { limit: 1, maxTimeMS: this.shared.maxTimeMs })) > 0;
+    const unique = (await this.driver.listIndexes().toArray()).filter((index) => index.unique).map((index) => Object.keys(index.key));
+    for (const doc of docs) {
+      if (inserting && (await exists({ _id: doc._id }))) return ['_id'];
+      for (const fields of unique) {
+        const values = fields.map((field) => field.split('.').reduce<unknown>((node, part) => (isPlainObject(node) ? node[part] : undefined), doc));
+        if (values.some((value) => value === undefined)) continue;
+        if (await exists({ ...Object.fromEntries(fields.map((field, i) => [field, values[i]])), _id: { $ne: doc._id } })) return fields;
+      }
+    }
+    return [];
   }
 }
 
@@ -134,9 +356,15 @@ export function toDuplicateKeyError(
   return new DuplicateKeyError(collection, fields, { cause: error });
 }
 
-/** E11000 from a single write (MongoServerError) or from insertMany (MongoBulkWriteError, a subclass). */
+/**
+ * E11000 from a single write (MongoServerError) or from a bulk write (MongoBulkWriteError, a subclass); or,
+ * from FerretDB, the internal error of SQLite's unique index that an update or an index build gets instead.
+ */
 function isDuplicateKey(error: unknown): error is MongoServerError {
-  return error instanceof MongoServerError && (error.code === DUPLICATE_KEY || firstWriteError(error)?.code === DUPLICATE_KEY);
+  if (!(error instanceof MongoServerError)) return false;
+  const first = firstWriteError(error);
+  const says = (code: unknown, message: unknown) => code === DUPLICATE_KEY || (code === INTERNAL_ERROR && /UNIQUE constraint failed/.test(String(message)));
+  return says(error.code, error.message) || (first !== undefined && says(first.code, first.errmsg));
 }
 
 function firstWriteError(error: MongoServerError): Record<string, unknown> | undefined {
@@ -146,6 +374,13 @@ function firstWriteError(error: MongoServerError): Record<string, unknown> | und
   // The driver's WriteError wraps the server's raw error in `err`.
   const raw = (first as { err?: unknown }).err;
   return (typeof raw === 'object' && raw !== null ? raw : first) as Record<string, unknown>;
+}
+
+/** Which document of an insertMany failed. */
+function failedIndex(error: unknown): number | undefined {
+  if (!(error instanceof MongoBulkWriteError)) return undefined;
+  const first = (Array.isArray(error.writeErrors) ? error.writeErrors[0] : error.writeErrors) as { index?: unknown } | undefined;
+  return typeof first?.index === 'number' ? first.index : undefined;
 }
 
 function dbNameFromUrl(url: string): string | undefined {

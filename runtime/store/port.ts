@@ -20,8 +20,11 @@
  * Updates (operator documents only; no whole-document replacement)
  *   $set, $unset, $inc, $min, $max            dotted paths allowed; $inc on a missing field sets it
  *   $push, $addToSet                          a value, or { $each: [values] }
- *   $pull                                     a value, a condition ({ $in: [..] }) or a sub-document filter;
- *                                             pulling from a missing field is a no-op
+ *   $pull                                     a value, or { $in: [values] }: elements equal to one of them;
+ *                                             pulling from a missing field is a no-op. Also a condition or a
+ *                                             sub-document filter ({ id: 'c1' }, { qty: { $lt: 2 } }) on MongoDB
+ *                                             and the embedded store, but not on FerretDB (there the adapter
+ *                                             refuses it with a DialectError): new code pulls exact values.
  *   $setOnInsert                              applied only when an upsert inserts
  *   One path may appear in only one operator (MongoDB rejects conflicts; so do we, on both adapters).
  *
@@ -35,7 +38,9 @@
  *
  * Known differences kept on purpose (avoid relying on them):
  *   - unique indexes: on MongoDB a missing field and null collide; on the embedded store only two missing
- *     fields (or two nulls) collide. Use `sparse: true` or always set the field.
+ *     fields (or two nulls) collide; on FerretDB neither do. Use `sparse: true` or always set the field.
+ *   - TTL indexes (IndexSpec.expireAfterSeconds) expire documents on MongoDB only: the embedded store and
+ *     FerretDB build a plain index, so whatever expires is also deleted by a sweep of the code's own.
  *   - sub-document equality is key-order sensitive on MongoDB and not on the embedded store.
  *   - insertMany failing on a duplicate: MongoDB keeps the documents before the failing one, the embedded
  *     store keeps none.
@@ -99,6 +104,11 @@ export interface Collection<T extends Doc> {
   updateOne(filter: Filter, update: Update, options?: { upsert?: boolean }): Promise<UpdateResult & { upserted: boolean }>;
   updateMany(filter: Filter, update: Update): Promise<UpdateResult>;
   /**
+   * Many single-document updates (each as updateOne, no upsert) sent together: one round trip on MongoDB (an
+   * unordered bulk write). Not a transaction: after an error some may be applied. Returns the totals.
+   */
+  bulkUpdate(updates: Array<{ filter: Filter; update: Update }>): Promise<UpdateResult>;
+  /**
    * Atomically updates the first matching document. Returns the document after the update by default
    * (unlike MongoDB's own default), or before it with `returnDocument: 'before'` (null when it was upserted);
    * null when nothing matched and nothing was upserted.
@@ -116,15 +126,26 @@ export interface IndexSpec {
   unique?: boolean;
   /** Documents that have none of the fields are left out of the index (so they never collide). */
   sparse?: boolean;
+  /**
+   * A TTL index (one Date field): MongoDB deletes a document this many seconds after the field's time (0: at
+   * that time), within about a minute. Ignored where TTL indexes do not exist (embedded store, FerretDB).
+   */
+  expireAfterSeconds?: number;
 }
 
 export interface Store {
   readonly kind: 'embedded' | 'mongodb';
-  /** The driver's client, on the MongoDB adapter only (shared rate-limit counters live there too). */
-  readonly mongo?: { client: unknown; dbName: string };
+  /**
+   * The driver's client, on the MongoDB adapter only (shared rate-limit counters live there too), and which
+   * server answers: MongoDB itself, or FerretDB (the test runs' peer; see README for what it lacks).
+   */
+  readonly mongo?: { client: unknown; dbName: string; server: 'mongodb' | 'ferretdb' };
   /** Collection names: a letter, then letters, digits, '_' or '-'. */
   collection<T extends Doc>(name: string): Collection<T>;
-  /** Idempotent; throws DuplicateKeyError when existing documents violate a new unique index. */
+  /**
+   * Idempotent, and cheap when nothing changed (MongoDB: one listIndexes per collection, then only what is
+   * missing is built); throws DuplicateKeyError when existing documents violate a new unique index.
+   */
   ensureIndexes(specs: IndexSpec[]): Promise<void>;
   close(): Promise<void>;
 }
