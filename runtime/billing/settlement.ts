@@ -81,13 +81,13 @@ export class Settlement {
     // The newest mark old enough to be `safe` next time, the younger ones, and now.
     const older = newestMarkBefore(doc.marks ?? [], staleBefore);
     const marks = [...(older ? [older] : []), ...(doc.marks ?? []).filter((m) => m.at.getTime() > staleBefore), { at: readAt, debited: doc.debited }];
-    // Compare-and-set: if another settler moved first, its result stands (both read the same facts).
-    const moved = await this.credits.docs.updateOne({ _id: ownerId, settled: doc.settled }, { $set: { settled: pos, marks } });
-    if (moved.matched === 0) return refunds;
-    // Below `settled` the refund guard rejects every range by itself: drop their entries (one by one: FerretDB
-    // ignores a $pull by condition; refunds are few).
-    for (const from of new Set(refunded.filter((f) => f < pos))) await this.credits.docs.updateOne({ _id: ownerId }, { $pull: { refunds: from } });
-    await this.credits.docs.updateOne({ _id: ownerId, settled: pos, debited: pos }, { $set: { unsettled: false } });
+    // Compare-and-set: if another settler moved first, its result stands (both read the same facts). Below the
+    // new `settled` the refund guard rejects every range by itself: their entries go.
+    const moved = await this.credits.docs.updateOne(
+      { _id: ownerId, settled: doc.settled },
+      { $set: { settled: pos, marks }, $pull: { refunds: { $in: [...new Set(refunded.filter((from) => from < pos))] } } },
+    );
+    if (moved.matched === 1) await this.credits.docs.updateOne({ _id: ownerId, settled: pos, debited: pos }, { $set: { unsettled: false } });
     return refunds;
   }
 
@@ -135,6 +135,7 @@ export class Settlement {
     type OlderDoc = CreditDoc & { open?: Array<{ id: string; cost: number; at: Date; server_id: string; key_id: string; tool: string }> };
     const older = (await this.credits.docs.find({ debited: { $exists: false } }, { limit: PAGE })) as OlderDoc[];
     for (const doc of older) {
+      let refund = 0;
       for (const charge of doc.open ?? []) {
         let record = await this.calls.findOne({ _id: charge.id });
         if (!record) {
@@ -153,12 +154,12 @@ export class Settlement {
           };
           await this.calls.insertOne(record).catch((err: unknown) => (err instanceof DuplicateKeyError ? undefined : Promise.reject(err)));
         }
-        const refund = record.outcome === 'refunded' ? { $inc: { balance: charge.cost } } : {};
-        await this.credits.docs.updateOne({ _id: doc._id, 'open.id': charge.id }, { $pull: { open: { id: charge.id } }, ...refund });
+        if (record.outcome === 'refunded') refund += charge.cost;
       }
+      // One update gives the refunds back and starts the line: done once, whoever runs it.
       await this.credits.docs.updateOne(
         { _id: doc._id, debited: { $exists: false } },
-        { $set: { debited: 0, settled: 0, refunds: [], unsettled: false, marks: [] }, $unset: { open: '' } },
+        { $inc: { balance: refund }, $set: { debited: 0, settled: 0, unsettled: false }, $unset: { open: '' } },
       );
     }
   }
