@@ -3,7 +3,11 @@
 // at info and written to /dev/null, so their cost is measured. BENCH_FAMILY=workspace instead serves the real
 // Notion tools (tool-specs/workspace, all 13 on one server) with a Notion account on the fake upstream, to
 // compare with the official Notion MCP server doing the same calls.
+import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { MongoClient } from 'mongodb';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
@@ -13,6 +17,7 @@ import { answerSignals } from './signals.ts';
 
 const upstream = process.argv[2];
 const notion = process.env.BENCH_FAMILY === 'workspace';
+const mongodbUrl = process.env.BENCH_STORE === 'mongodb' ? process.env.BENCH_MONGODB_URL : undefined;
 const config = loadConfig({
   PORT: '0',
   LOG_LEVEL: process.env.BENCH_LOG_LEVEL || 'info',
@@ -21,8 +26,9 @@ const config = loadConfig({
   RATE_LIMIT_BURST: '1000000',
   RATE_LIMIT_PER_MINUTE: '10000000',
   DATA_DIR: await mkdtemp(path.join(tmpdir(), 'tool-server-bench-')),
+  ...(mongodbUrl ? { MONGODB_URL: withDatabase(mongodbUrl, `bench_${process.pid}`), MASTER_KEY: randomBytes(32).toString('hex') } : {}),
 });
-config.inMemory = process.env.BENCH_STORE !== 'file';
+config.inMemory = !mongodbUrl && process.env.BENCH_STORE !== 'file';
 const service = await startService({ config, logDestination: pino.destination('/dev/null') });
 const api = async (p: string, token: string, body?: unknown) => {
   const res = await fetch(service.url + p, {
@@ -41,6 +47,33 @@ const server = await api('/api/servers', owner.token, { name: 'bench', id: 'benc
 const tools = notion ? [...service.catalog.current.tools.values()].filter((t) => t.spec.provider === 'workspace').map((t) => t.spec.id) : ['demo_ping'];
 for (const base_tool of tools) await api(`/api/servers/${server.id}/tools`, owner.token, { base_tool, account_id: account.id });
 const key = await api(`/api/servers/${server.id}/api-keys`, owner.token, { name: 'bench' });
-console.log(JSON.stringify({ url: `${service.url}/mcp/${server.id}`, key: key.key, metrics: `${service.url}/metrics`, operator: service.operatorToken }));
+const commands = mongodbUrl ? await countCommands(service.store.mongo!.client as MongoClient) : undefined;
+console.log(
+  JSON.stringify({ url: `${service.url}/mcp/${server.id}`, key: key.key, metrics: `${service.url}/metrics`, operator: service.operatorToken, commands }),
+);
 process.once('SIGINT', () => process.exit(0));
+
+/** The same server, another database. */
+function withDatabase(url: string, db: string): string {
+  const u = new URL(url);
+  u.pathname = `/${db}`;
+  u.searchParams.set('monitorCommands', 'true');
+  return u.toString();
+}
+
+/**
+ * Counts the commands the service sends to MongoDB (the driver's command monitoring) and serves the counts on a
+ * loopback port of its own, for the runner to read around each measure: all commands, and the writes among them.
+ */
+async function countCommands(client: MongoClient): Promise<string> {
+  const WRITES = new Set(['insert', 'update', 'delete', 'findAndModify']);
+  const counts = { commands: 0, writes: 0 };
+  client.on('commandStarted', (e) => {
+    counts.commands++;
+    if (WRITES.has(e.commandName)) counts.writes++;
+  });
+  const counter = createServer((_req, res) => res.end(JSON.stringify(counts)));
+  await new Promise<void>((resolve) => counter.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(counter.address() as AddressInfo).port}/`;
+}
 answerSignals();

@@ -1,7 +1,8 @@
 // The benchmark's servers, each in its own process (`tsx bench/<file>`), announcing itself with one JSON line.
 // Every process carries the test suite's network safety net: the bench reaches loopback only, whatever
 // the code under measure does.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -25,7 +26,7 @@ export async function launch(file: string, args: string[] = [], env: Record<stri
   const lines = createInterface({ input: child.stdout! });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
-    lines.once('line', (line) => resolve(JSON.parse(line) as Record<string, string>));
+    lines.once('line', (line) => resolve({ ...(JSON.parse(line) as Record<string, string>), pid: String(child.pid) }));
   });
 }
 
@@ -93,6 +94,33 @@ function freePort(): Promise<number> {
     });
     probe.once('error', reject);
   });
+}
+
+/** CPU time (user + system) a process has used so far, in µs (from /proc: the machine's whole-process view). */
+export async function cpuMicros(pid: string): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces, inside parentheses): utime and stime are the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+}
+/** USER_HZ: the unit of utime and stime, 100 on Linux everywhere we run. */
+const CLOCK_TICKS = 100;
+
+/**
+ * A MongoDB-wire server for the "ours (MongoDB)" row: MONGODB_URL when set, else the test peer (FerretDB, `npm
+ * run -s peer:mongo -- start`, which needs Go); undefined when neither is there (the row is left out, loudly).
+ */
+export function mongoForBench(): string | undefined {
+  if (process.env.MONGODB_URL) return process.env.MONGODB_URL;
+  try {
+    const line = execFileSync(process.execPath, ['--import', 'tsx', 'test/peers/mongo/peer.ts', 'start'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    return /^MONGODB_URL=(\S+)/m.exec(line)?.[1];
+  } catch {
+    return undefined;
+  }
 }
 
 /** Runs a bench script; whatever happens, the processes it launched are stopped. */

@@ -4,13 +4,15 @@
 // (a 200 that carries an error counts as an error). Prints req/s, p50 and p99 per row, then the ratios, one
 // line per goal. BENCH_SECONDS sets the length of each row (default 5).
 import autocannon from 'autocannon';
-import { BENCH_PAGE, launch, launchNotionMcp, runBench } from './processes.ts';
+import { BENCH_PAGE, cpuMicros, launch, launchNotionMcp, mongoForBench, runBench } from './processes.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 5);
 /** This service: key auth + rate limits + credit charge + tool spec + ledger + usage, i.e. the full pipeline. */
 const OURS = 'ours (full pipeline)';
 /** The same on the file-backed embedded store that `npm start` uses. */
 const OURS_FILE = 'ours (file store)';
+/** The same on MongoDB (FerretDB, the test peer, unless MONGODB_URL names another server). */
+const OURS_MONGO = 'ours (MongoDB)';
 const REFERENCE = 'reference (SDK v1)';
 const SDK_V2 = 'SDK v2 handler';
 const BARE = 'bare Koa+got proxy';
@@ -34,6 +36,10 @@ let nextId = 1;
 interface Target {
   name: string;
   url: string;
+  /** The server's process, whose CPU time is read around each measure. */
+  pid?: string;
+  /** Where the server says how many MongoDB commands (and writes) it has sent so far. */
+  commands?: string;
   headers: Record<string, string>;
   bodies: Partial<Record<Method, Body>>;
   expect: Partial<Record<Method, string>>;
@@ -50,6 +56,11 @@ interface Row {
   errors: number;
   completed: number;
   sent: number;
+  /** The server process's CPU time per completed request, µs. */
+  cpuPerCall?: number;
+  /** MongoDB commands and writes per completed request. */
+  commandsPerCall?: number;
+  writesPerCall?: number;
 }
 
 const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
@@ -66,6 +77,8 @@ const progress = (what: string) => console.error(`[${((Date.now() - started) / 1
 async function measure(target: Target, method: Method, connections: number): Promise<Row> {
   progress(`${target.name} ${method} c=${connections}`);
   const expected = target.expect[method]!;
+  const cpuBefore = target.pid ? await cpuMicros(target.pid) : 0;
+  const countsBefore = target.commands ? await commandCounts(target.commands) : undefined;
   let wrong = 0;
   const result = await autocannon({
     url: target.url,
@@ -80,7 +93,18 @@ async function measure(target: Target, method: Method, connections: number): Pro
       },
     ],
   });
-  return row(target.name, method, connections, result, wrong);
+  const r = row(target.name, method, connections, result, wrong);
+  if (target.pid) r.cpuPerCall = ((await cpuMicros(target.pid)) - cpuBefore) / r.completed;
+  if (countsBefore) {
+    const after = await commandCounts(target.commands!);
+    r.commandsPerCall = (after.commands - countsBefore.commands) / r.completed;
+    r.writesPerCall = (after.writes - countsBefore.writes) / r.completed;
+  }
+  return r;
+}
+
+async function commandCounts(url: string): Promise<{ commands: number; writes: number }> {
+  return (await (await fetch(url)).json()) as { commands: number; writes: number };
 }
 
 async function measureGet(name: string, url: string, connections: number): Promise<Row> {
@@ -103,8 +127,10 @@ function row(target: string, method: string, connections: number, result: autoca
 
 async function main(): Promise<void> {
   const upstream = (await launch('upstream.ts')).url;
+  const mongodbUrl = mongoForBench();
+  if (!mongodbUrl) progress('NO MongoDB-wire server (set MONGODB_URL, or install Go for the FerretDB peer): the "ours (MongoDB)" row is left out');
   const pageReads = async () => ((await (await fetch(`${upstream}/__count`)).json()) as { pageReads: number }).pageReads;
-  const [ours, oursFile, oursNotion, notionMcp, v1, v2, bare] = await Promise.all([
+  const [ours, oursFile, oursNotion, notionMcp, v1, v2, bare, oursMongo] = await Promise.all([
     launch('ours.ts', [upstream]),
     launch('ours.ts', [upstream], { BENCH_STORE: 'file' }),
     launch('ours.ts', [upstream], { BENCH_FAMILY: 'workspace' }),
@@ -112,21 +138,25 @@ async function main(): Promise<void> {
     launch('reference-v1.ts', [upstream]),
     launch('reference-v2.ts', [upstream]),
     launch('bare-proxy.ts', [upstream]),
+    mongodbUrl ? launch('ours.ts', [upstream], { BENCH_STORE: 'mongodb', BENCH_MONGODB_URL: mongodbUrl }) : undefined,
   ]);
-  const demo = (name: string, url: string, headers: Record<string, string> = {}): Target => ({
+  const demo = (name: string, server: Record<string, string>, headers: Record<string, string> = {}): Target => ({
     name,
-    url,
+    url: server.url,
+    pid: server.pid,
+    commands: server.commands,
     headers,
     bodies: { 'tools/list': rpc('tools/list'), 'tools/call': call('demo_ping') },
     expect: { 'tools/list': 'demo_ping', 'tools/call': '"ok":true' },
   });
   const general = [
-    demo(OURS, ours.url, { authorization: `Bearer ${ours.key}` }),
-    demo(OURS_FILE, oursFile.url, { authorization: `Bearer ${oursFile.key}` }),
-    demo(REFERENCE, v1.url),
-    demo(SDK_V2, v2.url),
+    demo(OURS, ours, { authorization: `Bearer ${ours.key}` }),
+    demo(OURS_FILE, oursFile, { authorization: `Bearer ${oursFile.key}` }),
+    ...(oursMongo ? [demo(OURS_MONGO, oursMongo, { authorization: `Bearer ${oursMongo.key}` })] : []),
+    demo(REFERENCE, v1),
+    demo(SDK_V2, v2),
   ];
-  const bareProxy = demo(BARE, bare.url);
+  const bareProxy = demo(BARE, bare);
   const notion: Target[] = [
     {
       name: OURS_NOTION,
@@ -199,6 +229,13 @@ async function main(): Promise<void> {
   }
   lines.push(ratio('tools/call', 1, OURS, REFERENCE, 'ours/reference'));
   lines.push(ratio('tools/call', 32, OURS, REFERENCE, 'ours/reference'));
+  const rowOf = (target: string, c: number) => rows.find((r) => r.target === target && r.method === 'tools/call' && r.connections === c)!;
+  // CPU time of the serving process per call: what this machine's noise moves least.
+  lines.push(`tools/call c=32 cpu-us-per-call ours/bare-proxy ${(rowOf(OURS, 32).cpuPerCall! / rowOf(BARE, 32).cpuPerCall!).toFixed(2)}`);
+  if (oursMongo) {
+    lines.push(`mongo commands per call c=1 ${rowOf(OURS_MONGO, 1).commandsPerCall!.toFixed(2)}`);
+    lines.push(`mongo writes per call c=32 ${rowOf(OURS_MONGO, 32).writesPerCall!.toFixed(2)}`);
+  }
   console.log(`\nratios (req/s):\n${lines.join('\n')}`);
 }
 
