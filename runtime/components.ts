@@ -3,12 +3,14 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { Accounts, Vault, parseMasterKey } from './accounts/accounts.ts';
+import { Budgets } from './access/budgets.ts';
 import { ApiKeys } from './access/keys.ts';
 import { Owners } from './access/owners.ts';
 import { KeyRateLimiter } from './access/rate-limit.ts';
 import { Sessions } from './access/sessions.ts';
 import { SignInLimits } from './access/sign-in-limits.ts';
 import type { ApiDeps } from './api/context.ts';
+import { AuditTrail } from './audit/audit-trail.ts';
 import { Credits } from './billing/credits.ts';
 import { Ledger } from './billing/ledger.ts';
 import type { Config } from './config.ts';
@@ -70,12 +72,16 @@ export async function buildComponents(
   const tools = new CustomTools(store, catalog, config.keyCacheMs);
   const accounts = new Accounts(store, catalog, new Vault(parseMasterKey(secrets.masterKey)), config.keyCacheMs);
   const credits = new Credits(store);
+  const audit = new AuditTrail(store, logger);
+  const budgets = new Budgets(store);
   const oauth = {
     clients: new OAuthClients(store, metadataHttp),
     grants: new OAuthGrants(store, {
       accessMs: config.oauthAccessMinutes * 60_000,
       refreshMs: config.oauthRefreshDays * 86_400_000,
       cacheMs: config.keyCacheMs,
+      reuseMs: config.oauthRefreshReuseSeconds * 1000,
+      audit,
     }),
   };
   // The embedded store keeps every document in memory: there the ledger keeps at most LEDGER_MAX_RECORDS
@@ -86,7 +92,7 @@ export async function buildComponents(
   });
   const metrics = new Metrics();
   const rateLimiter = new KeyRateLimiter(config.rateLimit, store.mongo);
-  const pipeline = new CallPipeline({ keys, oauth: oauth.grants, servers, tools, accounts, credits, ledger, rateLimiter, engine, logger, metrics });
+  const pipeline = new CallPipeline({ keys, oauth: oauth.grants, budgets, servers, tools, accounts, credits, ledger, rateLimiter, engine, logger, metrics });
   return {
     store,
     catalog,
@@ -96,6 +102,8 @@ export async function buildComponents(
     owners: new Owners(store),
     servers,
     keys,
+    budgets,
+    audit,
     tools,
     accounts,
     credits,

@@ -38,6 +38,8 @@ export interface RunningService {
   logger: Logger;
   /** Writes buffered last-used times of keys and prunes settled charges now. */
   flush(): Promise<void>;
+  /** Runs the hourly housekeeping now (retention of sessions, tokens, audit events, budgets and the ledger). */
+  housekeeping(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -63,7 +65,8 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const host = config.host.includes(':') ? `[${config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   if (config.port === 0 && c.site.publicUrl.endsWith(':0')) c.site.publicUrl = `http://${host}:${port}`;
   const flush = () => Promise.all([c.keys.flush(), c.oauth.grants.flush(), c.ledger.flush()]).then(() => undefined);
-  const stopTimers = startTimers(c, config, flush, logger);
+  const housekeeping = housekeepingOf(c, config, logger);
+  const stopTimers = startTimers(housekeeping, flush, logger);
   if (config.watchSpecs) catalog.watch(config.toolSpecsDir, plugins, logger);
   logger.info({ port, store: store.kind, tools: catalog.current.tools.size, providers: catalog.current.providers.size }, 'tool server listening');
 
@@ -75,6 +78,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     store,
     logger,
     flush,
+    housekeeping,
     async close() {
       if (lifecycle.closing) return;
       lifecycle.closing = true;
@@ -113,21 +117,33 @@ function listen(handler: Parameters<typeof createServer>[1], config: Config): Pr
 }
 
 /** Buffered writes every 2 s; hourly housekeeping. Returns what stops them. */
-function startTimers(c: Components, config: Config, flush: () => Promise<void>, logger: Logger): () => void {
+function startTimers(housekeeping: () => Promise<void>, flush: () => Promise<void>, logger: Logger): () => void {
   const flusher = setInterval(() => flush().catch((err) => logger.error({ err }, 'flush failed')), FLUSH_EVERY_MS);
-  // Expired sessions and tokens, ledger records past retention rolled into hourly aggregates, and (on MongoDB)
-  // charges left open by instances that died.
-  const housekeeping = setInterval(() => {
-    c.sessions.sweep().catch((err) => logger.error({ err }, 'session sweep failed'));
-    c.oauth.grants.sweep().catch((err) => logger.error({ err }, 'OAuth token sweep failed'));
-    c.ledger.rollUp(new Date(Date.now() - config.ledgerRetentionDays * 86_400_000)).catch((err) => logger.error({ err }, 'ledger roll-up failed'));
-    if (c.store.kind === 'mongodb') settleInterruptedCalls(c, logger).catch((err) => logger.error({ err }, 'ledger reconciliation failed'));
-  }, HOUSEKEEPING_EVERY_MS);
+  const hourly = setInterval(() => void housekeeping(), HOUSEKEEPING_EVERY_MS);
   flusher.unref();
-  housekeeping.unref();
+  hourly.unref();
   return () => {
     clearInterval(flusher);
-    clearInterval(housekeeping);
+    clearInterval(hourly);
+  };
+}
+
+/**
+ * Expired sessions and tokens, audit events past retention, counters of past budget periods, ledger records
+ * past retention rolled into hourly aggregates, and (on MongoDB) charges left open by instances that died.
+ * Each task reports its own failure and never stops the others.
+ */
+function housekeepingOf(c: Components, config: Config, logger: Logger): () => Promise<void> {
+  return async () => {
+    const task = (name: string, run: () => Promise<unknown>) => run().catch((err) => logger.error({ err }, `${name} failed`));
+    await Promise.all([
+      task('session sweep', () => c.sessions.sweep()),
+      task('OAuth token sweep', () => c.oauth.grants.sweep()),
+      task('audit retention', () => c.audit.sweep(new Date(Date.now() - config.auditRetentionDays * 86_400_000))),
+      task('budget sweep', () => c.budgets.sweep()),
+      task('ledger roll-up', () => c.ledger.rollUp(new Date(Date.now() - config.ledgerRetentionDays * 86_400_000))),
+      ...(c.store.kind === 'mongodb' ? [task('ledger reconciliation', () => settleInterruptedCalls(c, logger))] : []),
+    ]);
   };
 }
 

@@ -1,6 +1,8 @@
 // JSON in and out for the management API: body reading, field checks, and errors as {error, message}.
 import type { Context, Next } from 'koa';
 import { AccountFieldError } from '../accounts/accounts.ts';
+import { RestrictionError } from '../access/restrictions.ts';
+import { CursorError } from '../audit/audit-trail.ts';
 import { BodyTooLargeError, readBody } from '../http/body.ts';
 import { DuplicateKeyError } from '../store/port.ts';
 
@@ -35,7 +37,7 @@ export async function apiErrors(ctx: Context, next: Next): Promise<void> {
     let status = 500;
     let message = 'Internal error';
     if (err instanceof ApiError) [status, message] = [err.status, err.message];
-    else if (err instanceof AccountFieldError) [status, message] = [400, err.message];
+    else if (err instanceof AccountFieldError || err instanceof RestrictionError || err instanceof CursorError) [status, message] = [400, err.message];
     else if (err instanceof DuplicateKeyError)
       [status, message] = [409, `${err.collection.replace(/s$/, '')} already exists (${err.fields.join(', ')} must be unique)`];
     else ctx.app.emit('error', err, ctx);

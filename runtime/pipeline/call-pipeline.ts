@@ -1,7 +1,9 @@
 // The MCP backend: authenticate -> authorize -> rate limit, then for tools/call
 // find the custom tool -> merge defaults -> validate -> charge -> execute -> record in the ledger -> refund or keep.
 import type { Accounts } from '../accounts/accounts.ts';
+import type { Budgets } from '../access/budgets.ts';
 import { ApiKeys } from '../access/keys.ts';
+import { isExpired, permits, refusal } from '../access/restrictions.ts';
 import type { KeyRateLimiter } from '../access/rate-limit.ts';
 import type { Credits } from '../billing/credits.ts';
 import { type Ledger, recordOf } from '../billing/ledger.ts';
@@ -19,6 +21,7 @@ import type { CustomTool, CustomTools } from '../servers/custom-tools.ts';
 export interface CallPipelineDeps {
   keys: ApiKeys;
   oauth: OAuthGrants;
+  budgets: Budgets;
   servers: Servers;
   tools: CustomTools;
   accounts: Accounts;
@@ -38,13 +41,13 @@ export class CallPipeline implements McpBackend {
     if (m && OAuthGrants.isAccessToken(m[1])) return this.authenticateToken(serverId, m[1]);
     if (!m || !ApiKeys.isKey(m[1])) return { ok: false, status: 401 };
     const key = await this.d.keys.lookup(m[1]);
-    if (!key || key.revoked_at) return { ok: false, status: 401 };
+    if (!key || key.revoked_at || isExpired(key.restrictions)) return { ok: false, status: 401 };
     if (key.kind === 'server' && key.server_id !== serverId) return { ok: false, status: 401 };
     const server = await this.d.servers.lookup(serverId);
     if (!server || server.owner_id !== key.owner_id || !server.active) return { ok: false, status: 403 };
     if (key.kind === 'global' && !key.linked_server_ids.includes(serverId)) return { ok: false, status: 403 };
     this.d.keys.touch(key._id);
-    return { ok: true, principal: { keyId: key._id, ownerId: key.owner_id, serverId } };
+    return { ok: true, principal: { keyId: key._id, ownerId: key.owner_id, serverId, restrictions: key.restrictions } };
   }
 
   /** An OAuth access token: valid, for this very server (audience), whose server is still its owner's and active. */
@@ -53,7 +56,10 @@ export class CallPipeline implements McpBackend {
     if (!auth.ok) return { ok: false, status: 401, tokenError: auth.reason };
     const server = await this.d.servers.lookup(serverId);
     if (!server || server.owner_id !== auth.principal.ownerId || !server.active) return { ok: false, status: 403 };
-    return { ok: true, principal: { keyId: auth.principal.grantId, ownerId: auth.principal.ownerId, serverId } };
+    return {
+      ok: true,
+      principal: { keyId: auth.principal.grantId, ownerId: auth.principal.ownerId, serverId, restrictions: auth.principal.restrictions, holder: 'app' },
+    };
   }
 
   rateLimit(principal: Principal, requests = 1): Promise<RateOutcome> {
@@ -61,7 +67,7 @@ export class CallPipeline implements McpBackend {
   }
 
   async listTools(principal: Principal): Promise<ToolListing[]> {
-    return (await this.d.tools.forServer(principal.serverId)).map((t) => t.listing);
+    return (await this.d.tools.forServer(principal.serverId)).map((t) => t.listing).filter((t) => permits(principal.restrictions, t));
   }
 
   async callTool(principal: Principal, name: string, args: unknown, options: CallOptions): Promise<ToolCallResult | undefined> {
@@ -78,6 +84,9 @@ export class CallPipeline implements McpBackend {
       return { ok: false, error };
     };
 
+    const refused = refusal(principal.restrictions, tool.listing, principal.holder ?? 'key');
+    if (refused) return rejected(refused);
+
     let validated: Record<string, unknown>;
     try {
       validated = this.d.engine.validateArguments(tool.base, mergeArguments(tool, args as Record<string, unknown>));
@@ -89,7 +98,11 @@ export class CallPipeline implements McpBackend {
     if (tool.doc.account_id && !account) {
       return rejected(new ToolError('account_missing', `The account bound to ${name} no longer exists; bind another account to the tool`));
     }
+    const limit = principal.restrictions?.credit_limit;
+    const overBudget = await this.d.budgets.reserve(principal.keyId, limit, cost, charge.at, principal.holder ?? 'key', name);
+    if (overBudget) return rejected(overBudget);
     if (!(await this.d.credits.charge(principal.ownerId, charge))) {
+      await this.d.budgets.release(principal.keyId, limit, cost, charge.at);
       const balance = await this.d.credits.balance(principal.ownerId);
       return rejected(
         new ToolError('insufficient_credits', `Insufficient credits: ${name} costs ${cost} credit${cost === 1 ? '' : 's'} and the balance is ${balance}`),
@@ -112,6 +125,7 @@ export class CallPipeline implements McpBackend {
       recordOf(charge, principal.ownerId, !failure ? 'ok' : refund ? 'refunded' : 'tool_error', failure?.code ?? 'ok', kept, latency()),
       refund,
     );
+    if (refund) await this.d.budgets.release(principal.keyId, limit, cost, charge.at);
     this.d.metrics.toolCall(name, failure?.code ?? 'ok', kept);
     return outcome;
   }
