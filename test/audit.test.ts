@@ -205,7 +205,7 @@ describe('GET /api/audit', () => {
     expect(one('credits.grant')).toMatchObject({ actor: { type: 'operator' }, changes: { amount: 500 } });
     expect(one('key.create')).toMatchObject({
       target: { type: 'key', name: 'reader' },
-      changes: { kind: 'server', server_id: 'audited', access: 'read', credit_limit: { credits: 5, per: 'day' }, tools: null },
+      changes: { kind: 'server', server_id: 'audited', access: 'read', credit_limit: { credits: 5, per: 'day' } },
     });
     expect(one('key.update').changes).toEqual({ tools: { from: null, to: ['demo_ping'] }, access: { from: 'read', to: 'all' } });
     expect(one('grant.approve')).toMatchObject({

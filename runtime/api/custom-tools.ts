@@ -23,7 +23,9 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     onlyFields(body, ['name', 'base_tool', 'account_id', 'defaults', 'locked', 'description']);
     const binding = await checkToolBinding(d, me(ctx)._id, body);
     const tool = await d.tools.create({ owner_id: me(ctx)._id, server_id: ctx.params.id, ...binding });
-    await d.audit.record({ action: 'tool.create', owner_id: me(ctx)._id, target: toolTarget(tool), changes: bindingView(binding) });
+    // What was set: the empty defaults, locks and description of a plain binding say nothing.
+    const set = Object.entries(bindingView(binding)).filter(([, v]) => v !== null && !(typeof v === 'object' && Object.keys(v as object).length === 0));
+    await d.audit.record({ action: 'tool.create', owner_id: me(ctx)._id, target: toolTarget(tool), changes: Object.fromEntries(set) });
     ctx.status = 201;
     ctx.body = publicTool(tool);
   });

@@ -109,7 +109,9 @@ export class AuditTrail {
    */
   async record(event: AuditEvent): Promise<void> {
     const request = currentRequest();
-    let changes = event.changes ? (scrub(event.changes) as Record<string, unknown>) : null;
+    // A field set to nothing (no expiry, no budget...) says nothing: only what was set or changed is kept.
+    const given = event.changes && Object.fromEntries(Object.entries(event.changes).filter(([, v]) => v !== null && v !== undefined));
+    let changes = given && Object.keys(given).length ? (scrub(given) as Record<string, unknown>) : null;
     if (changes && JSON.stringify(changes).length > MAX_CHANGES_CHARS) changes = { truncated: true, fields: Object.keys(changes) };
     const doc: AuditDoc = {
       _id: randomId('aud_'),

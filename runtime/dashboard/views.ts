@@ -23,6 +23,7 @@ hbs.registerHelper({
   number: (n: number) => (typeof n === 'number' ? n.toLocaleString('en-US') : n),
   json: (v: unknown) => JSON.stringify(v),
   inc: (n: number) => n + 1,
+  concat: (...args: unknown[]) => args.slice(0, -1).join(''),
 });
 
 for (const file of readdirSync(path.join(here, 'views', 'partials'))) {
