@@ -4,12 +4,14 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { Accounts, Vault, parseMasterKey } from './accounts/accounts.ts';
+import { Budgets } from './access/budgets.ts';
 import { ApiKeys } from './access/keys.ts';
 import { Owners } from './access/owners.ts';
 import { KeyRateLimiter } from './access/rate-limit.ts';
 import { Sessions } from './access/sessions.ts';
 import { SignInLimits } from './access/sign-in-limits.ts';
 import type { ApiDeps } from './api/context.ts';
+import { AuditTrail } from './audit/audit-trail.ts';
 import { Credits } from './billing/credits.ts';
 import { Ledger } from './billing/ledger.ts';
 import type { Config } from './config.ts';
@@ -75,12 +77,16 @@ export async function buildComponents(
   const accounts = new Accounts(store, catalog, new Vault(parseMasterKey(secrets.masterKey)), config.keyCacheMs);
   const credits = new Credits(store);
   const signInLimits = new SignInLimits(undefined, store.mongo);
+  const audit = new AuditTrail(store, logger);
+  const budgets = new Budgets(store);
   const oauth = {
     clients: new OAuthClients(store, metadataHttp, (address) => signInLimits.fetchMetadata(address)),
     grants: new OAuthGrants(store, {
       accessMs: config.oauthAccessMinutes * 60_000,
       refreshMs: config.oauthRefreshDays * 86_400_000,
       cacheMs: config.keyCacheMs,
+      reuseMs: config.oauthRefreshReuseSeconds * 1000,
+      audit,
     }),
   };
   // The embedded store keeps every document in memory: there the ledger keeps at most LEDGER_MAX_RECORDS
@@ -97,7 +103,7 @@ export async function buildComponents(
   });
   const metrics = new Metrics();
   const rateLimiter = new KeyRateLimiter(config.rateLimit, store.mongo);
-  const pipeline = new CallPipeline({ keys, oauth: oauth.grants, servers, tools, accounts, credits, ledger, rateLimiter, engine, logger, metrics });
+  const pipeline = new CallPipeline({ keys, oauth: oauth.grants, budgets, servers, tools, accounts, credits, ledger, rateLimiter, engine, logger, metrics });
   return {
     store,
     catalog,
@@ -107,6 +113,8 @@ export async function buildComponents(
     owners: new Owners(store),
     servers,
     keys,
+    budgets,
+    audit,
     tools,
     accounts,
     credits,

@@ -63,6 +63,10 @@ export interface Config {
   /** Lifetimes of OAuth access tokens and refresh tokens. */
   oauthAccessMinutes: number;
   oauthRefreshDays: number;
+  /** A refresh token presented again by its client this long after its first use gets a new pair instead of revoking the grant. */
+  oauthRefreshReuseSeconds: number;
+  /** Audit events are kept this long. */
+  auditRetentionDays: number;
 }
 
 export class ConfigError extends Error {}
@@ -164,6 +168,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     outboundCaFile: env.OUTBOUND_CA_FILE ? path.resolve(env.OUTBOUND_CA_FILE) : undefined,
     oauthAccessMinutes: int('OAUTH_ACCESS_TOKEN_MINUTES', 60, 1, 24 * 60),
     oauthRefreshDays: int('OAUTH_REFRESH_TOKEN_DAYS', 30, 1, 365),
+    oauthRefreshReuseSeconds: int('OAUTH_REFRESH_REUSE_SECONDS', 60, 0, 3600),
+    auditRetentionDays: int('AUDIT_RETENTION_DAYS', 365, 1, 3650),
   };
   config.publicUrl = env.PUBLIC_URL ? new URL(env.PUBLIC_URL).origin : defaultPublicUrl(config.host, config.port);
   if (config.headersTimeoutMs > config.requestTimeoutMs) problems.push('HEADERS_TIMEOUT_MS must not be larger than REQUEST_TIMEOUT_MS');

@@ -33,4 +33,10 @@ export const STORE_INDEXES: IndexSpec[] = [
   { collection: 'oauth_refresh_tokens', fields: ['grant_id'] },
   { collection: 'oauth_refresh_tokens', fields: ['expires_at'], expireAfterSeconds: AT_EXPIRY },
   { collection: 'oauth_codes', fields: ['expires_at'], expireAfterSeconds: AT_EXPIRY },
+  // The audit trail: an owner's events and the operator's view, each by time and by action; retention by time.
+  { collection: 'audit_events', fields: ['owner_id', 'at'] },
+  { collection: 'audit_events', fields: ['owner_id', 'action', 'at'] },
+  { collection: 'audit_events', fields: ['action', 'at'] },
+  { collection: 'audit_events', fields: ['at'] },
+  { collection: 'key_budgets', fields: ['resets_at'] },
 ];

@@ -39,6 +39,8 @@ export interface RunningService {
   logger: Logger;
   /** Writes buffered last-used times of keys and prunes settled charges now. */
   flush(): Promise<void>;
+  /** Runs the hourly sweeps now (retention of sessions, OAuth tokens, audit events, budget counters). */
+  housekeeping(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -64,7 +66,8 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const host = config.host.includes(':') ? `[${config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   if (config.port === 0 && c.site.publicUrl.endsWith(':0')) c.site.publicUrl = `http://${host}:${port}`;
   const flush = () => Promise.all([c.keys.flush(), c.oauth.grants.flush(), c.ledger.flush()]).then(() => undefined);
-  const stopTimers = startTimers(c, flush, logger);
+  const sweeps = sweepsOf(c, config, logger);
+  const stopTimers = startTimers(c, sweeps, flush, logger);
   if (config.watchSpecs) catalog.watch(config.toolSpecsDir, plugins, logger);
   logger.info({ port, store: store.kind, tools: catalog.current.tools.size, providers: catalog.current.providers.size }, 'tool server listening');
 
@@ -76,6 +79,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     store,
     logger,
     flush,
+    housekeeping: sweeps,
     async close() {
       if (lifecycle.closing) return;
       lifecycle.closing = true;
@@ -129,18 +133,30 @@ function listen(handler: Parameters<typeof createServer>[1], config: Config): Pr
 }
 
 /** Buffered writes every 2 s; the ledger's housekeeping every minute; hourly sweeps. Returns what stops them. */
-function startTimers(c: Components, flush: () => Promise<void>, logger: Logger): () => void {
+function startTimers(c: Components, sweeps: () => Promise<void>, flush: () => Promise<void>, logger: Logger): () => void {
   const timers = [
     setInterval(() => flush().catch((err) => logger.error({ err }, 'flush failed')), FLUSH_EVERY_MS),
     setInterval(() => void housekeepLedger(c, logger), LEDGER_EVERY_MS),
-    // Expired sessions and OAuth tokens.
-    setInterval(() => {
-      c.sessions.sweep().catch((err) => logger.error({ err }, 'session sweep failed'));
-      c.oauth.grants.sweep().catch((err) => logger.error({ err }, 'OAuth token sweep failed'));
-    }, SWEEP_EVERY_MS),
+    setInterval(() => void sweeps(), SWEEP_EVERY_MS),
   ];
   for (const timer of timers) timer.unref();
   return () => timers.forEach(clearInterval);
+}
+
+/**
+ * Expired sessions and tokens, audit events past retention, counters of past budget periods. Each task reports
+ * its own failure and never stops the others.
+ */
+function sweepsOf(c: Components, config: Config, logger: Logger): () => Promise<void> {
+  return async () => {
+    const task = (name: string, run: () => Promise<unknown>) => run().catch((err) => logger.error({ err }, `${name} failed`));
+    await Promise.all([
+      task('session sweep', () => c.sessions.sweep()),
+      task('OAuth token sweep', () => c.oauth.grants.sweep()),
+      task('audit retention', () => c.audit.sweep(new Date(Date.now() - config.auditRetentionDays * 86_400_000))),
+      task('budget sweep', () => c.budgets.sweep()),
+    ]);
+  };
 }
 
 /**

@@ -130,7 +130,23 @@ describe('API keys and the authorization table', () => {
   it('lists keys without their value, with prefix and last use', async () => {
     const list = await svc.call('GET', `/api/servers/${b.serverId}/api-keys`, { token: owner.token });
     const item = list.body.api_keys.find((k: { name: string }) => k.name === 'x');
-    expect(Object.keys(item).sort()).toEqual(['created_at', 'id', 'kind', 'last_used_at', 'name', 'prefix', 'revoked_at', 'server_id']);
+    expect(Object.keys(item).sort()).toEqual([
+      'access',
+      'budget_spent',
+      'created_at',
+      'credit_limit',
+      'expires_at',
+      'expires_in_days',
+      'id',
+      'kind',
+      'last_used_at',
+      'name',
+      'prefix',
+      'revoked_at',
+      'server_id',
+      'tools',
+    ]);
+    expect(item).toMatchObject({ tools: null, access: 'all', expires_at: null, credit_limit: null, budget_spent: null });
     await svc.flush();
     const again = await svc.call('GET', `/api/servers/${b.serverId}/api-keys`, { token: owner.token });
     expect(again.body.api_keys.find((k: { name: string }) => k.name === 'x').last_used_at).not.toBeNull();

@@ -108,7 +108,8 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     expect(await page.getByRole('row', { name: /search_pages/ }).textContent()).toContain('page_size = 5');
 
     // A key, shown once, copied with the button.
-    await page.getByLabel('New key name').fill('laptop');
+    await page.getByRole('button', { name: 'New key' }).click();
+    await page.getByRole('dialog', { name: 'New key for this server' }).getByLabel('Name').fill('laptop');
     await page.getByRole('button', { name: 'Create key' }).click();
     const reveal = page.getByRole('dialog', { name: 'Your new API key' });
     const shown = (await reveal.locator('#reveal-value').textContent())!;
@@ -149,7 +150,7 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
   it('serves every page with a strict CSP and the other security headers', async () => {
     const { context, page } = await newPage();
     await signUp(page, `headers-${Date.now()}@example.com`);
-    for (const path of ['/', '/accounts', '/servers', '/keys', '/settings', '/login']) {
+    for (const path of ['/', '/accounts', '/servers', '/keys', '/activity', '/settings', '/login']) {
       const res = await context.request.get(svc.url + path, { maxRedirects: 0 });
       const csp = res.headers()['content-security-policy'];
       expect(csp).toContain("script-src 'self'");

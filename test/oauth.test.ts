@@ -14,6 +14,7 @@ import { type JiraSandbox, startJiraSandbox } from '../sandboxes/jira/jira-sandb
 import { type HttpsHost, startHttpsHost } from './support/https-host.ts';
 import { type TestService, createServer, startTestService } from './support/service.ts';
 import { s256 } from '../runtime/oauth/grants.ts';
+import { sha256 } from '../runtime/secrets.ts';
 
 const PASSWORD = 'a long enough passphrase';
 
@@ -287,7 +288,11 @@ describe.skipIf(!chromiumAvailable)('an SDK client that knows only the URL, appr
 });
 
 /** An approval made through the API (the consent page's own call), for the negative cases. */
-async function approve(clientId: string, challenge: string, o: { resource?: string; redirect?: string; server?: string } = {}) {
+async function approve(
+  clientId: string,
+  challenge: string,
+  o: { resource?: string; redirect?: string; server?: string; restrictions?: Record<string, unknown> } = {},
+) {
   const res = await fetch(`${svc.url}/api/oauth/authorize`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${owner.token}` },
@@ -300,6 +305,7 @@ async function approve(clientId: string, challenge: string, o: { resource?: stri
       resource: o.resource ?? mcpUrl(o.server),
       state: 'st',
       decision: 'approve',
+      ...o.restrictions,
     }),
   });
   const body = (await res.json()) as { redirect_to: string; message?: string };
@@ -329,11 +335,14 @@ const token = (clientId: string, code: string, verifier = VERIFIER, extra: Recor
 const refresh = (clientId: string, refreshToken: string) =>
   form(`${svc.url}/oauth/token`, { grant_type: 'refresh_token', client_id: clientId, refresh_token: refreshToken });
 
-async function tokensFor(clientId: string, server = serverId) {
-  const res = await token(clientId, await approve(clientId, s256(VERIFIER), { server }));
+async function tokensFor(clientId: string, server = serverId, restrictions?: Record<string, unknown>) {
+  const res = await token(clientId, await approve(clientId, s256(VERIFIER), { server, restrictions }));
   expect(res.status).toBe(200);
   return (await res.json()) as { access_token: string; refresh_token: string };
 }
+
+/** The grant (connected app) a refresh token belongs to. */
+const grantOf = async (refreshToken: string) => (await svc.store.collection('oauth_refresh_tokens').findOne({ _id: sha256(refreshToken) }))!.grant_id as string;
 
 describe('discovery documents', () => {
   it('a 401 names the resource metadata, which names this authorization server', async () => {
@@ -479,6 +488,8 @@ describe('codes, tokens and their misuse', () => {
     const stolen = await token(other, code2);
     expect(stolen.status).toBe(400);
     expect(await stolen.json()).toMatchObject({ error: 'invalid_grant', error_description: 'This authorization code was issued to another client' });
+    // Refused, not spent: the client it was issued to still gets its tokens.
+    expect((await token(clientId, code2)).status).toBe(200);
     const code3 = await approve(clientId, s256(VERIFIER));
     const wrong = await token(clientId, code3, 'w'.repeat(50));
     expect(await wrong.json()).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('code_verifier does not match') });
@@ -505,14 +516,98 @@ describe('codes, tokens and their misuse', () => {
     expect(expired.headers.get('www-authenticate')).toContain('The access token expired');
   });
 
-  it('a reused refresh token revokes the whole family', async () => {
+  it('a refresh token reused after the reuse window revokes the whole family', async () => {
     const t = await tokensFor(clientId);
+    const grantId = await grantOf(t.refresh_token);
     const rotated = (await (await refresh(clientId, t.refresh_token)).json()) as { access_token: string; refresh_token: string };
     expect((await mcp(rotated.access_token)).status).toBe(200);
+    // The first use was more than OAUTH_REFRESH_REUSE_SECONDS (60) ago.
+    await svc.store.collection('oauth_refresh_tokens').updateOne({ _id: sha256(t.refresh_token) }, { $set: { used_at: new Date(Date.now() - 61_000) } });
     const replay = await refresh(clientId, t.refresh_token);
     expect(await replay.json()).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('already used') });
     expect((await mcp(rotated.access_token)).status).toBe(401);
     expect(await (await refresh(clientId, rotated.refresh_token)).json()).toMatchObject({ error: 'invalid_grant' });
+    const grants = (await svc.call('GET', '/api/oauth/grants', { token: owner.token })).body.grants as Array<{ id: string; revoked_reason: string | null }>;
+    expect(grants.find((g) => g.id === grantId)?.revoked_reason).toBe('refresh token reused');
+  });
+
+  it('two concurrent refreshes of one token both succeed (a client refreshing from two places), and nothing is revoked', async () => {
+    const t = await tokensFor(clientId);
+    const [a, b] = await Promise.all([refresh(clientId, t.refresh_token), refresh(clientId, t.refresh_token)]);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    const pairs = (await Promise.all([a.json(), b.json()])) as Array<{ access_token: string; refresh_token: string }>;
+    expect(pairs[0].refresh_token).not.toBe(pairs[1].refresh_token);
+    for (const pair of pairs) expect((await mcp(pair.access_token)).status).toBe(200);
+    // Within the window the same client may present it once more (an answer lost on the way), and both new
+    // refresh tokens rotate on as usual.
+    expect((await refresh(clientId, t.refresh_token)).status).toBe(200);
+    for (const pair of pairs) expect((await refresh(clientId, pair.refresh_token)).status).toBe(200);
+    expect((await mcp(t.access_token)).status).toBe(200);
+  });
+
+  it("a refresh token presented by another client is refused and stays its client's", async () => {
+    const t = await tokensFor(clientId);
+    const other = (await register()).body.client_id as string;
+    const stolen = await refresh(other, t.refresh_token);
+    expect(stolen.status).toBe(400);
+    expect(await stolen.json()).toMatchObject({ error: 'invalid_grant', error_description: 'This refresh token was issued to another client' });
+    // Not spent, not counted as a reuse: its client refreshes as if nothing happened, and nothing was revoked.
+    const mine = await refresh(clientId, t.refresh_token);
+    expect(mine.status).toBe(200);
+    expect((await mcp(((await mine.json()) as { access_token: string }).access_token)).status).toBe(200);
+    expect((await mcp(t.access_token)).status).toBe(200);
+  });
+
+  it('an authorization refreshed within its refresh lifetime stays connected for another lifetime (sliding expiry)', async () => {
+    const t = await tokensFor(clientId);
+    const grantId = await grantOf(t.refresh_token);
+    // 29 days and 23 hours later: the refresh token has a minute left.
+    const soon = new Date(Date.now() + 60_000);
+    await svc.store.collection('oauth_refresh_tokens').updateOne({ _id: sha256(t.refresh_token) }, { $set: { expires_at: soon } });
+    await svc.store.collection('oauth_grants').updateOne({ _id: grantId }, { $set: { idle_expires_at: soon } });
+    const next = (await (await refresh(clientId, t.refresh_token)).json()) as { refresh_token: string };
+    const stored = await svc.store.collection('oauth_refresh_tokens').findOne({ _id: sha256(next.refresh_token) });
+    expect((stored!.expires_at as Date).getTime()).toBeGreaterThan(Date.now() + 29 * 86_400_000);
+    const grant = ((await svc.call('GET', '/api/oauth/grants', { token: owner.token })).body.grants as Array<{ id: string; idle_expires_at: string }>).find(
+      (g) => g.id === grantId,
+    )!;
+    expect(new Date(grant.idle_expires_at).getTime()).toBeGreaterThan(Date.now() + 29 * 86_400_000);
+    // Left unused past its lifetime, a refresh token is refused.
+    await svc.store.collection('oauth_refresh_tokens').updateOne({ _id: sha256(next.refresh_token) }, { $set: { expires_at: new Date(Date.now() - 1000) } });
+    expect(await (await refresh(clientId, next.refresh_token)).json()).toMatchObject({
+      error: 'invalid_grant',
+      error_description: expect.stringContaining('expired'),
+    });
+  });
+
+  it('an app approved read-only with a budget is restricted like a key, and the owner can change that', async () => {
+    const t = await tokensFor(clientId, serverId, { access: 'read', credit_limit: { credits: 1, per: 'day' } });
+    const id = await grantOf(t.refresh_token);
+    const grant = ((await svc.call('GET', '/api/oauth/grants', { token: owner.token })).body.grants as Array<Record<string, unknown>>).find(
+      (g) => g.id === id,
+    )!;
+    expect(grant).toMatchObject({ access: 'read', tools: null, credit_limit: { credits: 1, per: 'day' }, budget_spent: 0 });
+    const call = (name: string) =>
+      fetch(mcpUrl(), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'mcp-protocol-version': '2025-11-25', authorization: `Bearer ${t.access_token}` },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: { issue_key: 'DEMO-1', fields: 'summary' } } }),
+      }).then(async (r) => ((await r.json()) as { result: { isError: boolean; content: Array<{ text: string }> } }).result);
+    expect((await call('tracker_get_issue')).isError).toBe(false);
+    const over = await call('tracker_get_issue');
+    expect(over.content[0].text).toContain("This connected app's budget is 1 credit per day (UTC)");
+    // The owner narrows it to no tool it has (an allow-list must name tools of the server) and lifts the budget.
+    const bad = await svc.call('PATCH', `/api/oauth/grants/${grant.id}`, { token: owner.token, body: { tools: ['nope'] } });
+    expect(bad.body.message).toBe('"tools": no tool named nope; the tools are tracker_get_issue');
+    const patched = await svc.call('PATCH', `/api/oauth/grants/${grant.id}`, { token: owner.token, body: { credit_limit: null, access: 'all' } });
+    expect(patched.body).toMatchObject({ access: 'all', credit_limit: null });
+    expect((await call('tracker_get_issue')).isError).toBe(false);
+    // An end date passed: the app's token is refused like an expired one, and so is its refresh.
+    await svc.store.collection('oauth_grants').updateOne({ _id: grant.id as string }, { $set: { 'restrictions.expires_at': new Date(Date.now() - 1000) } });
+    const expired = await mcp(t.access_token);
+    expect(expired.status).toBe(401);
+    expect(expired.headers.get('www-authenticate')).toContain('The authorization expired');
+    expect(await (await refresh(clientId, t.refresh_token)).json()).toMatchObject({ error: 'invalid_grant' });
   });
 
   it('revocation (RFC 7009), server deletion, key revoke-all and the owner end tokens', async () => {

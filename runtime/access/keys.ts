@@ -5,6 +5,7 @@ import { flushLastUsed } from '../store/last-used.ts';
 import { retryTransient } from '../store/retry.ts';
 import { randomId, randomToken, sha256 } from '../secrets.ts';
 import { TtlCache } from '../ttl-cache.ts';
+import { type Restrictions, restrictionsView } from './restrictions.ts';
 
 export interface ApiKeyDoc extends Doc {
   owner_id: string;
@@ -17,6 +18,8 @@ export interface ApiKeyDoc extends Doc {
   created_at: Date;
   last_used_at: Date | null;
   revoked_at: Date | null;
+  /** Absent on keys made before restrictions existed: unrestricted. */
+  restrictions?: Restrictions;
 }
 
 export const KEY_PREFIX = 'mcpk_';
@@ -32,6 +35,7 @@ export function publicKey(doc: ApiKeyDoc): Record<string, unknown> {
     created_at: doc.created_at,
     last_used_at: doc.last_used_at,
     revoked_at: doc.revoked_at,
+    ...restrictionsView(doc.restrictions),
   };
 }
 
@@ -47,7 +51,12 @@ export class ApiKeys {
     this.cache = new TtlCache(cacheMs);
   }
 
-  async create(ownerId: string, name: string, scope: { kind: 'server'; serverId: string } | { kind: 'global' }): Promise<{ doc: ApiKeyDoc; key: string }> {
+  async create(
+    ownerId: string,
+    name: string,
+    scope: { kind: 'server'; serverId: string } | { kind: 'global' },
+    restrictions: Restrictions = { access: 'all' },
+  ): Promise<{ doc: ApiKeyDoc; key: string }> {
     const key = randomToken(KEY_PREFIX);
     const doc: ApiKeyDoc = {
       _id: randomId('key_'),
@@ -61,6 +70,7 @@ export class ApiKeys {
       created_at: new Date(),
       last_used_at: null,
       revoked_at: null,
+      restrictions,
     };
     await this.keys.insertOne(doc);
     this.cache.delete(doc.hash);
@@ -101,6 +111,15 @@ export class ApiKeys {
 
   async unlink(ownerId: string, id: string, serverId: string): Promise<ApiKeyDoc | null> {
     return this.change({ _id: id, owner_id: ownerId, kind: 'global', linked_server_ids: serverId }, { $pull: { linked_server_ids: serverId } });
+  }
+
+  /** Renames a key or changes its restrictions (never its value); null when it is not the owner's. */
+  async update(ownerId: string, id: string, changes: { name?: string; restrictions?: Restrictions }): Promise<ApiKeyDoc | null> {
+    const set: Record<string, unknown> = {};
+    if (changes.name !== undefined) set.name = changes.name;
+    if (changes.restrictions !== undefined) set.restrictions = changes.restrictions;
+    if (!Object.keys(set).length) return this.get(ownerId, id);
+    return this.change({ _id: id, owner_id: ownerId }, { $set: set });
   }
 
   /** Revokes one key of the server: its own key, or a global key linked to it. */

@@ -116,18 +116,28 @@ export class Owners {
     return (await this.tokens.deleteOne({ _id: id, owner_id: ownerId })) === 1;
   }
 
+  byEmail(email: string): Promise<OwnerDoc | null> {
+    return this.owners.findOne({ email: normalizeEmail(email) });
+  }
+
   get(id: string): Promise<OwnerDoc | null> {
     return this.owners.findOne({ _id: id });
   }
 
   /** The owner a bearer token belongs to, or null. */
   async authenticate(token: string): Promise<OwnerDoc | null> {
+    return (await this.authenticateToken(token))?.owner ?? null;
+  }
+
+  /** The owner and the management token (which the audit trail names as the actor), or null. */
+  async authenticateToken(token: string): Promise<{ owner: OwnerDoc; token: OwnerTokenDoc } | null> {
     if (!token.startsWith(OWNER_TOKEN_PREFIX)) return null;
     const t = await this.tokens.findOne({ hash: sha256(token) });
     if (!t) return null;
     const now = new Date();
     if (!t.last_used_at || now.getTime() - t.last_used_at.getTime() >= TOUCH_EVERY_MS)
       await this.tokens.updateOne({ _id: t._id }, { $set: { last_used_at: now } });
-    return this.owners.findOne({ _id: t.owner_id });
+    const owner = await this.owners.findOne({ _id: t.owner_id });
+    return owner ? { owner, token: t } : null;
   }
 }

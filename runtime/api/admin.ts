@@ -12,6 +12,12 @@ export function adminRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const email = str(body, 'email', { required: true, pattern: /^[^\s@]+@[^\s@]+\.[^\s@]+$/, what: 'an e-mail address' })!;
     const { owner, token, invite } = await d.owners.create(email);
     if (d.site.startingCredits > 0) await d.credits.grant(owner._id, d.site.startingCredits);
+    await d.audit.record({
+      action: 'owner.create',
+      owner_id: owner._id,
+      target: { type: 'owner', id: owner._id, name: owner.email },
+      changes: { via: 'invitation', starting_credits: d.site.startingCredits },
+    });
     ctx.status = 201;
     // The invitation travels in the fragment: it never reaches a server log or a Referer header.
     ctx.body = { id: owner._id, email: owner.email, token, invite_url: `${d.site.publicUrl}/invite#${invite}` };
@@ -24,7 +30,9 @@ export function adminRoutes(router: Router, d: ApiDeps, g: Guards): void {
     if (typeof amount !== 'number' || !Number.isInteger(amount) || Math.abs(amount) > MAX_GRANT) {
       throw new ApiError(400, `"amount" must be a whole number from -${MAX_GRANT} to ${MAX_GRANT} (negative to debit)`);
     }
-    ctx.body = { balance: await d.credits.grant(ctx.params.id, amount) };
+    const balance = await d.credits.grant(ctx.params.id, amount);
+    await d.audit.record({ action: 'credits.grant', owner_id: ctx.params.id, target: { type: 'owner', id: ctx.params.id }, changes: { amount, balance } });
+    ctx.body = { balance };
   });
 
   // balance = granted - kept - open, for one owner or all (open: calls running now, and charges a stop left

@@ -6,7 +6,7 @@ import { normalizeEmail, publicOwnerToken, type OwnerDoc } from '../access/owner
 import { PasswordsBusyError, passwordProblem } from '../access/passwords.ts';
 import { SESSION_COOKIE, csrfTokenOf } from '../access/sessions.ts';
 import { DuplicateKeyError } from '../store/port.ts';
-import { type ApiDeps, type Guards, crossSiteProblem, me, sessionOwner } from './context.ts';
+import { type ApiDeps, type Guards, crossSiteProblem, me, sessionActor, sessionOwner } from './context.ts';
 import { ApiError, jsonBody, notFound, onlyFields, str } from './http.ts';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -33,7 +33,9 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     setCookie(ctx, id, Math.floor((doc.expires_at.getTime() - Date.now()) / 1000));
     ctx.status = status;
     ctx.body = { id: owner._id, email: owner.email, csrf_token: csrfTokenOf(id) };
+    return id;
   };
+  const ownerTarget = (owner: OwnerDoc) => ({ type: 'owner', id: owner._id, name: owner.email });
   /** Sign-in forms may be posted by scripts (no Origin), but never from a foreign page. */
   const notCrossSite = (ctx: Context) => {
     if (!ctx.get('origin') && !ctx.get('sec-fetch-site')) return;
@@ -68,7 +70,14 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
       throw err;
     }
     if (d.site.startingCredits > 0) await d.credits.grant(owner._id, d.site.startingCredits);
-    await signIn(ctx, owner, 201);
+    const session = await signIn(ctx, owner, 201);
+    await d.audit.record({
+      action: 'owner.create',
+      owner_id: owner._id,
+      target: ownerTarget(owner),
+      changes: { via: 'sign-up', starting_credits: d.site.startingCredits },
+      actor: sessionActor(session),
+    });
   });
 
   router.post('/auth/login', async (ctx) => {
@@ -82,9 +91,14 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     if (wait) tooMany(ctx, wait, 'Too many failed sign-ins.');
     const owner =
       password.length <= 1024 ? await notChecked(d.owners.checkPassword(email, password), () => d.signInLimits.signInNotChecked(email, ctx.ip)) : null;
-    if (!owner) throw new ApiError(401, WRONG_CREDENTIALS);
+    if (!owner) {
+      const known = await d.owners.byEmail(email);
+      await d.audit.record({ action: 'signin.fail', owner_id: known?._id ?? null, target: known ? ownerTarget(known) : { type: 'email', id: email } });
+      throw new ApiError(401, WRONG_CREDENTIALS);
+    }
     await d.signInLimits.signedIn(email, ctx.ip);
-    await signIn(ctx, owner, 200);
+    const session = await signIn(ctx, owner, 200);
+    await d.audit.record({ action: 'signin.ok', owner_id: owner._id, target: ownerTarget(owner), actor: sessionActor(session) });
   });
 
   router.post('/auth/invitation', async (ctx) => {
@@ -95,12 +109,14 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const password = newPassword(body.password);
     const owner = await d.owners.acceptInvite(token, password);
     if (!owner) throw new ApiError(400, 'This invitation link is not valid: it was used already or has expired. Ask the operator for a new one');
-    await signIn(ctx, owner, 200);
+    const session = await signIn(ctx, owner, 200);
+    await d.audit.record({ action: 'invitation.accept', owner_id: owner._id, target: ownerTarget(owner), actor: sessionActor(session) });
   });
 
   router.post('/auth/logout', g.owner, async (ctx) => {
     const session = await sessionOwner(d, ctx);
     if (session) await d.sessions.end(session.sessionId);
+    await d.audit.record({ action: 'signout', owner_id: me(ctx)._id, target: ownerTarget(me(ctx)) });
     setCookie(ctx, '', 0);
     ctx.status = 204;
   });
@@ -129,13 +145,20 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     await d.signInLimits.passwordChanged(owner._id);
     await d.owners.setPassword(owner._id, password);
     // Every other session ends: whoever knew the old password is signed out; by default their scripts' tokens too.
-    await d.sessions.endAll(owner._id, (await sessionOwner(d, ctx))?.sessionId);
+    const ended = await d.sessions.endAll(owner._id, (await sessionOwner(d, ctx))?.sessionId);
     if (revokeTokens) await d.owners.revokeAllTokens(owner._id);
+    await d.audit.record({
+      action: 'password.change',
+      owner_id: owner._id,
+      target: ownerTarget(owner),
+      changes: { other_sessions_ended: ended, management_tokens_revoked: revokeTokens },
+    });
     ctx.status = 204;
   });
 
   router.post('/me/sessions/revoke-all', g.owner, async (ctx) => {
-    await d.sessions.endAll(me(ctx)._id);
+    const ended = await d.sessions.endAll(me(ctx)._id);
+    await d.audit.record({ action: 'session.revoke_all', owner_id: me(ctx)._id, target: ownerTarget(me(ctx)), changes: { sessions_ended: ended } });
     if (ctx.cookies.get(SESSION_COOKIE)) setCookie(ctx, '', 0);
     ctx.status = 204;
   });
@@ -147,11 +170,14 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const body = await jsonBody(ctx, d.maxBodyBytes, true);
     onlyFields(body, ['name']);
     const { doc, token } = await d.owners.issueToken(me(ctx)._id, str(body, 'name') ?? 'token');
+    await d.audit.record({ action: 'token.create', owner_id: me(ctx)._id, target: { type: 'token', id: doc._id, name: doc.name } });
     ctx.status = 201;
     ctx.body = { ...publicOwnerToken(doc), token };
   });
   router.delete('/me/tokens/:id', g.owner, async (ctx) => {
+    const revoked = (await d.owners.listTokens(me(ctx)._id)).find((t) => t._id === ctx.params.id);
     if (!(await d.owners.revokeToken(me(ctx)._id, ctx.params.id))) throw notFound('Token');
+    await d.audit.record({ action: 'token.revoke', owner_id: me(ctx)._id, target: { type: 'token', id: ctx.params.id, name: revoked?.name } });
     ctx.status = 204;
   });
 }

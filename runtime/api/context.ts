@@ -1,16 +1,19 @@
 // What every route module gets: the repositories, the two guards and the current owner.
 import type { Context, Next } from 'koa';
 import type { Accounts } from '../accounts/accounts.ts';
+import type { Budgets } from '../access/budgets.ts';
 import type { ApiKeys } from '../access/keys.ts';
 import type { OwnerDoc, Owners } from '../access/owners.ts';
 import { SESSION_COOKIE, type Sessions, csrfTokenOf } from '../access/sessions.ts';
 import type { SignInLimits } from '../access/sign-in-limits.ts';
+import type { AuditTrail } from '../audit/audit-trail.ts';
+import { setActor } from '../audit/request-context.ts';
 import type { Credits } from '../billing/credits.ts';
 import type { Ledger } from '../billing/ledger.ts';
 import type { Engine } from '../engine/engine.ts';
 import type { OAuthClients } from '../oauth/clients.ts';
 import type { OAuthGrants } from '../oauth/grants.ts';
-import { sameSecret } from '../secrets.ts';
+import { sameSecret, sha256 } from '../secrets.ts';
 import type { ServerDoc, Servers } from '../servers/servers.ts';
 import type { CustomTools } from '../servers/custom-tools.ts';
 import type { CatalogSource } from '../toolspec/live.ts';
@@ -20,6 +23,8 @@ export interface ApiDeps {
   owners: Owners;
   servers: Servers;
   keys: ApiKeys;
+  budgets: Budgets;
+  audit: AuditTrail;
   tools: CustomTools;
   accounts: Accounts;
   credits: Credits;
@@ -52,13 +57,17 @@ export function guards(d: ApiDeps): Guards {
         ctx.set('WWW-Authenticate', 'Bearer');
         throw new ApiError(401, 'An operator token is required');
       }
+      setActor({ type: 'operator' });
       await next();
     },
     async owner(ctx, next) {
       const token = bearer(ctx);
       let found: OwnerDoc | null = null;
-      if (token) found = await d.owners.authenticate(token);
-      else if (ctx.cookies.get(SESSION_COOKIE)) {
+      if (token) {
+        const auth = await d.owners.authenticateToken(token);
+        found = auth?.owner ?? null;
+        if (auth) setActor({ type: 'token', id: auth.token._id, name: auth.token.name });
+      } else if (ctx.cookies.get(SESSION_COOKIE)) {
         const session = await sessionOwner(d, ctx);
         if (session && !SAFE_METHODS.has(ctx.method)) {
           const refused = crossSiteProblem(ctx, d.site.publicUrl);
@@ -67,6 +76,7 @@ export function guards(d: ApiDeps): Guards {
             throw new ApiError(403, 'Missing or wrong CSRF token (X-CSRF-Token header): reload the page and try again');
         }
         found = session?.owner ?? null;
+        if (session) setActor(sessionActor(session.sessionId));
       }
       if (!found) {
         ctx.set('WWW-Authenticate', 'Bearer');
@@ -112,6 +122,9 @@ export async function sessionOwner(d: Pick<ApiDeps, 'sessions' | 'owners'>, ctx:
   ctx.state.signedIn = signedIn;
   return signedIn;
 }
+
+/** A session as the audit trail names it: a short fingerprint of its stored hash (nothing that resumes it). */
+export const sessionActor = (sessionId: string) => ({ type: 'session' as const, id: sha256(sessionId).slice(0, 12) });
 
 export const me = (ctx: Context): OwnerDoc => ctx.state.owner as OwnerDoc;
 

@@ -6,14 +6,28 @@ import { type ApiDeps, type Guards, me, ownServer } from './context.ts';
 import { jsonBody, notFound, onlyFields } from './http.ts';
 import { checkToolBinding } from './tool-binding.ts';
 
+const toolTarget = (t: CustomToolDoc) => ({ type: 'tool', id: t._id, name: `${t.name} on ${t.server_id}` });
+const bindingView = (b: Pick<CustomToolDoc, 'name' | 'base_tool' | 'account_id' | 'defaults' | 'locked' | 'description'>): Record<string, unknown> => ({
+  name: b.name,
+  base_tool: b.base_tool,
+  account_id: b.account_id,
+  defaults: b.defaults,
+  locked: b.locked,
+  description: b.description,
+});
+
 export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
   router.post('/servers/:id/tools', g.owner, async (ctx) => {
     const body = await jsonBody(ctx, d.maxBodyBytes);
     await ownServer(d, ctx, ctx.params.id);
     onlyFields(body, ['name', 'base_tool', 'account_id', 'defaults', 'locked', 'description']);
     const binding = await checkToolBinding(d, me(ctx)._id, body);
+    const tool = await d.tools.create({ owner_id: me(ctx)._id, server_id: ctx.params.id, ...binding });
+    // What was set: the empty defaults, locks and description of a plain binding say nothing.
+    const set = Object.entries(bindingView(binding)).filter(([, v]) => v !== null && !(typeof v === 'object' && Object.keys(v as object).length === 0));
+    await d.audit.record({ action: 'tool.create', owner_id: me(ctx)._id, target: toolTarget(tool), changes: Object.fromEntries(set) });
     ctx.status = 201;
-    ctx.body = publicTool(await d.tools.create({ owner_id: me(ctx)._id, server_id: ctx.params.id, ...binding }));
+    ctx.body = publicTool(tool);
   });
   router.get('/servers/:id/tools', g.owner, async (ctx) => {
     await ownServer(d, ctx, ctx.params.id);
@@ -33,11 +47,21 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const current = await ownTool(ctx);
     onlyFields(body, ['name', 'account_id', 'defaults', 'locked', 'description']);
     const binding = await checkToolBinding(d, me(ctx)._id, { ...current, ...body, base_tool: current.base_tool });
-    ctx.body = publicTool((await d.tools.update(me(ctx)._id, ctx.params.id, current._id, binding))!);
+    const updated = (await d.tools.update(me(ctx)._id, ctx.params.id, current._id, binding))!;
+    const before = bindingView(current);
+    const after = bindingView(binding);
+    const changes = Object.fromEntries(
+      Object.keys(after)
+        .filter((k) => JSON.stringify(before[k]) !== JSON.stringify(after[k]))
+        .map((k) => [k, { from: before[k], to: after[k] }]),
+    );
+    await d.audit.record({ action: 'tool.update', owner_id: me(ctx)._id, target: toolTarget(updated), changes });
+    ctx.body = publicTool(updated);
   });
   router.delete('/servers/:id/tools/:toolId', g.owner, async (ctx) => {
     const doc = await ownTool(ctx);
     await d.tools.delete(me(ctx)._id, ctx.params.id, doc._id);
+    await d.audit.record({ action: 'tool.delete', owner_id: me(ctx)._id, target: toolTarget(doc) });
     ctx.status = 204;
   });
 }

@@ -2,6 +2,8 @@
 import type { Context, Next } from 'koa';
 import { PasswordsBusyError } from '../access/passwords.ts';
 import { AccountFieldError } from '../accounts/accounts.ts';
+import { RestrictionError } from '../access/restrictions.ts';
+import { CursorError } from '../audit/audit-trail.ts';
 import { BodyTooLargeError, readBody } from '../http/body.ts';
 import { DuplicateKeyError } from '../store/port.ts';
 
@@ -38,7 +40,7 @@ export async function apiErrors(ctx: Context, next: Next): Promise<void> {
     let status = 500;
     let message = 'Internal error';
     if (err instanceof ApiError) [status, message] = [err.status, err.message];
-    else if (err instanceof AccountFieldError) [status, message] = [400, err.message];
+    else if (err instanceof AccountFieldError || err instanceof RestrictionError || err instanceof CursorError) [status, message] = [400, err.message];
     else if (err instanceof PasswordsBusyError) {
       [status, message] = [503, err.message];
       ctx.set('Retry-After', '1');

@@ -3,6 +3,7 @@ import Router from '@koa/router';
 import { accountsRoutes } from './accounts.ts';
 import { authRoutes } from './auth.ts';
 import { adminRoutes } from './admin.ts';
+import { auditRoutes } from './audit.ts';
 import { type ApiDeps, guards } from './context.ts';
 import { apiErrors } from './http.ts';
 import { keysRoutes } from './keys.ts';
@@ -22,6 +23,7 @@ export function createApiRouter(d: ApiDeps): Router {
   });
   router.use(apiErrors);
   const g = guards(d);
-  for (const routes of [authRoutes, adminRoutes, serversRoutes, keysRoutes, accountsRoutes, toolsRoutes, usageRoutes, oauthRoutes]) routes(router, d, g);
+  for (const routes of [authRoutes, adminRoutes, serversRoutes, keysRoutes, accountsRoutes, toolsRoutes, usageRoutes, oauthRoutes, auditRoutes])
+    routes(router, d, g);
   return router;
 }

@@ -24,8 +24,10 @@ export function serversRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const body = await jsonBody(ctx, d.maxBodyBytes);
     const name = str(body, 'name', { required: true })!;
     const id = str(body, 'id', { pattern: SERVER_ID_PATTERN, what: '1-64 letters, digits, "_" or "-", starting with a letter or digit' });
+    const server = await d.servers.create(me(ctx)._id, name, id);
+    await d.audit.record({ action: 'server.create', owner_id: me(ctx)._id, target: { type: 'server', id: server._id, name } });
     ctx.status = 201;
-    ctx.body = publicServer(await d.servers.create(me(ctx)._id, name, id));
+    ctx.body = publicServer(server);
   });
   router.get('/servers', g.owner, async (ctx) => {
     ctx.body = { servers: (await d.servers.list(me(ctx)._id)).map(publicServer) };
@@ -42,17 +44,30 @@ export function serversRoutes(router: Router, d: ApiDeps, g: Guards): void {
       if (typeof body.active !== 'boolean') throw new ApiError(400, '"active" must be true or false');
       changes.active = body.active;
     }
+    const before = await ownServer(d, ctx, ctx.params.id);
     const updated = await d.servers.update(me(ctx)._id, ctx.params.id, changes);
     if (!updated) throw notFound('Server');
+    await d.audit.record({
+      action: 'server.update',
+      owner_id: me(ctx)._id,
+      target: { type: 'server', id: updated._id, name: updated.name },
+      changes: Object.fromEntries(Object.entries(changes).map(([k, v]) => [k, { from: before[k], to: v }])),
+    });
     ctx.body = publicServer(updated);
   });
   router.delete('/servers/:id', g.owner, async (ctx) => {
-    await ownServer(d, ctx, ctx.params.id);
+    const server = await ownServer(d, ctx, ctx.params.id);
     // Its keys and connected apps die with it and global keys forget it (a new server may take its id later).
-    await d.keys.revokeAll(me(ctx)._id, ctx.params.id);
-    await d.oauth.grants.revokeForServer(me(ctx)._id, ctx.params.id, 'server deleted');
+    const keys = await d.keys.revokeAll(me(ctx)._id, ctx.params.id);
+    const grants = await d.oauth.grants.revokeForServer(me(ctx)._id, ctx.params.id, 'server deleted');
     await d.tools.deleteForServer(me(ctx)._id, ctx.params.id);
     await d.servers.delete(me(ctx)._id, ctx.params.id);
+    await d.audit.record({
+      action: 'server.delete',
+      owner_id: me(ctx)._id,
+      target: { type: 'server', id: server._id, name: server.name },
+      changes: { keys_revoked: keys.revoked, keys_unlinked: keys.unlinked, oauth_grants_revoked: grants },
+    });
     ctx.status = 204;
   });
 }

@@ -2,6 +2,7 @@
 // the server(s) it may use with their tools and credit costs, and the request itself to post back.
 import type { ApiDeps, SignedIn } from '../api/context.ts';
 import { type AuthorizationRequest, REQUEST_FIELDS } from '../oauth/authorize.ts';
+import { restrictionForm, toolChoices } from './restrictions-form.ts';
 
 const LOOPBACK = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
@@ -45,17 +46,20 @@ export async function consentView(d: ApiDeps, s: SignedIn, r: AuthorizationReque
   const servers = chosen ? [chosen] : await d.servers.list(ownerId);
   if (!servers.length)
     return { ...base, problem: 'You have no servers yet. Create a server and add tools to it in the dashboard, then connect the application again.' };
-  const catalog = d.catalog.current.tools;
   const [balance, toolLists] = await Promise.all([d.credits.balance(ownerId), Promise.all(servers.map((sv) => d.tools.list(ownerId, sv._id)))]);
   return {
     ...base,
     fixedServer: Boolean(chosen),
     balance,
-    servers: servers.map((sv, i) => ({
-      id: sv._id,
-      name: sv.name,
-      active: sv.active,
-      tools: toolLists[i].map((t) => ({ name: t.name, credits: catalog.get(t.base_tool)?.spec.credits ?? 0 })),
-    })),
+    servers: servers.map((sv, i) => ({ id: sv._id, name: sv.name, active: sv.active, tools: toolLists[i].length })),
+    // What the app may do, chosen like a key's restrictions (no end date here: it can be set later on the Keys page).
+    restrictions: restrictionForm(
+      'consent',
+      undefined,
+      chosen
+        ? toolChoices(toolLists[0], d.catalog.current)
+        : servers.map((sv, i) => ({ serverId: sv._id, serverName: sv.name, choices: toolChoices(toolLists[i], d.catalog.current) })),
+      { expiry: false },
+    ),
   };
 }

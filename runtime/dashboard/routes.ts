@@ -13,6 +13,8 @@ import { connectSnippets } from './connect.ts';
 import { consentView } from './consent.ts';
 import { accountFields, schemaFields } from './forms.ts';
 import { CHART_DAYS, CHART_SIZE, overviewFigures } from './overview.ts';
+import { activityView } from './activity.ts';
+import { type ToolChoice, expiresWithin, restrictionBadges, restrictionForm, toolChoices } from './restrictions-form.ts';
 import { assets, render } from './views.ts';
 
 const CSP = [
@@ -99,6 +101,14 @@ export function createDashboardRouter(d: ApiDeps): Router {
       const serverNames = new Map(servers.map((sv) => [sv._id, sv.name]));
       const toolCounts = await Promise.all(servers.map((sv) => d.tools.list(ownerId, sv._id)));
       const serverKeys = await Promise.all(servers.map((sv) => d.keys.listForServer(ownerId, sv._id)));
+      // Keys that stop working within a week, so that nobody learns it from a failing agent.
+      const expiring = [...new Map([...keys, ...serverKeys.flat()].map((k) => [k._id, k])).values()]
+        .filter((k) => !k.revoked_at && expiresWithin(k.restrictions, 7))
+        .map((k) => ({
+          name: k.name,
+          server: k.server_id ? (serverNames.get(k.server_id) ?? k.server_id) : null,
+          days: Math.max(1, Math.ceil((k.restrictions!.expires_at!.getTime() - Date.now()) / 86_400_000)),
+        }));
       const steps = [
         { done: accounts.length > 0, text: 'Add an account (Jira, n8n, Notion or Supabase credentials)', href: '/accounts' },
         { done: servers.length > 0, text: 'Create a server', href: '/servers' },
@@ -125,6 +135,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
             calls: calls.map((c) => ({ ...c, server_name: serverNames.get(c.server_id) ?? c.server_id })),
             steps,
             gettingStarted: steps.some((st) => !st.done),
+            expiring,
           },
         ),
       );
@@ -191,6 +202,9 @@ export function createDashboardRouter(d: ApiDeps): Router {
       const accountNames = new Map(accounts.map((a) => [a._id, a.name]));
       const catalog = d.catalog.current.tools;
       const url = `${d.site.publicUrl}/mcp/${server._id}`;
+      const choices = toolChoices(tools, d.catalog.current);
+      const allChoices = toolChoices(await allTools(ownerId), d.catalog.current);
+      const listed = await withRestrictions(keys, (k) => (k.kind === 'global' ? allChoices : choices));
       sendPage(
         ctx,
         render(
@@ -206,7 +220,8 @@ export function createDashboardRouter(d: ApiDeps): Router {
               credits: catalog.get(t.base_tool)?.spec.credits,
               defaults: Object.entries(t.defaults).map(([k, v]) => ({ k, v: JSON.stringify(v), locked: t.locked.includes(k) })),
             })),
-            keys: keys.map(keyView),
+            keys: listed,
+            newKeyForm: restrictionForm('new-key', undefined, choices),
             linkable: globals.filter((k) => !k.revoked_at && !k.linked_server_ids.includes(server._id)).map(keyView),
             snippets: connectSnippets(url, server.name),
           },
@@ -267,20 +282,46 @@ export function createDashboardRouter(d: ApiDeps): Router {
       const names = new Map(servers.map((sv) => [sv._id, sv.name]));
       const perServer = await Promise.all(servers.map((sv) => d.keys.listForServer(ownerId, sv._id)));
       const serverKeys = perServer.flat().filter((k) => k.kind === 'server');
-      const [globals, grants] = await Promise.all([d.keys.listGlobal(ownerId), d.oauth.grants.list(ownerId)]);
-      const apps = grants.map((g) => ({ ...publicGrant(g), server_name: names.get(g.server_id) ?? g.server_id }));
-      const withNames = (k: ApiKeyDoc) => ({
-        ...keyView(k),
-        server_name: k.server_id ? names.get(k.server_id) : undefined,
-        links: k.linked_server_ids.map((id) => ({ id, name: names.get(id) ?? id })),
-        linkable: servers.filter((sv) => !k.linked_server_ids.includes(sv._id)).map((sv) => ({ id: sv._id, name: sv.name })),
-      });
+      const [globals, grants, toolLists] = await Promise.all([
+        d.keys.listGlobal(ownerId),
+        d.oauth.grants.list(ownerId),
+        Promise.all(servers.map((sv) => d.tools.list(ownerId, sv._id))),
+      ]);
+      const choicesOf = new Map(servers.map((sv, i) => [sv._id, toolChoices(toolLists[i], d.catalog.current)]));
+      const allChoices = toolChoices(toolLists.flat(), d.catalog.current);
+      const serverChoices = (id: string | null) => (id ? (choicesOf.get(id) ?? []) : allChoices);
+      const withNames = async (list: ApiKeyDoc[]) =>
+        (await withRestrictions(list, (k) => serverChoices(k.server_id))).map((k, i) => ({
+          ...k,
+          server_name: list[i].server_id ? names.get(list[i].server_id!) : undefined,
+          links: list[i].linked_server_ids.map((id) => ({ id, name: names.get(id) ?? id })),
+          linkable: servers.filter((sv) => !list[i].linked_server_ids.includes(sv._id)).map((sv) => ({ id: sv._id, name: sv.name })),
+        }));
+      const spent = await d.budgets.spent(grants.flatMap((g) => (g.restrictions?.credit_limit ? [{ keyId: g._id, limit: g.restrictions.credit_limit }] : [])));
+      const apps = grants.map((g) => ({
+        ...publicGrant(g),
+        server_name: names.get(g.server_id) ?? g.server_id,
+        restrictions: restrictionBadges(g.restrictions, spent.get(g._id) ?? null),
+        form: restrictionForm(`app-${g._id}`, g.restrictions, serverChoices(g.server_id)),
+        idle_expired: g.idle_expires_at ? g.idle_expires_at.getTime() < Date.now() : false,
+      }));
       sendPage(
         ctx,
         render(
           'keys',
           { title: 'API keys', section: 'keys', ...frame },
-          { servers: servers.map(publicServer), serverKeys: serverKeys.map(withNames), globalKeys: globals.map(withNames), apps },
+          {
+            servers: servers.map(publicServer),
+            serverKeys: await withNames(serverKeys),
+            globalKeys: await withNames(globals),
+            apps,
+            newGlobalForm: restrictionForm('new-global', undefined, allChoices),
+            newServerKeyForm: restrictionForm(
+              'new-server-key',
+              undefined,
+              servers.map((sv) => ({ serverId: sv._id, serverName: sv.name, choices: serverChoices(sv._id) })),
+            ),
+          },
         ),
       );
     }),
@@ -306,6 +347,13 @@ export function createDashboardRouter(d: ApiDeps): Router {
   });
 
   router.get(
+    '/activity',
+    signedInPage(async (ctx, s, frame) => {
+      sendPage(ctx, render('activity', { title: 'Activity', section: 'activity', ...frame }, await activityView(d, s.owner._id, ctx.query)));
+    }),
+  );
+
+  router.get(
     '/settings',
     signedInPage(async (ctx, s, frame) => {
       const tokens = await d.owners.listTokens(s.owner._id);
@@ -323,6 +371,22 @@ export function createDashboardRouter(d: ApiDeps): Router {
       );
     }),
   );
+
+  /** Every tool of every server of the owner (what a global key may be allowed). */
+  async function allTools(ownerId: string) {
+    const servers = await d.servers.list(ownerId);
+    return (await Promise.all(servers.map((sv) => d.tools.list(ownerId, sv._id)))).flat();
+  }
+
+  /** Keys with what the lists show of their restrictions (and the budget spent) and the form that edits them. */
+  async function withRestrictions(keys: ApiKeyDoc[], choicesFor: (k: ApiKeyDoc) => ToolChoice[]) {
+    const spent = await d.budgets.spent(keys.flatMap((k) => (k.restrictions?.credit_limit ? [{ keyId: k._id, limit: k.restrictions.credit_limit }] : [])));
+    return keys.map((k) => ({
+      ...keyView(k),
+      restrictions: restrictionBadges(k.restrictions, spent.get(k._id) ?? null),
+      form: restrictionForm(`key-${k._id}`, k.restrictions, choicesFor(k)),
+    }));
+  }
 
   return router;
 }

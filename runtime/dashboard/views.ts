@@ -24,6 +24,7 @@ hbs.registerHelper({
   json: (v: unknown) => JSON.stringify(v),
   inc: (n: number) => n + 1,
   uri: (v: unknown) => encodeURIComponent(String(v ?? '')),
+  concat: (...args: unknown[]) => args.slice(0, -1).join(''),
 });
 
 for (const file of readdirSync(path.join(here, 'views', 'partials'))) {

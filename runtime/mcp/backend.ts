@@ -2,6 +2,7 @@
 // everything with a cost or a rule goes through these calls, in this order for tools/call:
 // authenticate -> authorize -> rate limit -> (find tool -> merge defaults -> validate -> charge ->
 // execute -> refund or keep -> record usage).
+import type { Holder, Restrictions } from '../access/restrictions.ts';
 import type { ToolError } from '../tool-error.ts';
 import type { ToolAnnotations } from '../toolspec/types.ts';
 
@@ -10,6 +11,10 @@ export interface Principal {
   keyId: string;
   ownerId: string;
   serverId: string;
+  /** What the credential may do (tools, read-only, budget); absent: everything. */
+  restrictions?: Restrictions;
+  /** What the credential is, as refusals name it (default: a key). */
+  holder?: Holder;
 }
 
 /** `tokenError`: why a presented OAuth access token is refused (sent as RFC 6750's error_description). */

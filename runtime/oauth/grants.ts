@@ -1,7 +1,12 @@
 // What an owner's "Approve" creates: an authorization code, then a grant (a "connected app": one client, one
-// server) with its short-lived access tokens and rotating refresh tokens. Every code and token is stored
-// only as its SHA-256; a reused code or refresh token revokes the whole grant (RFC 9700 section 4.14).
+// server, restricted like a key) with its short-lived access tokens and rotating refresh tokens. Every code
+// and token is stored only as its SHA-256. A reused code revokes the whole grant; so does a reused refresh
+// token, unless the same client presents it again within the reuse window (RFC 9700 section 4.14.2 allows
+// this: clients that refresh from two places at once, or retry a refresh whose answer was lost, would
+// otherwise be disconnected). A code or token presented by another client is refused and stays usable.
 import { createHash } from 'node:crypto';
+import { type Restrictions, UNRESTRICTED, isExpired, restrictionsView } from '../access/restrictions.ts';
+import type { AuditTrail } from '../audit/audit-trail.ts';
 import { randomId, randomToken, sha256 } from '../secrets.ts';
 import { flushLastUsed } from '../store/last-used.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
@@ -31,6 +36,10 @@ export interface GrantDoc extends Doc {
   last_used_at: Date | null;
   revoked_at: Date | null;
   revoked_reason?: string;
+  /** What the owner allowed on the consent page (absent on grants made before restrictions existed). */
+  restrictions?: Restrictions;
+  /** When its newest refresh token expires, unless used before: each refresh slides it forward (absent on older grants). */
+  idle_expires_at?: Date;
 }
 
 interface CodeDoc extends Doc {
@@ -47,6 +56,7 @@ interface CodeDoc extends Doc {
   used_at: Date | null;
   /** The grant the code was exchanged for (revoked if the code comes back). */
   grant_id?: string;
+  restrictions: Restrictions;
 }
 
 interface TokenDoc extends Doc {
@@ -75,12 +85,14 @@ export interface Approval {
   scope: string;
   ownerId: string;
   serverId: string;
+  restrictions: Restrictions;
 }
 
 export interface OAuthPrincipal {
   grantId: string;
   ownerId: string;
   serverId: string;
+  restrictions?: Restrictions;
 }
 
 /** The list view of a grant (the Keys page's "Connected apps"). */
@@ -97,6 +109,9 @@ export function publicGrant(g: GrantDoc) {
     last_used_at: g.last_used_at,
     revoked_at: g.revoked_at,
     revoked_reason: g.revoked_reason ?? null,
+    /** Disconnected if not used (refreshed) before this time; each refresh moves it forward. */
+    idle_expires_at: g.idle_expires_at ?? null,
+    ...restrictionsView(g.restrictions),
   };
 }
 
@@ -115,7 +130,15 @@ export class OAuthGrants {
 
   constructor(
     store: Store,
-    private readonly opts: { accessMs: number; refreshMs: number; cacheMs: number },
+    private readonly opts: {
+      accessMs: number;
+      refreshMs: number;
+      cacheMs: number;
+      /** How long after its first use a refresh token may be presented again by the same client. */
+      reuseMs: number;
+      /** Where revocations a client caused (a reused code or refresh token, RFC 7009) are recorded. */
+      audit?: AuditTrail;
+    },
   ) {
     this.grants = store.collection<GrantDoc>('oauth_grants');
     this.codes = store.collection<CodeDoc>('oauth_codes');
@@ -141,6 +164,7 @@ export class OAuthGrants {
       server_id: a.serverId,
       expires_at: new Date(Date.now() + CODE_TTL_MS),
       used_at: null,
+      restrictions: a.restrictions,
     });
     return code;
   }
@@ -151,21 +175,22 @@ export class OAuthGrants {
     if (!/^[A-Za-z0-9\-._~]{43,128}$/.test(p.verifier))
       throw new OAuthError('invalid_request', 'code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, "-", ".", "_" and "~"');
     const id = sha256(p.code);
-    // Marked used first, atomically: of two concurrent exchanges only one gets the tokens.
+    const issued = await this.codes.findOne({ _id: id });
+    if (!issued) throw new OAuthError('invalid_grant', 'Unknown authorization code');
+    // Refused before it is spent: another client holding the code cannot use up the owner's approval.
+    if (issued.client_id !== p.client.client_id) throw new OAuthError('invalid_grant', 'This authorization code was issued to another client');
+    // Marked used atomically: of two concurrent exchanges only one gets the tokens.
     const code = await this.codes.findOneAndUpdate({ _id: id, used_at: null }, { $set: { used_at: new Date() } }, { returnDocument: 'before' });
     if (!code) {
       const used = await this.codes.findOne({ _id: id });
-      if (used?.grant_id) await this.revokeGrantById(used.grant_id, 'authorization code used twice');
+      if (used?.grant_id) await this.revokeForClient(used.grant_id, 'authorization code used twice');
       throw new OAuthError(
         'invalid_grant',
-        used
-          ? 'This authorization code was already used; any token issued with it is now revoked. Start the authorization again.'
-          : 'Unknown authorization code',
+        'This authorization code was already used; any token issued with it is now revoked. Start the authorization again.',
       );
     }
     if (code.expires_at.getTime() < Date.now())
       throw new OAuthError('invalid_grant', 'The authorization code expired (codes are valid for 60 seconds); start the authorization again');
-    if (code.client_id !== p.client.client_id) throw new OAuthError('invalid_grant', 'This authorization code was issued to another client');
     if (p.redirectUri !== code.redirect_uri) throw new OAuthError('invalid_grant', 'redirect_uri must be exactly the one sent in the authorization request');
     if (s256(p.verifier) !== code.code_challenge)
       throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge of the authorization request');
@@ -185,47 +210,56 @@ export class OAuthGrants {
       created_at: new Date(),
       last_used_at: null,
       revoked_at: null,
+      restrictions: code.restrictions ?? UNRESTRICTED,
     };
     await this.grants.insertOne(grant);
     await this.codes.updateOne({ _id: id }, { $set: { grant_id: grant._id } });
     return this.issueTokens(grant);
   }
 
-  /** The refresh_token grant with rotation: the presented token is spent, a new pair comes back. */
+  /**
+   * The refresh_token grant with rotation: the presented token is spent, a new pair comes back. Presented again
+   * by its client within the reuse window of its first use it gets another valid pair (concurrent refreshes,
+   * a retried refresh whose answer was lost); after the window the reuse revokes the grant.
+   */
   async refreshTokens(p: { refreshToken: string; client: OAuthClient; resource?: string; scope?: string }): Promise<TokenResponse> {
     const id = sha256(p.refreshToken);
-    const token = await this.refresh.findOneAndUpdate({ _id: id, used_at: null }, { $set: { used_at: new Date() } }, { returnDocument: 'before' });
-    if (!token) {
-      const spent = await this.refresh.findOne({ _id: id });
-      if (spent && spent.client_id === p.client.client_id) {
-        const grant = await this.grants.findOne({ _id: spent.grant_id });
-        if (grant?.revoked_at) throw new OAuthError('invalid_grant', 'This authorization was revoked; authorize the client again');
-        // A rotated-out token came back: it was copied. Whoever holds the newer one loses it too.
-        await this.revokeGrantById(spent.grant_id, 'refresh token reused');
+    const token = await this.refresh.findOne({ _id: id });
+    if (!token) throw new OAuthError('invalid_grant', 'Unknown refresh token');
+    // Refused before anything is spent or revoked: another client cannot disconnect this one.
+    if (token.client_id !== p.client.client_id) throw new OAuthError('invalid_grant', 'This refresh token was issued to another client');
+    if (token.expires_at.getTime() < Date.now()) throw new OAuthError('invalid_grant', 'The refresh token expired; authorize the client again');
+    const grant = await this.grants.findOne({ _id: token.grant_id });
+    if (!grant || grant.revoked_at) throw new OAuthError('invalid_grant', 'This authorization was revoked; authorize the client again');
+    if (isExpired(grant.restrictions))
+      throw new OAuthError('invalid_grant', 'This authorization expired (its owner set an end date); authorize the client again');
+    if (p.resource !== undefined && p.resource !== grant.resource)
+      throw new OAuthError('invalid_target', `resource must be the one that was authorized (${grant.resource})`);
+    if (p.scope !== undefined && !p.scope.split(' ').every((s) => grant.scope.split(' ').includes(s)))
+      throw new OAuthError('invalid_scope', `A refresh may only narrow the scope; this authorization has "${grant.scope}"`);
+    const now = new Date();
+    // Spent atomically: of concurrent refreshes one marks it; the others find it marked a moment ago.
+    const first = await this.refresh.findOneAndUpdate({ _id: id, used_at: null }, { $set: { used_at: now } }, { returnDocument: 'before' });
+    if (!first) {
+      const usedAt = (await this.refresh.findOne({ _id: id }))?.used_at;
+      if (!usedAt || now.getTime() - usedAt.getTime() > this.opts.reuseMs) {
+        // A rotated-out token came back long after its use: it was copied. Whoever holds the newer one loses it too.
+        await this.revokeForClient(grant._id, 'refresh token reused');
         throw new OAuthError(
           'invalid_grant',
           'This refresh token was already used. For safety every token of this authorization is now revoked; authorize the client again.',
         );
       }
-      throw new OAuthError('invalid_grant', 'Unknown refresh token');
     }
-    if (token.client_id !== p.client.client_id) throw new OAuthError('invalid_grant', 'This refresh token was issued to another client');
-    if (token.expires_at.getTime() < Date.now()) throw new OAuthError('invalid_grant', 'The refresh token expired; authorize the client again');
-    const grant = await this.grants.findOne({ _id: token.grant_id });
-    if (!grant || grant.revoked_at) throw new OAuthError('invalid_grant', 'This authorization was revoked; authorize the client again');
-    if (p.resource !== undefined && p.resource !== grant.resource)
-      throw new OAuthError('invalid_target', `resource must be the one that was authorized (${grant.resource})`);
-    if (p.scope !== undefined && !p.scope.split(' ').every((s) => grant.scope.split(' ').includes(s)))
-      throw new OAuthError('invalid_scope', `A refresh may only narrow the scope; this authorization has "${grant.scope}"`);
     return this.issueTokens(grant);
   }
 
-  /** The access token's grant when it is valid at this server, else why not (for the WWW-Authenticate error). */
   /** Whether a bearer token is one of our access tokens (by its prefix), so that it is checked here and not as an API key. */
   static isAccessToken(token: string): boolean {
     return token.startsWith(ACCESS_PREFIX);
   }
 
+  /** The access token's grant when it is valid at this server, else why not (for the WWW-Authenticate error). */
   async authenticate(token: string, serverId: string): Promise<{ ok: true; principal: OAuthPrincipal } | { ok: false; reason: string }> {
     const hash = sha256(token);
     let doc = this.tokenCache.get(hash);
@@ -239,8 +273,9 @@ export class OAuthGrants {
     if (doc.server_id !== serverId) return { ok: false, reason: 'The access token was issued for another server' };
     const grant = await this.grant(doc.grant_id);
     if (!grant || grant.revoked_at) return { ok: false, reason: 'The access token was revoked' };
+    if (isExpired(grant.restrictions)) return { ok: false, reason: 'The authorization expired' };
     this.touched.set(grant._id, new Date());
-    return { ok: true, principal: { grantId: grant._id, ownerId: grant.owner_id, serverId } };
+    return { ok: true, principal: { grantId: grant._id, ownerId: grant.owner_id, serverId, restrictions: grant.restrictions } };
   }
 
   /** RFC 7009: revokes the grant of an access or refresh token of this client; unknown tokens are ignored. */
@@ -249,11 +284,22 @@ export class OAuthGrants {
     const doc = (await this.refresh.findOne({ _id: hash })) ?? (await this.access.findOne({ _id: hash }));
     if (!doc) return;
     if (doc.client_id !== client.client_id) throw new OAuthError('unauthorized_client', 'This token was issued to another client', 400);
-    await this.revokeGrantById(doc.grant_id, 'revoked by the client');
+    await this.revokeForClient(doc.grant_id, 'revoked by the client');
   }
 
   list(ownerId: string): Promise<GrantDoc[]> {
     return this.grants.find({ owner_id: ownerId }, { sort: { created_at: -1 }, limit: 200 });
+  }
+
+  get(ownerId: string, grantId: string): Promise<GrantDoc | null> {
+    return this.grants.findOne({ _id: grantId, owner_id: ownerId });
+  }
+
+  /** The owner changes what a connected app may do; null when it is not theirs. */
+  async restrict(ownerId: string, grantId: string, restrictions: Restrictions): Promise<GrantDoc | null> {
+    const grant = await this.grants.findOneAndUpdate({ _id: grantId, owner_id: ownerId }, { $set: { restrictions } });
+    this.grantCache.delete(grantId);
+    return grant;
   }
 
   /** The owner revokes one connected app; null when it is not theirs. */
@@ -291,8 +337,11 @@ export class OAuthGrants {
     const refreshToken = randomToken(REFRESH_PREFIX);
     const base = { grant_id: grant._id, client_id: grant.client_id, server_id: grant.server_id, owner_id: grant.owner_id };
     const now = Date.now();
+    const refreshExpiry = new Date(now + this.opts.refreshMs);
     await this.access.insertOne({ _id: sha256(accessToken), ...base, expires_at: new Date(now + this.opts.accessMs) });
-    await this.refresh.insertOne({ _id: sha256(refreshToken), ...base, expires_at: new Date(now + this.opts.refreshMs), used_at: null });
+    await this.refresh.insertOne({ _id: sha256(refreshToken), ...base, expires_at: refreshExpiry, used_at: null });
+    // Sliding expiry: an authorization refreshed within its refresh lifetime stays connected for another one.
+    await this.grants.updateOne({ _id: grant._id }, { $max: { idle_expires_at: refreshExpiry } });
     return {
       access_token: accessToken,
       token_type: 'Bearer',
@@ -308,6 +357,19 @@ export class OAuthGrants {
     const doc = await this.grants.findOne({ _id: id });
     this.grantCache.set(id, doc);
     return doc;
+  }
+
+  /** A revocation the client's own request caused, recorded in the audit trail with the client as actor. */
+  private async revokeForClient(id: string, reason: string): Promise<void> {
+    const grant = await this.grants.findOne({ _id: id });
+    if (!grant || grant.revoked_at) return;
+    await this.revokeGrantById(id, reason);
+    await this.opts.audit?.record({
+      action: 'grant.revoke',
+      owner_id: grant.owner_id,
+      target: { type: 'grant', id, name: grant.client_name },
+      changes: { reason, server_id: grant.server_id },
+    });
   }
 
   /** Each write is safe to repeat (what it did no longer matches), so each is retried after a transient failure. */

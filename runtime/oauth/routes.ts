@@ -4,6 +4,7 @@
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import type { SignInLimits } from '../access/sign-in-limits.ts';
+import { setActor } from '../audit/request-context.ts';
 import { BodyTooLargeError, readBody } from '../http/body.ts';
 import { serverResource } from './authorize.ts';
 import { type OAuthClients, TOKEN_AUTH_METHODS } from './clients.ts';
@@ -93,6 +94,7 @@ export function createOAuthRouter(d: OAuthRouteDeps): Router {
   router.post('/oauth/token', async (ctx) => {
     const form = await formBody(ctx, d.maxBodyBytes);
     const client = await d.clients.authenticate(clientCredentials(ctx, form), ctx.ip);
+    setActor({ type: 'oauth_client', id: client.client_id, name: client.client_name });
     const resource = form.get('resource') ?? undefined;
     noStore(ctx);
     switch (form.get('grant_type')) {
@@ -125,6 +127,7 @@ export function createOAuthRouter(d: OAuthRouteDeps): Router {
   router.post('/oauth/revoke', async (ctx) => {
     const form = await formBody(ctx, d.maxBodyBytes);
     const client = await d.clients.authenticate(clientCredentials(ctx, form), ctx.ip);
+    setActor({ type: 'oauth_client', id: client.client_id, name: client.client_name });
     const token = form.get('token');
     if (!token) throw new OAuthError('invalid_request', 'token is required');
     await d.grants.revokeToken(token, client);

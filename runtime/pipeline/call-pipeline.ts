@@ -1,7 +1,9 @@
 // The MCP backend: authenticate -> authorize -> rate limit, then for tools/call
 // find the custom tool -> merge defaults -> validate -> charge -> execute -> record in the ledger -> refund or keep.
 import type { Accounts } from '../accounts/accounts.ts';
+import type { Budgets } from '../access/budgets.ts';
 import { ApiKeys } from '../access/keys.ts';
+import { isExpired, permits, refusal } from '../access/restrictions.ts';
 import type { KeyRateLimiter } from '../access/rate-limit.ts';
 import type { Credits } from '../billing/credits.ts';
 import { type CallCharge, type Ledger, recordOf } from '../billing/ledger.ts';
@@ -18,6 +20,7 @@ import type { CustomTool, CustomTools } from '../servers/custom-tools.ts';
 export interface CallPipelineDeps {
   keys: ApiKeys;
   oauth: OAuthGrants;
+  budgets: Budgets;
   servers: Servers;
   tools: CustomTools;
   accounts: Accounts;
@@ -37,13 +40,13 @@ export class CallPipeline implements McpBackend {
     if (m && OAuthGrants.isAccessToken(m[1])) return this.authenticateToken(serverId, m[1]);
     if (!m || !ApiKeys.isKey(m[1])) return { ok: false, status: 401 };
     const key = await this.d.keys.lookup(m[1]);
-    if (!key || key.revoked_at) return { ok: false, status: 401 };
+    if (!key || key.revoked_at || isExpired(key.restrictions)) return { ok: false, status: 401 };
     if (key.kind === 'server' && key.server_id !== serverId) return { ok: false, status: 401 };
     const server = await this.d.servers.lookup(serverId);
     if (!server || server.owner_id !== key.owner_id || !server.active) return { ok: false, status: 403 };
     if (key.kind === 'global' && !key.linked_server_ids.includes(serverId)) return { ok: false, status: 403 };
     this.d.keys.touch(key._id);
-    return { ok: true, principal: { keyId: key._id, ownerId: key.owner_id, serverId } };
+    return { ok: true, principal: { keyId: key._id, ownerId: key.owner_id, serverId, restrictions: key.restrictions } };
   }
 
   /** An OAuth access token: valid, for this very server (audience), whose server is still its owner's and active. */
@@ -52,7 +55,10 @@ export class CallPipeline implements McpBackend {
     if (!auth.ok) return { ok: false, status: 401, tokenError: auth.reason };
     const server = await this.d.servers.lookup(serverId);
     if (!server || server.owner_id !== auth.principal.ownerId || !server.active) return { ok: false, status: 403 };
-    return { ok: true, principal: { keyId: auth.principal.grantId, ownerId: auth.principal.ownerId, serverId } };
+    return {
+      ok: true,
+      principal: { keyId: auth.principal.grantId, ownerId: auth.principal.ownerId, serverId, restrictions: auth.principal.restrictions, holder: 'app' },
+    };
   }
 
   rateLimit(principal: Principal, requests = 1): Promise<RateOutcome> {
@@ -60,7 +66,7 @@ export class CallPipeline implements McpBackend {
   }
 
   async listTools(principal: Principal): Promise<ToolListing[]> {
-    return (await this.d.tools.forServer(principal.serverId)).map((t) => t.listing);
+    return (await this.d.tools.forServer(principal.serverId)).map((t) => t.listing).filter((t) => permits(principal.restrictions, t));
   }
 
   async callTool(principal: Principal, name: string, args: unknown, options: CallOptions): Promise<ToolCallResult | undefined> {
@@ -77,6 +83,9 @@ export class CallPipeline implements McpBackend {
       return { ok: false, error };
     };
 
+    const refused = refusal(principal.restrictions, tool.listing, principal.holder ?? 'key');
+    if (refused) return rejected(refused);
+
     let validated: Record<string, unknown>;
     try {
       validated = this.d.engine.validateArguments(tool.base, mergeArguments(tool, args as Record<string, unknown>));
@@ -88,9 +97,15 @@ export class CallPipeline implements McpBackend {
     if (tool.doc.account_id && !account) {
       return rejected(new ToolError('account_missing', `The account bound to ${name} no longer exists; bind another account to the tool`));
     }
-    // A free tool takes nothing from the balance; any other takes its range of the owner's credit line.
+    // The key's budget first (one conditional increment, given back if the balance refuses or the call is
+    // refunded); then a free tool takes nothing from the balance, any other its range of the owner's credit line.
+    const limit = principal.restrictions?.credit_limit;
+    const chargedAt = new Date();
+    const overBudget = await this.d.budgets.reserve(principal.keyId, limit, cost, chargedAt, principal.holder ?? 'key', name);
+    if (overBudget) return rejected(overBudget);
     const from = cost > 0 ? await this.d.credits.charge(principal.ownerId, cost) : undefined;
     if (from === null) {
+      await this.d.budgets.release(principal.keyId, limit, cost, chargedAt);
       const balance = await this.d.credits.balance(principal.ownerId);
       return rejected(
         new ToolError('insufficient_credits', `Insufficient credits: ${name} costs ${cost} credit${cost === 1 ? '' : 's'} and the balance is ${balance}`),
@@ -112,6 +127,7 @@ export class CallPipeline implements McpBackend {
     const kept = refund ? 0 : cost;
     const outcomeName = !failure ? 'ok' : refund ? 'refunded' : 'tool_error';
     await this.d.ledger.finish(recordOf(call, principal.ownerId, outcomeName, failure?.code ?? 'ok', kept, latency(), failure && errorOf(failure)), refund);
+    if (refund) await this.d.budgets.release(principal.keyId, limit, cost, chargedAt);
     this.d.metrics.toolCall(name, failure?.code ?? 'ok', kept);
     return outcome;
   }

@@ -25,13 +25,19 @@ async function main(): Promise<void> {
   ];
   for (const [name, args] of calls) await client.callTool({ name, arguments: args }).catch(() => undefined);
   await client.close();
+  // Keys that show restrictions: read-only with a budget, and a few tools until next week.
+  const keys = `${base}/api/servers/${demo.serverId}/api-keys`;
+  const headers = { authorization: `Bearer ${demo.owner.token}`, 'content-type': 'application/json' };
+  const reader = { name: 'reporting agent', access: 'read', credit_limit: { credits: 200, per: 'day' } };
+  const triage = { name: 'triage bot', tools: ['tracker_get_issue', 'tracker_update_issue'], expires_at: new Date(Date.now() + 5 * 86_400_000).toISOString() };
+  for (const body of [reader, triage]) await fetch(keys, { method: 'POST', headers, body: JSON.stringify(body) });
 
   await mkdir(OUT, { recursive: true });
   const browser = await launchChromium();
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  const shot = async (file: string, url: string) => {
+  const shot = async (file: string, url: string, fullPage = true) => {
     await page.goto(base + url);
-    await page.screenshot({ path: path.join(OUT, `${file}.png`), fullPage: true });
+    await page.screenshot({ path: path.join(OUT, `${file}.png`), fullPage });
     console.log(`docs/screenshots/${file}.png`);
   };
   await shot('login', '/login');
@@ -44,11 +50,20 @@ async function main(): Promise<void> {
   await shot('accounts', '/accounts');
   await shot('servers', '/servers');
   await shot('server', `/servers/${demo.serverId}`);
+  await page.getByRole('button', { name: 'New key' }).click();
+  const dialog = page.getByRole('dialog', { name: 'New key for this server' });
+  await dialog.getByLabel('Name').fill('nightly sync');
+  await dialog.getByLabel('Only the tools checked below').check();
+  for (const tool of ['database_read_records', 'database_update_records']) await dialog.getByRole('checkbox', { name: new RegExp(`^${tool}`) }).check();
+  await dialog.getByLabel('Budget (optional)').fill('50');
+  await page.screenshot({ path: path.join(OUT, 'key-dialog.png') });
+  console.log('docs/screenshots/key-dialog.png');
   await shot('add-tool', `/servers/${demo.serverId}/tools/new`);
   await shot('add-tool-form', `/servers/${demo.serverId}/tools/new?base=tracker_search_issues`);
   await connectApp(page, base, demo.serverId);
   await shot('keys', '/keys');
   await shot('settings', '/settings');
+  await shot('activity', '/activity', false);
   await browser.close();
   await demo.close();
 }
@@ -72,13 +87,16 @@ async function connectApp(page: Page, base: string, serverId: string): Promise<v
     resource: `${base}/mcp/${serverId}`,
     state: 'demo',
   });
+  // As a laptop shows it: the decision stays in view however many tools the server has.
+  await page.setViewportSize({ width: 1440, height: 900 });
   await page.goto(`${base}/oauth/authorize?${query}`);
-  await page.screenshot({ path: path.join(OUT, 'oauth-consent.png'), fullPage: true });
+  await page.screenshot({ path: path.join(OUT, 'oauth-consent.png') });
+  await page.setViewportSize({ width: 1280, height: 800 });
   console.log('docs/screenshots/oauth-consent.png');
-  // Nothing listens at the redirect URI: the request that would carry the code is read and stopped.
-  await page.route(`${redirect}**`, (route) => route.abort());
-  const [request] = await Promise.all([page.waitForRequest(`${redirect}**`), page.getByRole('button', { name: 'Approve' }).click()]);
-  const code = new URL(request.url()).searchParams.get('code')!;
+  // Nothing listens at the redirect URI: the browser is answered there by the script, which reads the code.
+  await page.route(`${redirect}**`, (route) => route.fulfill({ status: 200, contentType: 'text/plain', body: 'Signed in.' }));
+  await Promise.all([page.waitForURL(`${redirect}**`), page.getByRole('button', { name: 'Approve' }).click()]);
+  const code = new URL(page.url()).searchParams.get('code')!;
   await fetch(`${base}/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },

@@ -45,7 +45,9 @@ class FieldProblem extends Error {
 function formBody(form) {
   const body = {};
   for (const el of form.elements) {
-    if (!el.name || el.disabled || el.type === 'submit' || el.type === 'button') continue;
+    // :disabled also covers controls inside a disabled fieldset (the tools of a server not chosen).
+    if (!el.name || el.matches(':disabled') || el.type === 'submit' || el.type === 'button') continue;
+    if (el.dataset.requires && !form.querySelector(`[name="${el.dataset.requires}"]`)?.value.trim()) continue;
     if (el.type === 'radio' && !el.checked) continue;
     if (el.type === 'checkbox') {
       if (el.dataset.type === 'list') {
@@ -69,6 +71,10 @@ function formBody(form) {
       case 'boolean':
         value = text === 'true';
         break;
+      case 'day-end':
+        // A day ends at 23:59:59 UTC; an unchanged day keeps the exact time it had.
+        value = el.dataset.exact && text === el.defaultValue ? el.dataset.exact : `${text}T23:59:59Z`;
+        break;
       case 'lines':
         value = text
           .split('\n')
@@ -89,8 +95,44 @@ function formBody(form) {
   }
   for (const [name, list] of Object.entries(body))
     if (Array.isArray(list) && list.length === 0 && form.querySelector(`[name="${name}"][data-type="list"]`)) delete body[name];
+  if (form.hasAttribute('data-restrictions')) restrictionsOf(form, body);
   return body;
 }
+
+/**
+ * The restriction controls (views/partials/restrictions.hbs) as the API takes them: the mode becomes `access`
+ * and `tools`, and whatever is left empty clears its restriction (null), so the same form creates and edits.
+ */
+function restrictionsOf(form, body) {
+  const mode = body.restriction_mode;
+  delete body.restriction_mode;
+  if (mode === undefined) return;
+  body.access = mode === 'read' ? 'read' : 'all';
+  body.tools = mode === 'subset' ? (body.tools ?? []) : null;
+  if (form.querySelector('[name="expires_at"]') && body.expires_at === undefined) body.expires_at = null;
+  if (!body.credit_limit?.credits) body.credit_limit = null;
+}
+
+/** A form whose server is chosen in it shows (and sends) only that server's tools. */
+function showChosenServer(form) {
+  const chosen = form.querySelector('select[data-server-select], [data-server-select]:checked')?.value;
+  for (const set of form.querySelectorAll('[data-for-server]')) {
+    const on = set.dataset.forServer === chosen;
+    set.hidden = !on;
+    set.disabled = !on;
+  }
+}
+document.querySelectorAll('form').forEach((form) => form.querySelector('[data-server-select]') && showChosenServer(form));
+
+document.addEventListener('change', (event) => {
+  const el = event.target;
+  if (el.matches?.('[data-server-select]')) return showChosenServer(el.form);
+  // Checking a tool means "only these tools".
+  if (el.matches?.('input[type="checkbox"][name="tools"]') && el.checked) {
+    const subset = el.form?.querySelector('input[name="restriction_mode"][value="subset"]');
+    if (subset) subset.checked = true;
+  }
+});
 
 function clearErrors(form) {
   form.querySelectorAll('[aria-invalid="true"]').forEach((el) => el.removeAttribute('aria-invalid'));

@@ -1,0 +1,215 @@
+// The audit trail: one event per management change and sign-in event (time, actor, action, target, client
+// address, user agent, what changed), newest first, kept AUDIT_RETENTION_DAYS. Never a secret: what changed
+// is scrubbed of any secret-looking field and of anything shaped like one of this service's tokens.
+import type { Logger } from '../log.ts';
+import { randomId } from '../secrets.ts';
+import type { Collection, Doc, Filter, Store } from '../store/port.ts';
+import { type Actor, currentRequest } from './request-context.ts';
+
+export const AUDIT_ACTIONS = [
+  'signin.ok',
+  'signin.fail',
+  'signout',
+  'session.revoke_all',
+  'password.change',
+  'invitation.accept',
+  'owner.create',
+  'token.create',
+  'token.revoke',
+  'credits.grant',
+  'server.create',
+  'server.update',
+  'server.delete',
+  'tool.create',
+  'tool.update',
+  'tool.delete',
+  'account.create',
+  'account.update',
+  'account.verify',
+  'account.delete',
+  'key.create',
+  'key.update',
+  'key.revoke',
+  'key.revoke_all',
+  'key.link',
+  'key.unlink',
+  'grant.approve',
+  'grant.deny',
+  'grant.update',
+  'grant.revoke',
+] as const;
+
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** `key` stands for every key.* action, and so on. */
+export const AUDIT_FAMILIES = [...new Set(AUDIT_ACTIONS.map((a) => a.split('.')[0]))];
+
+export interface AuditTarget {
+  type: string;
+  id: string;
+  name?: string;
+}
+
+export interface AuditEvent {
+  action: AuditAction;
+  /** Whose account the event concerns (they see it); null when nobody's (a sign-in with an unknown e-mail). */
+  owner_id: string | null;
+  target?: AuditTarget | null;
+  changes?: Record<string, unknown>;
+  /** Defaults to the request's actor. */
+  actor?: Actor;
+}
+
+export interface AuditDoc extends Doc {
+  at: Date;
+  owner_id: string | null;
+  actor: Actor;
+  action: AuditAction;
+  target: AuditTarget | null;
+  ip: string | null;
+  user_agent: string | null;
+  changes: Record<string, unknown> | null;
+}
+
+export interface AuditQuery {
+  /** undefined: every owner's events (the operator). */
+  ownerId?: string;
+  from?: Date;
+  to?: Date;
+  actions?: string[];
+}
+
+const SECRET_FIELD = /pass(word)?|secret|token|hash|credential|authorization|cookie|^key$|api_?key|private/i;
+/** This service's own credentials (keys, management, operator, OAuth tokens, codes, client secrets). */
+const OUR_TOKENS = /mcp(k|o|op|at|rt|ac|cs)_[A-Za-z0-9]{8,}/g;
+const MAX_CHANGES_CHARS = 4000;
+
+/** What changed, without secrets: secret-looking fields say only that they changed; token-shaped text is masked. */
+export function scrub(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return value.slice(0, 300).replace(OUR_TOKENS, (t) => `${t.slice(0, t.indexOf('_') + 1)}[redacted]`);
+  if (value === null || typeof value !== 'object' || value instanceof Date) return value;
+  if (depth > 6) return '[nested]';
+  if (Array.isArray(value)) return value.slice(0, 100).map((v) => scrub(v, depth + 1));
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, SECRET_FIELD.test(k) ? '[redacted]' : scrub(v, depth + 1)]));
+}
+
+export class AuditTrail {
+  private readonly events: Collection<AuditDoc>;
+
+  constructor(
+    store: Store,
+    private readonly logger: Logger,
+  ) {
+    this.events = store.collection<AuditDoc>('audit_events');
+  }
+
+  /**
+   * Records an event with the request's address, user agent and actor. A failure to write is logged, never
+   * thrown: the change it describes is already made, and its caller must learn that it was.
+   */
+  async record(event: AuditEvent): Promise<void> {
+    const request = currentRequest();
+    // A field set to nothing (no expiry, no budget...) says nothing: only what was set or changed is kept.
+    const given = event.changes && Object.fromEntries(Object.entries(event.changes).filter(([, v]) => v !== null && v !== undefined));
+    let changes = given && Object.keys(given).length ? (scrub(given) as Record<string, unknown>) : null;
+    if (changes && JSON.stringify(changes).length > MAX_CHANGES_CHARS) changes = { truncated: true, fields: Object.keys(changes) };
+    const doc: AuditDoc = {
+      _id: randomId('aud_'),
+      at: new Date(),
+      owner_id: event.owner_id,
+      actor: event.actor ?? request?.actor ?? { type: 'anonymous' },
+      action: event.action,
+      target: event.target ? (scrub(event.target) as AuditTarget) : null,
+      ip: request?.ip ?? null,
+      user_agent: request?.userAgent || null,
+      changes,
+    };
+    try {
+      await this.events.insertOne(doc);
+    } catch (err) {
+      this.logger.error({ err, action: event.action, owner: event.owner_id }, 'audit event not recorded');
+    }
+  }
+
+  /** One page, newest first; `cursor` is the previous page's next_cursor. */
+  async list(q: AuditQuery, page: { limit: number; cursor?: string }): Promise<{ events: AuditDoc[]; next_cursor: string | null }> {
+    const parts: Filter[] = [];
+    if (q.ownerId !== undefined) parts.push({ owner_id: q.ownerId });
+    if (q.actions?.length) parts.push({ action: q.actions.length === 1 ? q.actions[0] : { $in: q.actions } });
+    if (q.from || q.to) parts.push({ at: { ...(q.from ? { $gte: q.from } : {}), ...(q.to ? { $lte: q.to } : {}) } });
+    if (page.cursor) {
+      const c = decodeCursor(page.cursor);
+      parts.push({ $or: [{ at: { $lt: c.at } }, { at: c.at, _id: { $lt: c.id } }] });
+    }
+    const filter: Filter = parts.length === 0 ? {} : parts.length === 1 ? parts[0] : { $and: parts };
+    const docs = await this.events.find(filter, { sort: { at: -1, _id: -1 }, limit: page.limit + 1 });
+    const events = docs.slice(0, page.limit);
+    const last = events.at(-1);
+    return { events, next_cursor: docs.length > page.limit && last ? encodeCursor(last) : null };
+  }
+
+  /** Deletes events older than the retention. */
+  sweep(before: Date): Promise<number> {
+    return this.events.deleteMany({ at: { $lt: before } });
+  }
+}
+
+export class CursorError extends Error {}
+
+const encodeCursor = (doc: AuditDoc) => Buffer.from(JSON.stringify({ at: doc.at.toISOString(), id: doc._id })).toString('base64url');
+
+function decodeCursor(cursor: string): { at: Date; id: string } {
+  try {
+    const { at, id } = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { at: unknown; id: unknown };
+    const date = new Date(String(at));
+    if (typeof id === 'string' && !Number.isNaN(date.getTime())) return { at: date, id };
+  } catch {
+    // reported below
+  }
+  throw new CursorError('"cursor" is not a cursor of this list: use the next_cursor of the previous page');
+}
+
+/** The JSON view of an event (the API and the JSON export). */
+export function publicEvent(e: AuditDoc) {
+  return {
+    id: e._id,
+    at: e.at,
+    owner_id: e.owner_id,
+    actor: e.actor,
+    action: e.action,
+    target: e.target,
+    ip: e.ip,
+    user_agent: e.user_agent,
+    changes: e.changes,
+  };
+}
+
+const CSV_COLUMNS = [
+  'at',
+  'owner_id',
+  'actor_type',
+  'actor_id',
+  'actor_name',
+  'action',
+  'target_type',
+  'target_id',
+  'target_name',
+  'ip',
+  'user_agent',
+  'changes',
+];
+
+/** RFC 4180 text; a cell a spreadsheet would run as a formula is prefixed with a quote. */
+export function csvOf(events: AuditDoc[]): string {
+  const cell = (v: unknown) => {
+    let text = v === null || v === undefined ? '' : v instanceof Date ? v.toISOString() : typeof v === 'string' ? v : JSON.stringify(v);
+    if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+    return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  };
+  const rows = events.map((e) =>
+    [e.at, e.owner_id, e.actor.type, e.actor.id, e.actor.name, e.action, e.target?.type, e.target?.id, e.target?.name, e.ip, e.user_agent, e.changes]
+      .map(cell)
+      .join(','),
+  );
+  return [CSV_COLUMNS.join(','), ...rows].join('\r\n') + '\r\n';
+}
