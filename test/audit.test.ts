@@ -140,7 +140,7 @@ beforeAll(async () => {
   await api('DELETE', `/api/servers/${server}/tools/${echo.body.id}`, { bearer: token });
   await api('DELETE', `/api/accounts/${account.body.id}`, { bearer: token });
   await api('DELETE', `/api/servers/${server}`, { bearer: token });
-  await api('POST', '/api/me/password', { session: true, body: { current_password: PASSWORD, new_password: NEW_PASSWORD } });
+  await api('POST', '/api/me/password', { session: true, body: { current_password: PASSWORD, new_password: NEW_PASSWORD, revoke_tokens: false } });
   const throwaway = await api('POST', '/api/me/tokens', { session: true, body: { name: 'throwaway' } });
   secrets.push(throwaway.body.token);
   await api('DELETE', `/api/me/tokens/${throwaway.body.id}`, { session: true });
