@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Demo, startDemo } from '../runtime/demo-data.ts';
 import { s256 } from '../runtime/oauth/grants.ts';
+import { providerTitles } from '../runtime/toolspec/catalog.ts';
 import { connectV2 } from './support/mcp-clients.ts';
 
 let demo: Demo;
@@ -134,6 +135,12 @@ describe('dashboard views with the demo data set', () => {
     const tools = [...demo.service.catalog.current.tools.keys()];
     expect(tools.length).toBeGreaterThan(20);
     for (const id of tools) expectPage(await page(`/servers/${demo.serverId}/tools/new?base=${id}`, true));
+  });
+
+  it('names the providers of the catalog, as their provider.yaml titles them', async () => {
+    const names = 'Jira Cloud, n8n, Notion and Supabase (PostgREST Data API)';
+    expect(providerTitles(demo.service.catalog.current, 'and')).toBe(names);
+    expect((await page('/signup', false)).html).toContain(`Store your ${names} credentials once`);
   });
 
   it('shows the data it was given: the overview lists the calls, the keys page the connected app', async () => {
