@@ -5,7 +5,7 @@ import { SpecLoadError, loadCatalog } from './loader.ts';
 
 const dir = path.resolve(process.env.TOOL_SPECS_DIR || 'tool-specs');
 try {
-  const catalog = await loadCatalog(dir, pluginRegistry);
+  const catalog = await loadCatalog(dir, pluginRegistry, { schemaPaths: true });
   console.log(`tool specs OK: ${catalog.providers.size} providers, ${catalog.tools.size} tools`);
 } catch (err) {
   if (!(err instanceof SpecLoadError)) throw err;
