@@ -1,5 +1,12 @@
 // A tiny loopback upstream for the demo provider of test/fixtures/specs (access, billing, bench).
+import path from 'node:path';
 import { type RecordedRequest, type RunningSandbox, listenOnLoopback, readBody, sendJson } from '../../sandboxes/harness.ts';
+
+/** The service's environment for the fixture provider's specs. */
+export const DEMO_SPECS = { TOOL_SPECS_DIR: path.resolve('test/fixtures/specs') };
+
+/** The `accounts` of createServer: one account of the fixture provider, labelled `demo`, on this upstream. */
+export const demoAccounts = (upstream: DemoUpstream) => ({ demo: { kind: 'demo', name: 'Demo', base_url: upstream.url, token: upstream.token } });
 
 export interface DemoUpstream extends RunningSandbox {
   token: string;
