@@ -75,7 +75,6 @@ describe('arguments', () => {
         const { error } = await run('demo_move', { id });
         expect(error?.code).toBe('invalid_arguments');
         expect(error?.message).toBe(`"${id}" is not allowed as a path value`);
-        expect(error?.refund).toBe(false);
       });
       expect(sent).toEqual([]);
     }
@@ -112,7 +111,12 @@ describe('steps and the response map', () => {
 describe('failures: the error families and whether the credits go back', () => {
   it('maps a status with the tool rule of that step: message, provider detail, hint; kept', async () => {
     const { error } = await run('demo_move', { id: 'nothing' });
-    expect(error?.toJSON()).toEqual({ code: 'item_not_found', message: 'Item nothing not found: no item nothing. Check the id.', retryable: false, provider_status: 404 });
+    expect(error?.toJSON()).toEqual({
+      code: 'item_not_found',
+      message: 'Item nothing not found: no item nothing. Check the id.',
+      retryable: false,
+      provider_status: 404,
+    });
     expect(error?.refund).toBe(false);
   });
 
@@ -142,13 +146,23 @@ describe('failures: the error families and whether the credits go back', () => {
 
   it('falls back to the default families: 429 and 5xx are retryable and refunded, other 4xx kept', async () => {
     const busy = (await run('demo_move', { id: 'busy' })).error;
-    expect(busy?.toJSON()).toEqual({ code: 'rate_limited', message: 'Rate limited by the provider: slow down (retry after 7 s)', retryable: true, provider_status: 429 });
+    expect(busy?.toJSON()).toEqual({
+      code: 'rate_limited',
+      message: 'Rate limited by the provider: slow down (retry after 7 s)',
+      retryable: true,
+      provider_status: 429,
+    });
     expect(busy?.refund).toBe(true);
     const down = (await run('demo_move', { id: 'down' })).error;
     expect(down?.toJSON()).toEqual({ code: 'provider_error', message: 'The provider failed to answer: maintenance', retryable: true, provider_status: 503 });
     expect(down?.refund).toBe(true);
     const refused = (await run('demo_echo', { message: 'x', status: 422 })).error;
-    expect(refused?.toJSON()).toEqual({ code: 'bad_request', message: 'The provider refused the request: upstream failed with 422', retryable: false, provider_status: 422 });
+    expect(refused?.toJSON()).toEqual({
+      code: 'bad_request',
+      message: 'The provider refused the request: upstream failed with 422',
+      retryable: false,
+      provider_status: 422,
+    });
     expect(refused?.refund).toBe(false);
   });
 
