@@ -1,7 +1,8 @@
-// The seam between the MCP endpoint and the rest of the service. The endpoint only speaks protocol;
-// everything with a cost or a rule goes through these calls, in this order for tools/call:
-// authenticate -> authorize -> rate limit -> (find tool -> merge defaults -> validate -> charge ->
-// execute -> refund or keep -> record usage).
+// The seam between the MCP endpoint and the rest of the service (implemented by pipeline/call-pipeline.ts).
+// The endpoint only speaks protocol; everything with a cost or a rule goes through these calls, in this order
+// for tools/call: authenticate -> authorize -> rate limit -> (find tool -> merge defaults -> validate ->
+// charge -> execute -> record in the ledger -> refund or keep). The record is written first, so a crash
+// between the two leaves a record that says what to do with the open charge (docs/architecture.md, "Refunds").
 import type { ToolError } from '../tool-error.ts';
 import type { ToolAnnotations } from '../toolspec/types.ts';
 
