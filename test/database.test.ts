@@ -55,7 +55,8 @@ beforeAll(async () => {
   });
   accountIds = setup.accountIds;
   client = await connectV1(svc.url, setup.serverId, setup.key);
-});
+  // Two Postgres instances (PGlite) start here: past the default 30 s when the machine's 2 cores are busy.
+}, 90_000);
 
 afterAll(async () => {
   await client?.close();
