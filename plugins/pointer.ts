@@ -38,7 +38,7 @@ export function convertAt(
   hook: 'request' | 'response',
   description: string,
   convert: (value: unknown) => unknown,
-): RequestPlugin | ResponsePlugin {
+): RequestPlugin<{ pointers: string[] }> | ResponsePlugin<{ pointers: string[] }> {
   const each = (root: unknown, pointers: string[]) => {
     for (const pointer of pointers) updateAt(root, pointer, convert);
   };

@@ -14,6 +14,7 @@ import { rpcError } from './mcp/protocol.ts';
 import { SCOPE } from './oauth/grants.ts';
 import { createOAuthRouter, resourceMetadataUrl } from './oauth/routes.ts';
 import { sameSecret } from './secrets.ts';
+import { providerTitles } from './toolspec/catalog.ts';
 
 export const SERVICE_INFO = { name: 'tool-server', title: 'Tool Server', version: '0.1.0' };
 
@@ -102,7 +103,7 @@ export function createApp(config: Config, c: Components, logs: { logger: Logger;
       toolsTtlMs: 30_000,
       serverInfo: SERVICE_INFO,
       instructions: () =>
-        `Tools of this server act on third-party accounts (${[...c.catalog.current.providers.values()].map((p) => p.spec.title).join(', ')}). Each call costs credits, shown in the tool description.`,
+        `Tools of this server act on third-party accounts (${providerTitles(c.catalog.current, 'and')}). Each call costs credits, shown in the tool description.`,
       resourceMetadataUrl: (serverId) => resourceMetadataUrl(c.site.publicUrl, serverId),
       scope: SCOPE,
     }),

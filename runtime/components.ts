@@ -7,6 +7,7 @@ import { Accounts, Vault, parseMasterKey } from './accounts/accounts.ts';
 import { Budgets } from './access/budgets.ts';
 import { ApiKeys } from './access/keys.ts';
 import { Owners } from './access/owners.ts';
+import { passwordChecks } from './access/passwords.ts';
 import { KeyRateLimiter } from './access/rate-limit.ts';
 import { Sessions } from './access/sessions.ts';
 import { SignInLimits } from './access/sign-in-limits.ts';
@@ -101,7 +102,7 @@ export async function buildComponents(
     instance: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
     onBackgroundError: (err) => logger.error({ err }, 'ledger housekeeping failed'),
   });
-  const metrics = new Metrics();
+  const metrics = new Metrics(passwordChecks);
   const rateLimiter = new KeyRateLimiter(config.rateLimit, store.mongo);
   const pipeline = new CallPipeline({ keys, oauth: oauth.grants, budgets, servers, tools, accounts, credits, ledger, rateLimiter, engine, logger, metrics });
   return {

@@ -42,7 +42,7 @@ export async function startDemo(env: NodeJS.ProcessEnv = process.env): Promise<D
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (auth.token) headers.authorization = `Bearer ${auth.token}`;
     const res = await fetch(service.url + p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    const json = (await res.json()) as Record<string, any>;
+    const json = (await res.json()) as Record<string, string>;
     if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
     return { json, res };
   };

@@ -1,7 +1,6 @@
 // Prometheus metrics at GET /metrics (operator token): tool calls by outcome, credits kept, HTTP latency,
 // password checks, and the process defaults. Counting costs a few microseconds per request; collection happens on scrape.
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { passwordChecks } from './access/passwords.ts';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -20,7 +19,8 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor() {
+  /** `passwordChecks`: how many passwords were checked so far (access/passwords.ts), read at each scrape. */
+  constructor(passwordChecks: () => number = () => 0) {
     new Counter({
       name: 'tool_server_password_checks_total',
       help: 'Passwords checked against a stored hash (sign-ins, password changes): each is a scrypt of 32 MiB',

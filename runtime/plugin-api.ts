@@ -74,19 +74,19 @@ interface PluginBase {
 }
 
 /** Changes the rendered request (convert a field, add query parameters, resolve a value through ctx.http). */
-export interface RequestPlugin<O = any> extends PluginBase {
+export interface RequestPlugin<O = unknown> extends PluginBase {
   hook: 'request';
   apply(request: OutboundRequest, ctx: PluginContext<O>): OutboundRequest | Promise<OutboundRequest>;
 }
 
 /** Carries out the request itself through ctx.http (pagination, several calls). */
-export interface CallPlugin<O = any> extends PluginBase {
+export interface CallPlugin<O = unknown> extends PluginBase {
   hook: 'call';
   apply(request: OutboundRequest, ctx: PluginContext<O>): Promise<UpstreamResponse>;
 }
 
 /** Changes the mapped result. */
-export interface ResponsePlugin<O = any> extends PluginBase {
+export interface ResponsePlugin<O = unknown> extends PluginBase {
   hook: 'response';
   apply(result: unknown, ctx: PluginContext<O>): unknown | Promise<unknown>;
 }
@@ -111,7 +111,7 @@ export interface BaseContext<Options = Record<string, never>> {
  * Finds the API base of an account (provider.yaml `base_url.resolve`), e.g. Jira's API gateway for scoped
  * tokens. Run once per account and cached; `base` is the URL from the account's base field.
  */
-export interface BasePlugin<O = any> extends PluginBase {
+export interface BasePlugin<O = unknown> extends PluginBase {
   hook: 'base';
   apply(base: string, ctx: BaseContext<O>): Promise<BaseResolution>;
 }

@@ -1,16 +1,11 @@
-// Access and accounting over real HTTP: key lifecycle, authorization table, rate limits, credits under
-// concurrency, refunds, usage, tenant isolation, stored accounts, custom tools, restart persistence.
-import { readFile, readdir } from 'node:fs/promises';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+// Access over real HTTP: random tokens, the key lifecycle and the authorization table, rate limits, tenant
+// isolation. Credits are in billing.test.ts, custom tools and stored accounts in custom-tools.test.ts.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { randomId, randomToken } from '../runtime/secrets.ts';
-import { connectV1 } from './support/mcp-clients.ts';
 import { type Owner, type TestService, createOwner, createServer, startTestService } from './support/service.ts';
-import { type DemoUpstream, startDemoUpstream } from './support/upstream.ts';
+import { rpc } from './support/tool-calls.ts';
+import { DEMO_SPECS as SPECS, type DemoUpstream, demoAccounts, startDemoUpstream } from './support/upstream.ts';
 
-const SPECS = { TOOL_SPECS_DIR: path.resolve('test/fixtures/specs') };
 let upstream: DemoUpstream;
 
 beforeAll(async () => {
@@ -20,20 +15,8 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-const demoAccount = () => ({ demo: { kind: 'demo', name: 'Demo', base_url: upstream.url, token: upstream.token } });
-
-/** tools/call over bare JSON-RPC; returns the HTTP status and the JSON body. */
-async function mcp(svc: TestService, serverId: string, key: string | undefined, method = 'tools/list', params?: Record<string, unknown>) {
-  const res = await fetch(`${svc.url}/mcp/${serverId}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  return { status: res.status, body: (await res.json()) as any, headers: res.headers };
-}
-
-const echo = (svc: TestService, serverId: string, key: string, args: Record<string, unknown>) =>
-  mcp(svc, serverId, key, 'tools/call', { name: 'demo_echo', arguments: args });
+const demoAccount = () => demoAccounts(upstream);
+const mcp = (svc: TestService, serverId: string, key: string | undefined, method?: string) => rpc(svc.url, serverId, key, method);
 
 describe('random tokens (keys, ids)', () => {
   it('are the prefix and 43 base62 characters for 32 bytes, every character equally likely', () => {
@@ -213,83 +196,6 @@ describe('rate limits', () => {
   });
 });
 
-describe('credits', () => {
-  let svc: TestService;
-  let owner: Owner;
-  let server: { serverId: string; key: string };
-  const balance = async () => (await svc.call('GET', '/api/credits', { token: owner.token })).body.balance;
-
-  beforeAll(async () => {
-    svc = await startTestService(SPECS);
-    owner = await createOwner(svc, 61);
-    server = await createServer(svc, owner, { accounts: demoAccount(), tools: [{ base_tool: 'demo_echo', account: 'demo' }] });
-  });
-  afterAll(() => svc?.close());
-
-  it('50 concurrent calls of a 2-credit tool with balance 61: exactly 30 succeed, balance 1', async () => {
-    upstream.delayMs = 20;
-    const before = upstream.requests.length;
-    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => echo(svc, server.serverId, server.key, { message: `m${i}` })));
-    upstream.delayMs = 0;
-    const ok = results.filter((r) => r.body.result.isError === false);
-    const refused = results.filter((r) => r.body.result.isError === true);
-    expect(ok.length).toBe(30);
-    expect(
-      refused.every(
-        (r) =>
-          r.body.result.structuredContent === undefined &&
-          /^Insufficient credits: demo_echo costs 2 credits and the balance is [01]$/.test(r.body.result.content[0].text),
-      ),
-    ).toBe(true);
-    expect(await balance()).toBe(1);
-    // Insufficient balance never reaches the upstream.
-    expect(upstream.requests.length - before).toBe(30);
-  });
-
-  it('an insufficient balance calls no upstream and charges nothing', async () => {
-    const before = upstream.requests.length;
-    const r = await echo(svc, server.serverId, server.key, { message: 'x' });
-    expect(r.body.result.isError).toBe(true);
-    expect(upstream.requests.length).toBe(before);
-    expect(await balance()).toBe(1);
-  });
-
-  it('a provider 503 is refunded; a provider 400 is kept; usage and the invariant agree', async () => {
-    await svc.call('POST', `/api/admin/owners/${owner.id}/credits`, { token: svc.operatorToken, body: { amount: 9 } });
-    expect(await balance()).toBe(10);
-    const failed = await echo(svc, server.serverId, server.key, { message: 'x', status: 503 });
-    expect(failed.body.result.isError).toBe(true);
-    expect(failed.body.result.content[0].text).toBe('The provider failed to answer: upstream failed with 503');
-    expect(await balance()).toBe(10);
-    const rejected = await echo(svc, server.serverId, server.key, { message: 'x', status: 400 });
-    expect(rejected.body.result.content[0].text).toBe('The provider refused the request: upstream failed with 400');
-    expect(await balance()).toBe(8);
-    const usage = await svc.call('GET', `/api/usage?server=${server.serverId}&tool=demo_echo`, { token: owner.token });
-    expect(usage.body.total_credits).toBe(62); // 30 successes x 2 + the kept 400
-    // granted - balance = sum of kept charges
-    expect(61 + 9 - (await balance())).toBe(usage.body.total_credits);
-    expect(usage.body.usage[0]).toMatchObject({ server_id: server.serverId, tool: 'demo_echo', refunds: 1 });
-  });
-
-  it('counts tool calls by outcome and the credits kept in /metrics, for the operator only', async () => {
-    expect((await svc.call('GET', '/metrics', { token: owner.token })).status).toBe(401);
-    const res = await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${svc.operatorToken}` } });
-    const text = await res.text();
-    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
-    expect(text).toContain('tool_server_tool_calls_total{tool="demo_echo",outcome="ok"} 30');
-    expect(text).toMatch(/tool_server_tool_calls_total\{tool="demo_echo",outcome="insufficient_credits"\} 2[01]/);
-    expect(text).toContain('tool_server_tool_calls_total{tool="demo_echo",outcome="provider_error"} 1');
-    expect(text).toContain('tool_server_credits_kept_total 62');
-    expect(text).toMatch(/tool_server_http_request_duration_seconds_count\{area="mcp",status="2xx"\} \d+/);
-  });
-
-  it('an operator debit never goes below zero', async () => {
-    const res = await svc.call('POST', `/api/admin/owners/${owner.id}/credits`, { token: svc.operatorToken, body: { amount: -1000 } });
-    expect(res.body).toEqual({ balance: 0 });
-    expect((await svc.call('POST', `/api/admin/owners/${owner.id}/credits`, { token: owner.token, body: { amount: 5 } })).status).toBe(401);
-  });
-});
-
 describe('tenant isolation', () => {
   let svc: TestService;
   let alice: Owner;
@@ -361,72 +267,5 @@ describe('tenant isolation', () => {
     });
     expect(res.status).toBe(400);
     expect(res.body.message).toBe(`"account_id": no account ${aliceServer.accountIds.demo} of yours exists`);
-  });
-});
-
-describe('stored accounts, custom tools and restarts', () => {
-  it('validates account fields, masks secrets, and keeps everything across a restart on the same DATA_DIR', async () => {
-    const dataDir = await mkdtemp(path.join(tmpdir(), 'tool-server-disk-'));
-    let svc = await startTestService(SPECS, { onDisk: dataDir });
-    const owner = await createOwner(svc, 20);
-
-    const bad = await svc.call('POST', '/api/accounts', { token: owner.token, body: { kind: 'demo', name: 'x', base_url: 'ftp://nope', token: 'tok_1' } });
-    expect(bad.body).toEqual({ error: 'Bad Request', message: '"base_url" (Base URL) must be an http(s) URL' });
-    const pattern = await svc.call('POST', '/api/accounts', { token: owner.token, body: { kind: 'demo', name: 'x', base_url: upstream.url, token: 'nope' } });
-    expect(pattern.body.message).toBe('"token" (Token) must start with tok_');
-    const kind = await svc.call('POST', '/api/accounts', { token: owner.token, body: { kind: 'mail', name: 'x' } });
-    expect(kind.body.message).toMatch(/^"kind" must be one of: demo/);
-
-    const { serverId, key, accountIds } = await createServer(svc, owner, {
-      accounts: demoAccount(),
-      tools: [{ base_tool: 'demo_echo', name: 'shout', account: 'demo', defaults: { status: 200, channel: 'random', message: 'hello' }, locked: ['channel'] }],
-    });
-    const shown = await svc.call('GET', `/api/accounts/${accountIds.demo}`, { token: owner.token });
-    expect(shown.body).toMatchObject({ id: accountIds.demo, kind: 'demo', name: 'Demo', base_url: upstream.url, secret_hint: 'token: ••••1234' });
-    expect(JSON.stringify(shown.body)).not.toContain(upstream.token);
-    const verified = await svc.call('POST', `/api/accounts/${accountIds.demo}/verify`, { token: owner.token });
-    expect(verified.body).toMatchObject({ id: accountIds.demo, verified: true, detail: 'Demo upstream accepted the credentials (GET /me).' });
-
-    // Defaults show and become optional; locked parameters disappear and cannot be set.
-    const client = await connectV1(svc.url, serverId, key);
-    const [tool] = (await client.listTools()).tools;
-    expect(tool.name).toBe('shout');
-    expect(tool.inputSchema.properties).toMatchObject({ message: { default: 'hello' }, status: { default: 200 } });
-    expect(tool.inputSchema.properties).not.toHaveProperty('channel');
-    expect(tool.inputSchema.required).toBeUndefined();
-    const called = await client.callTool({ name: 'shout', arguments: {} });
-    expect(called.structuredContent).toEqual({ echo: 'hello', channel: 'random' });
-    const override = await client.callTool({ name: 'shout', arguments: { channel: 'general' } });
-    expect(override.isError).toBe(true);
-    expect((override.content as Array<{ text: string }>)[0].text).toBe('Invalid arguments: "channel" is fixed by this server and cannot be set');
-    await client.close();
-
-    const badDefaults = await svc.call('POST', `/api/servers/${serverId}/tools`, {
-      token: owner.token,
-      body: { base_tool: 'demo_echo', name: 'x', account_id: accountIds.demo, defaults: { status: 99 } },
-    });
-    expect(badDefaults.body.message).toBe('"defaults" are not valid for demo_echo: "status" must be >= 200');
-    const dup = await svc.call('POST', `/api/servers/${serverId}/tools`, {
-      token: owner.token,
-      body: { base_tool: 'demo_ping', name: 'shout', account_id: accountIds.demo },
-    });
-    expect(dup.status).toBe(409);
-
-    await svc.close();
-    // Nothing secret on disk in clear: not the key, not the account token.
-    const files = await readdir(dataDir);
-    const disk = (await Promise.all(files.map((f) => readFile(path.join(dataDir, f), 'utf8')))).join('\n');
-    expect(disk).not.toContain(key);
-    expect(disk).not.toContain(upstream.token);
-    expect(svc.logs.join('\n')).not.toContain(key);
-    expect(svc.logs.join('\n')).not.toContain(upstream.token);
-
-    svc = await startTestService(SPECS, { onDisk: dataDir });
-    const again = await connectV1(svc.url, serverId, key);
-    const after = await again.callTool({ name: 'shout', arguments: { message: 'again' } });
-    expect(after.structuredContent).toEqual({ echo: 'again', channel: 'random' });
-    expect((await svc.call('GET', '/api/credits', { token: owner.token })).body.balance).toBe(16);
-    await again.close();
-    await svc.close();
   });
 });

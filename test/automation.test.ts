@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenOnLoopback } from '../sandboxes/harness.ts';
 import { type N8nSandbox, startN8nSandbox } from '../sandboxes/n8n/n8n-sandbox.ts';
 import { connectV1 } from './support/mcp-clients.ts';
+import { type ToolResult, failed, succeeded, toolCalls } from './support/tool-calls.ts';
 import { type TestService, createOwner, createServer, startTestService } from './support/service.ts';
 
 type Client = Awaited<ReturnType<typeof connectV1>>;
-type ToolResult = { isError?: boolean; structuredContent?: Record<string, any> };
 
 const LIST = 'automation_List_Workflows';
 const GET = 'automation_Get_Workflow';
@@ -50,19 +50,10 @@ async function openSession(
     ownerToken: owner.token,
     svc,
     client,
-    call: async (name, args) => (await client.callTool({ name, arguments: args })) as ToolResult,
+    call: toolCalls(client).call,
     balance: async () => (await svc.call('GET', '/api/credits', { token: owner.token })).body.balance as number,
   };
 }
-
-const ok = (r: ToolResult) => {
-  expect(r.isError, JSON.stringify(r.structuredContent)).toBeFalsy();
-  return r.structuredContent!;
-};
-const failed = (r: ToolResult) => {
-  expect(r.isError).toBe(true);
-  return r.structuredContent!.error as { code: string; message: string; retryable: boolean; provider_status: number | null };
-};
 
 let sim: N8nSandbox;
 let s: Session;
@@ -99,7 +90,7 @@ describe('automation_List_Workflows', () => {
   it('lists every workflow with only the list-item fields, API key in X-N8N-API-KEY, 1 credit', async () => {
     const before = await s.balance();
     let result: Record<string, any> = {};
-    const seen = await requestsDuring(async () => (result = ok(await s.call(LIST, {}))));
+    const seen = await requestsDuring(async () => (result = succeeded(await s.call(LIST, {}))));
     expect(await s.balance()).toBe(before - 1);
     expect(seen).toHaveLength(1);
     expect(seen[0].path).toBe('/api/v1/workflows');
@@ -124,7 +115,7 @@ describe('automation_List_Workflows', () => {
   it('filters by active status both ways', async () => {
     for (const active of [true, false]) {
       const seen = await requestsDuring(async () => {
-        const result = ok(await s.call(LIST, { active }));
+        const result = succeeded(await s.call(LIST, { active }));
         expect(result.data.map((w: any) => w.id)).toEqual(
           sim
             .workflows()
@@ -135,22 +126,22 @@ describe('automation_List_Workflows', () => {
       });
       expect(seen[0].query.get('active')).toBe(String(active));
     }
-    expect(ok(await s.call(LIST, { active: false })).data.map((w: any) => w.name)).toContain('Draft: lead scoring');
+    expect(succeeded(await s.call(LIST, { active: false })).data.map((w: any) => w.name)).toContain('Draft: lead scoring');
   });
 
   it('filters by tags (a workflow must have all of them)', async () => {
     const seen = await requestsDuring(async () => {
-      const result = ok(await s.call(LIST, { tags: 'production,marketing' }));
+      const result = succeeded(await s.call(LIST, { tags: 'production,marketing' }));
       expect(result.data.map((w: any) => w.name)).toEqual(['Order notifications']);
     });
     expect(seen[0].query.get('tags')).toBe('production,marketing');
-    const legacy = ok(await s.call(LIST, { tags: 'legacy' }));
+    const legacy = succeeded(await s.call(LIST, { tags: 'legacy' }));
     expect(legacy.data.map((w: any) => w.id)).toEqual([sim.ids.moved]);
   });
 
   it('filters by name', async () => {
     const seen = await requestsDuring(async () => {
-      const result = ok(await s.call(LIST, { name: 'webhook' }));
+      const result = succeeded(await s.call(LIST, { name: 'webhook' }));
       expect(result.data.map((w: any) => w.name).sort()).toEqual(['Basic-auth webhook', 'Header-auth webhook', 'Hello webhook']);
     });
     expect(seen[0].query.get('name')).toBe('webhook');
@@ -159,14 +150,14 @@ describe('automation_List_Workflows', () => {
   it('filters by project (project_id becomes projectId)', async () => {
     const marketing = sim.projects.marketing.id;
     const seen = await requestsDuring(async () => {
-      const result = ok(await s.call(LIST, { project_id: marketing }));
+      const result = succeeded(await s.call(LIST, { project_id: marketing }));
       expect(result.data.map((w: any) => w.id).sort()).toEqual([sim.ids.greet, sim.ids.lead, sim.ids.nightly].sort());
     });
     expect(seen[0].query.get('projectId')).toBe(marketing);
   });
 
   it('passes exclude_pinned_data as excludePinnedData', async () => {
-    const seen = await requestsDuring(async () => ok(await s.call(LIST, { exclude_pinned_data: true, active: false })));
+    const seen = await requestsDuring(async () => succeeded(await s.call(LIST, { exclude_pinned_data: true, active: false })));
     expect(seen[0].query.get('excludePinnedData')).toBe('true');
   });
 
@@ -176,7 +167,7 @@ describe('automation_List_Workflows', () => {
     let pages = 0;
     do {
       const seen = await requestsDuring(async () => {
-        const page = ok(await s.call(LIST, cursor ? { limit: 5, cursor } : { limit: 5 }));
+        const page = succeeded(await s.call(LIST, cursor ? { limit: 5, cursor } : { limit: 5 }));
         expect(page.data.length).toBeLessThanOrEqual(5);
         ids.push(...page.data.map((w: any) => w.id));
         cursor = page.nextCursor ?? undefined;
@@ -229,7 +220,7 @@ describe('automation_Get_Workflow', () => {
   it('returns the detail fields of one workflow', async () => {
     const original = sim.workflow(sim.ids.lead)!;
     let result: Record<string, any> = {};
-    const seen = await requestsDuring(async () => (result = ok(await s.call(GET, { workflow_id: sim.ids.lead }))));
+    const seen = await requestsDuring(async () => (result = succeeded(await s.call(GET, { workflow_id: sim.ids.lead }))));
     expect(seen[0].path).toBe(`/api/v1/workflows/${sim.ids.lead}`);
     expect(seen[0].query.get('excludePinnedData')).toBe('false');
     expect(result).toEqual({
@@ -250,7 +241,7 @@ describe('automation_Get_Workflow', () => {
   });
 
   it('keeps disabled nodes, notes and retry settings, and only the id and name of credential references', async () => {
-    const nightly = ok(await s.call(GET, { workflow_id: sim.ids.nightly }));
+    const nightly = succeeded(await s.call(GET, { workflow_id: sim.ids.nightly }));
     expect(nightly.nodes.find((n: { name: string }) => n.name === 'Fetch contacts')).toMatchObject({
       notes: 'Paged by the CRM: 100 contacts a call',
       notesInFlow: true,
@@ -258,16 +249,16 @@ describe('automation_Get_Workflow', () => {
       maxTries: 3,
     });
     expect(nightly.nodes.find((n: { name: string }) => n.name === 'Old export')).toMatchObject({ disabled: true });
-    const secured = ok(await s.call(GET, { workflow_id: sim.ids.headerAuth }));
+    const secured = succeeded(await s.call(GET, { workflow_id: sim.ids.headerAuth }));
     const webhook = secured.nodes.find((n: { credentials?: unknown }) => n.credentials);
     expect(Object.values(webhook.credentials)).toEqual([{ id: expect.any(String), name: expect.any(String) }]);
   });
 
   it('keeps or drops pinned data', async () => {
-    const withPins = ok(await s.call(GET, { workflow_id: sim.ids.draft }));
+    const withPins = succeeded(await s.call(GET, { workflow_id: sim.ids.draft }));
     expect(withPins.pinData.Webhook[0].json.body).toEqual({ email: 'ada@example.com', score: 42 });
     const seen = await requestsDuring(async () => {
-      const without = ok(await s.call(GET, { workflow_id: sim.ids.draft, exclude_pinned_data: true }));
+      const without = succeeded(await s.call(GET, { workflow_id: sim.ids.draft, exclude_pinned_data: true }));
       expect(without).not.toHaveProperty('pinData');
     });
     expect(seen[0].query.get('excludePinnedData')).toBe('true');
@@ -293,7 +284,7 @@ describe('automation_Trigger_Workflow_Webhook', () => {
 
   it('POSTs a JSON body to a full production URL and returns the JSON answer (1 credit)', async () => {
     const before = await s.balance();
-    const r = ok(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('hello'), body: { greeting: 'hi', n: 1 } }));
+    const r = succeeded(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('hello'), body: { greeting: 'hi', n: 1 } }));
     expect(await s.balance()).toBe(before - 1);
     expect(r.status_code).toBe(200);
     expect(r.headers['content-type']).toMatch(/^application\/json/);
@@ -306,7 +297,7 @@ describe('automation_Trigger_Workflow_Webhook', () => {
   it('sends every method with query parameters and headers; a body only with POST, PUT and PATCH', async () => {
     for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const) {
       const withBody = method === 'POST' || method === 'PUT' || method === 'PATCH';
-      const r = ok(
+      const r = succeeded(
         await s.call(TRIGGER, {
           webhook_url: sim.webhookUrl('echo'),
           method,
@@ -354,24 +345,24 @@ describe('automation_Trigger_Workflow_Webhook', () => {
   });
 
   it('returns a text answer as text, and the Respond node status code and headers', async () => {
-    const text = ok(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('greet'), method: 'GET', query_params: { name: 'Ada' } }));
+    const text = succeeded(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('greet'), method: 'GET', query_params: { name: 'Ada' } }));
     expect(text).toMatchObject({ status_code: 200, body: 'Hello Ada!' });
     expect(text.headers['content-type']).toMatch(/^text\/plain/);
 
-    const lead = ok(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('lead'), body: { email: 'ada@example.com' } }));
+    const lead = succeeded(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('lead'), body: { email: 'ada@example.com' } }));
     expect(lead.status_code).toBe(201);
     expect(lead.headers['x-lead-status']).toBe('received');
     expect(lead.body.body).toEqual({ email: 'ada@example.com' });
   });
 
   it('returns "Workflow was started" for respond-immediately workflows', async () => {
-    const r = ok(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('orders/new'), body: { order: 7 } }));
+    const r = succeeded(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('orders/new'), body: { order: 7 } }));
     expect(r).toMatchObject({ status_code: 200, body: { message: 'Workflow was started' } });
   });
 
   it('builds the URL from a relative path and base_url', async () => {
     for (const webhook_url of ['webhook/hello', '/webhook/hello']) {
-      const r = ok(await s.call(TRIGGER, { webhook_url, base_url: `${sim.url}/`, body: { via: 'relative' } }));
+      const r = succeeded(await s.call(TRIGGER, { webhook_url, base_url: `${sim.url}/`, body: { via: 'relative' } }));
       expect(r.body.webhookUrl).toBe(sim.webhookUrl('hello'));
       expect(lastCall().body).toEqual({ via: 'relative' });
     }
@@ -390,11 +381,11 @@ describe('automation_Trigger_Workflow_Webhook', () => {
   });
 
   it('uses the bound account base URL for a relative path, and never sends the account API key to a webhook', async () => {
-    const r = ok(await s.call(BOUND_TRIGGER, { webhook_url: 'webhook/echo', method: 'GET', query_params: { from: 'bound' } }));
+    const r = succeeded(await s.call(BOUND_TRIGGER, { webhook_url: 'webhook/echo', method: 'GET', query_params: { from: 'bound' } }));
     expect(r.body.webhookUrl).toBe(sim.webhookUrl('echo'));
     expect(lastCall().query).toEqual({ from: 'bound' });
     expect(lastCall().headers).not.toHaveProperty('x-n8n-api-key');
-    ok(await s.call(BOUND_TRIGGER, { webhook_url: sim.webhookUrl('hello') }));
+    succeeded(await s.call(BOUND_TRIGGER, { webhook_url: sim.webhookUrl('hello') }));
     expect(lastCall().headers).not.toHaveProperty('x-n8n-api-key');
     expect(JSON.stringify(r)).not.toContain(sim.apiKey);
   });
@@ -404,57 +395,57 @@ describe('automation_Trigger_Workflow_Webhook', () => {
   // 404 {code, message, hint} for unregistered webhooks, and the Webhook node's auth answers 401/403.
   it("returns n8n's 404 and hint for an inactive workflow or an unknown path, charged like any answer", async () => {
     const before = await s.balance();
-    const inactive = ok(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('lead-score'), body: {} }));
+    const inactive = succeeded(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('lead-score'), body: {} }));
     expect(inactive.status_code).toBe(404);
     expect(inactive.body.message).toBe('The requested webhook "POST lead-score" is not registered.');
     expect(inactive.body.hint).toContain('The workflow must be active for a production URL to run successfully');
     expect(await s.balance()).toBe(before - 1);
 
-    const unknown = ok(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('no-such-hook'), method: 'GET' }));
+    const unknown = succeeded(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('no-such-hook'), method: 'GET' }));
     expect(unknown.status_code).toBe(404);
     expect(unknown.body.message).toContain('"GET no-such-hook" is not registered');
 
-    const wrongMethod = ok(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('hello'), method: 'GET' }));
+    const wrongMethod = succeeded(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('hello'), method: 'GET' }));
     expect(wrongMethod.status_code).toBe(404);
     expect(wrongMethod.body.message).toBe('This webhook is not registered for GET requests. Did you mean to make a POST request?');
   });
 
   it('calls a test URL once after "Execute workflow", and returns n8n\'s answer otherwise', async () => {
     const url = sim.webhookUrl('lead-score', 'test');
-    const notListening = ok(await s.call(TRIGGER, { webhook_url: url, body: {} }));
+    const notListening = succeeded(await s.call(TRIGGER, { webhook_url: url, body: {} }));
     expect(notListening.status_code).toBe(404);
     expect(notListening.body.hint).toContain("Click the 'Execute workflow' button on the canvas");
 
     sim.armTestWebhook(sim.ids.draft);
-    const r = ok(await s.call(TRIGGER, { webhook_url: url, body: { lead: 'ada' } }));
+    const r = succeeded(await s.call(TRIGGER, { webhook_url: url, body: { lead: 'ada' } }));
     expect(r.body.executionMode).toBe('test');
     expect(lastCall()).toMatchObject({ mode: 'test', workflowId: sim.ids.draft, body: { lead: 'ada' } });
-    expect(ok(await s.call(TRIGGER, { webhook_url: url, body: {} })).status_code).toBe(404);
+    expect(succeeded(await s.call(TRIGGER, { webhook_url: url, body: {} })).status_code).toBe(404);
   });
 
   it('sends webhook authentication in the caller headers, and returns a refusal as the webhook gave it', async () => {
     const { headerAuth, basicAuth } = sim.secrets;
-    const refused = ok(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('secure-header'), body: {} }));
+    const refused = succeeded(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('secure-header'), body: {} }));
     expect(refused.status_code).toBe(403);
     expect(JSON.stringify(refused.body)).toContain('Authorization data is wrong!');
 
-    const header = ok(
+    const header = succeeded(
       await s.call(TRIGGER, { webhook_url: sim.webhookUrl('secure-header'), headers: { [headerAuth.name]: headerAuth.value }, body: { ok: 1 } }),
     );
     expect(header.status_code).toBe(200);
     expect(lastCall().workflowId).toBe(sim.ids.headerAuth);
 
-    const noBasic = ok(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('secure-basic'), body: {} }));
+    const noBasic = succeeded(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('secure-basic'), body: {} }));
     expect(noBasic.status_code).toBe(401);
     expect(noBasic.headers['www-authenticate']).toMatch(/^Basic/);
     const authorization = 'Basic ' + Buffer.from(`${basicAuth.user}:${basicAuth.password}`).toString('base64');
-    const basic = ok(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('secure-basic'), headers: { Authorization: authorization }, body: {} }));
+    const basic = succeeded(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('secure-basic'), headers: { Authorization: authorization }, body: {} }));
     expect(basic.status_code).toBe(200);
     expect(lastCall().workflowId).toBe(sim.ids.basicAuth);
   });
 
   it("returns a failing workflow's 500 answer", async () => {
-    const r = ok(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('fail'), body: {} }));
+    const r = succeeded(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('fail'), body: {} }));
     expect(r.status_code).toBe(500);
     expect(r.body.message).toBe('Error in workflow');
   });
@@ -472,11 +463,11 @@ describe('automation_Trigger_Workflow_Webhook', () => {
     expect(lastCall().workflowId).toBe(sim.ids.slow);
 
     sim.setSlowWebhookDelay(200);
-    expect(ok(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('slow'), body: {}, timeout: 2 })).status_code).toBe(200);
+    expect(succeeded(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('slow'), body: {}, timeout: 2 })).status_code).toBe(200);
   });
 
   it('returns a redirect as the webhook answered it, without following it', async () => {
-    const r = ok(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('moved'), body: { moved: true } }));
+    const r = succeeded(await s.call(TRIGGER, { webhook_url: sim.webhookUrl('moved'), body: { moved: true } }));
     expect(r.status_code).toBe(307);
     expect(r.headers.location).toBe(sim.webhookUrl('hello'));
     expect(lastCall()).toMatchObject({ workflowId: sim.ids.moved });
@@ -560,7 +551,7 @@ describe('outbound guard through the tools', () => {
     const { port } = redirector.address() as AddressInfo;
 
     const before = sim.webhookCalls.length;
-    const r = ok(await session.call(TRIGGER, { webhook_url: `http://127.0.0.2:${port}/webhook/forward`, body: {} }));
+    const r = succeeded(await session.call(TRIGGER, { webhook_url: `http://127.0.0.2:${port}/webhook/forward`, body: {} }));
     expect(r).toMatchObject({ status_code: 307, headers: { location: sim.webhookUrl('hello') } });
     expect(hits).toEqual(['POST /webhook/forward']);
     expect(sim.webhookCalls.length).toBe(before);
@@ -568,11 +559,11 @@ describe('outbound guard through the tools', () => {
 
   it('serves an allow-listed address', async () => {
     const session = await guarded('127.0.0.1/32');
-    const hello = ok(await session.call(TRIGGER, { webhook_url: sim.webhookUrl('hello'), body: { allowed: true } }));
+    const hello = succeeded(await session.call(TRIGGER, { webhook_url: sim.webhookUrl('hello'), body: { allowed: true } }));
     expect(hello.body.body).toEqual({ allowed: true });
-    const moved = ok(await session.call(TRIGGER, { webhook_url: sim.webhookUrl('moved'), body: {} }));
+    const moved = succeeded(await session.call(TRIGGER, { webhook_url: sim.webhookUrl('moved'), body: {} }));
     expect(moved).toMatchObject({ status_code: 307, headers: { location: sim.webhookUrl('hello') } });
-    expect(ok(await session.call(LIST, { limit: 1 })).data).toHaveLength(1);
+    expect(succeeded(await session.call(LIST, { limit: 1 })).data).toHaveLength(1);
   });
 });
 

@@ -11,15 +11,10 @@ import type { OutboundRequest, PluginContext } from '../runtime/plugin-api.ts';
 import { ToolError } from '../runtime/tool-error.ts';
 import { startPostgrestSandbox, type PostgrestSandbox } from '../sandboxes/postgrest/postgrest-sandbox.ts';
 import { connectV1 } from './support/mcp-clients.ts';
+import { toolCalls } from './support/tool-calls.ts';
 import { createOwner, createServer, startTestService, type Owner, type TestService } from './support/service.ts';
 
 type Row = Record<string, unknown>;
-interface ToolFailure {
-  code: string;
-  message: string;
-  retryable: boolean;
-  provider_status: number | null;
-}
 
 let sim: PostgrestSandbox;
 let sim12: PostgrestSandbox;
@@ -60,7 +55,8 @@ beforeAll(async () => {
   });
   accountIds = setup.accountIds;
   client = await connectV1(svc.url, setup.serverId, setup.key);
-});
+  // Two Postgres instances (PGlite) start here: past the default 30 s when the machine's 2 cores are busy.
+}, 90_000);
 
 afterAll(async () => {
   await client?.close();
@@ -69,23 +65,10 @@ afterAll(async () => {
   if (specsDir) await rm(specsDir, { recursive: true, force: true });
 });
 
-async function callRaw(name: string, args: Record<string, unknown>) {
-  return (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent?: Record<string, unknown> };
-}
-
-/** Calls a tool that must succeed; returns {data, count}. */
-async function ok(name: string, args: Record<string, unknown>): Promise<{ data: Row[]; count: number }> {
-  const r = await callRaw(name, args);
-  expect(r.isError, JSON.stringify(r.structuredContent)).toBe(false);
-  return r.structuredContent as { data: Row[]; count: number };
-}
-
-/** Calls a tool that must fail; returns its error. */
-async function fails(name: string, args: Record<string, unknown>): Promise<ToolFailure> {
-  const r = await callRaw(name, args);
-  expect(r.isError, JSON.stringify(r.structuredContent)).toBe(true);
-  return (r.structuredContent as { error: ToolFailure }).error;
-}
+const tools = toolCalls(() => client);
+/** A call that must succeed: the tools' result, {data, count}. */
+const ok = (name: string, args: Record<string, unknown>) => tools.ok<{ data: Row[]; count: number }>(name, args);
+const { fails } = tools;
 
 const balance = async (): Promise<number> => (await svc.call('GET', '/api/credits', { token: owner.token })).body.balance;
 const lastRequest = (s: PostgrestSandbox = sim) => s.requests.at(-1)!;

@@ -71,7 +71,7 @@ describe('a running service', () => {
 
   it('answers health and readiness', async () => {
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
-    expect(await (await fetch(`${base}/readyz`)).json()).toEqual({ status: 'ready', store: 'embedded', tools: 2 });
+    expect(await (await fetch(`${base}/readyz`)).json()).toEqual({ status: 'ready', store: 'embedded', tools: 3 });
   });
 
   it('finishes an in-flight call on SIGTERM, then exits 0', async () => {

@@ -63,7 +63,7 @@ async function problems(files: Record<string, string>): Promise<string[]> {
 
 describe('spec loader', () => {
   it('loads the real tool-specs folder', async () => {
-    const catalog = await loadCatalog(path.resolve('tool-specs'), pluginRegistry);
+    const catalog = await loadCatalog(path.resolve('tool-specs'), pluginRegistry, { schemaPaths: true });
     expect(catalog.tools.size).toBeGreaterThan(0);
     expect([...catalog.tools.keys()]).toEqual([...catalog.tools.keys()].sort());
   });
@@ -92,9 +92,9 @@ describe('spec loader', () => {
     ]);
   });
 
-  it('reports an unknown provider', async () => {
+  it('reports a provider that is not the folder of the tool', async () => {
     expect(await problems({ 'get.yaml': TOOL().replace('provider: demo', 'provider: nope') })).toEqual([
-      'demo/get.yaml:2:11 /provider unknown provider "nope" (declared: demo)',
+      'demo/get.yaml:2:11 /provider the tool is in the folder "demo", so its provider is "demo", not "nope"',
     ]);
   });
 
@@ -197,5 +197,57 @@ describe('spec loader', () => {
   it('collects the problems of every file in one report', async () => {
     const issues = await problems({ 'a.yaml': TOOL('colour: red\n'), 'b.yaml': TOOL().replace('demo_get', 'demo_b').replace('credits: 1', 'credits: -1') });
     expect(issues).toEqual(['demo/a.yaml:18:1 /colour unknown property "colour"', 'demo/b.yaml:5:10 /credits must be >= 0']);
+  });
+});
+
+/** The formatted problems of a failing fixture under test/fixtures/bad-specs/ (paths relative to it). */
+async function fixtureProblems(name: string): Promise<string[]> {
+  const dir = path.resolve('test/fixtures/bad-specs', name);
+  try {
+    await loadCatalog(dir, pluginRegistry, { relativeTo: dir, schemaPaths: true });
+  } catch (err) {
+    if (!(err instanceof SpecLoadError)) throw err;
+    return err.issues.map(formatIssue);
+  }
+  throw new Error(`the fixture ${name} loaded without a problem`);
+}
+
+describe('spec layout', () => {
+  it("names a provider's folder by its id", async () => {
+    expect(await fixtureProblems('folder-not-id')).toEqual([
+      'jira/provider.yaml:2:5 /id provider "demo" is in the folder "jira": a provider\'s folder is named by its id (demo/provider.yaml)',
+    ]);
+  });
+
+  it('reports an unknown provider: a folder of tools without a provider.yaml', async () => {
+    expect(await fixtureProblems('no-provider')).toEqual(['orphans/get.yaml:3:11 /provider unknown provider "orphans" (declared: demo)']);
+  });
+
+  it("takes a tool's provider from its folder", async () => {
+    expect(await fixtureProblems('tool-in-other-folder')).toEqual([
+      'other/get.yaml:3:11 /provider the tool is in the folder "other", so its provider is "other", not "demo"',
+    ]);
+  });
+
+  it("reports a tool's own problems when its provider.yaml does not compile", async () => {
+    expect(await fixtureProblems('broken-provider')).toEqual([
+      'demo/provider.yaml:14:10 /base_url/field "site" is not an account field',
+      'demo/get.yaml:17:11 /request/path unknown variable "args.nope" (declared arguments: id)',
+      'demo/get.yaml:19:13 /request/query/who unknown variable "account.nobody" (account fields: base_url, token)',
+    ]);
+  });
+
+  it("reports a tool's own problems when its provider.yaml does not match the schema", async () => {
+    expect(await fixtureProblems('unshaped-provider')).toEqual([
+      'demo/provider.yaml:2:1 / missing required property "account"',
+      'demo/get.yaml:17:11 /request/path unknown variable "args.nope" (declared arguments: id)',
+    ]);
+  });
+
+  it('checks $schema lines: the schema of the right kind, at a path that exists', async () => {
+    expect(await fixtureProblems('schema-line')).toEqual([
+      'demo/get.yaml:1:33 / the $schema line leads to ../schemas/tool.schema.json, which does not exist relative to this file; the schema is at ../../../../../runtime/toolspec/schemas/tool.schema.json',
+      'demo/provider.yaml:1:33 / the $schema line names "tool.schema.json", but a provider spec is written in provider.schema.json',
+    ]);
   });
 });

@@ -22,10 +22,10 @@ afterAll(() => svc?.close());
 const catalogIds = async () => ((await svc.call('GET', '/api/catalog', { token: owner.token })).body.tools as Array<{ id: string }>).map((t) => t.id);
 
 it('picks up a new tool spec without a restart', async () => {
-  expect(await catalogIds()).toEqual(['demo_echo', 'demo_ping']);
+  expect(await catalogIds()).toEqual(['demo_echo', 'demo_move', 'demo_ping']);
   const ping = await readFile(path.join(dir, 'demo/ping.yaml'), 'utf8');
   await writeFile(path.join(dir, 'demo/pong.yaml'), ping.replace('id: demo_ping', 'id: demo_pong').replace('title: Ping', 'title: Pong'));
-  await expect.poll(catalogIds, { timeout: 5000 }).toEqual(['demo_echo', 'demo_ping', 'demo_pong']);
+  await expect.poll(catalogIds, { timeout: 5000 }).toEqual(['demo_echo', 'demo_move', 'demo_ping', 'demo_pong']);
 });
 
 it('keeps the last good catalog when a change breaks it, and says what is wrong', async () => {
@@ -33,5 +33,5 @@ it('keeps the last good catalog when a change breaks it, and says what is wrong'
   await expect.poll(() => svc.logs.some((l) => l.includes('tool specs not reloaded')), { timeout: 5000 }).toBe(true);
   const line = JSON.parse(svc.logs.find((l) => l.includes('tool specs not reloaded'))!);
   expect(line.problems).toContain(`${path.relative(process.cwd(), path.join(dir, 'demo/broken.yaml'))}:1:1 / missing required property "title"`);
-  expect(await catalogIds()).toEqual(['demo_echo', 'demo_ping', 'demo_pong']);
+  expect(await catalogIds()).toEqual(['demo_echo', 'demo_move', 'demo_ping', 'demo_pong']);
 });

@@ -5,6 +5,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SEED_USERS, adfProblem, startJiraSandbox, type JiraSandbox } from '../sandboxes/jira/jira-sandbox.ts';
 import { connectV1 } from './support/mcp-clients.ts';
+import { toolCalls } from './support/tool-calls.ts';
 import { type Owner, type TestService, createOwner, createServer, startTestService } from './support/service.ts';
 
 const TOOLS = [
@@ -71,31 +72,7 @@ afterAll(async () => {
   await jira?.close();
 });
 
-interface Outcome {
-  isError: boolean;
-  result: any;
-  error: { code: string; message: string; retryable: boolean; provider_status: number | null };
-}
-
-async function call(name: string, args: Record<string, unknown>): Promise<Outcome> {
-  const r = await client.callTool({ name, arguments: args });
-  const content = r.structuredContent as any;
-  return { isError: Boolean(r.isError), result: content, error: content?.error };
-}
-
-/** Calls a tool that must succeed and returns its result object. */
-async function ok(name: string, args: Record<string, unknown>): Promise<any> {
-  const r = await call(name, args);
-  expect(r.isError, JSON.stringify(r.result)).toBe(false);
-  return r.result;
-}
-
-/** Calls a tool that must fail and returns its error. */
-async function fails(name: string, args: Record<string, unknown>): Promise<Outcome['error']> {
-  const r = await call(name, args);
-  expect(r.isError, JSON.stringify(r.result)).toBe(true);
-  return r.error;
-}
+const { ok, fails } = toolCalls(() => client);
 
 const balance = async (): Promise<number> => (await svc.call('GET', '/api/credits', { token: owner.token })).body.balance;
 

@@ -4,6 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { markdownToBlocks } from '../plugins/notion/markdown.ts';
 import { connectV1 } from './support/mcp-clients.ts';
+import { toolCalls } from './support/tool-calls.ts';
 import { createOwner, createServer, type Owner, startTestService, type TestService } from './support/service.ts';
 import { rateLimitFault, startNotionSandbox, type NotionSandbox } from '../sandboxes/notion/notion-sandbox.ts';
 
@@ -27,7 +28,6 @@ const fixtures = readdirSync(fixtureDir)
   .filter((f) => f.endsWith('.md'))
   .map((name) => ({ name, markdown: readFileSync(new URL(name, fixtureDir), 'utf8').trimEnd() }));
 
-type Result = { isError?: boolean; structuredContent?: any };
 type Block = { type: string; children?: Block[]; [k: string]: any };
 
 let sim: NotionSandbox;
@@ -58,22 +58,7 @@ afterAll(async () => {
   await sim?.close();
 });
 
-const call = (name: string, args: Record<string, unknown>) => client.callTool({ name, arguments: args }) as Promise<Result>;
-
-async function ok(name: string, args: Record<string, unknown>): Promise<any> {
-  const r = await call(name, args);
-  expect(r.isError, JSON.stringify(r.structuredContent)).toBeFalsy();
-  return r.structuredContent;
-}
-
-async function fails(
-  name: string,
-  args: Record<string, unknown>,
-): Promise<{ code: string; message: string; retryable: boolean; provider_status: number | null }> {
-  const r = await call(name, args);
-  expect(r.isError).toBe(true);
-  return r.structuredContent.error;
-}
+const { ok, fails } = toolCalls(() => client);
 
 const balance = async () => (await svc.call('GET', '/api/credits', { token: owner.token })).body.balance as number;
 const requestsSince = (n: number) => sim.requests.slice(n);

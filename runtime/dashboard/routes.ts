@@ -9,6 +9,7 @@ import { type ApiDeps, type SignedIn, sessionOwner } from '../api/context.ts';
 import { publicServer, type ServerDoc } from '../servers/servers.ts';
 import { checkAuthorizationRequest } from '../oauth/authorize.ts';
 import { publicGrant } from '../oauth/grants.ts';
+import { providerTitles } from '../toolspec/catalog.ts';
 import { connectSnippets } from './connect.ts';
 import { consentView } from './consent.ts';
 import { accountFields, schemaFields } from './forms.ts';
@@ -72,7 +73,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
   const signedOutPage = (page: string, title: string) => async (ctx: Context) => {
     const next = safeNext(ctx.query.next, d.site.publicUrl);
     if (await sessionOwner(d, ctx)) return ctx.redirect(next);
-    sendPage(ctx, render(page, { title }, { next, signupOpen: d.site.signup === 'open' }));
+    sendPage(ctx, render(page, { title }, { next, signupOpen: d.site.signup === 'open', providers: providerTitles(d.catalog.current, 'and') }));
   };
   router.get('/login', signedOutPage('login', 'Sign in'));
   router.get('/signup', signedOutPage('signup', 'Create your account'));
@@ -110,7 +111,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
           days: Math.max(1, Math.ceil((k.restrictions!.expires_at!.getTime() - Date.now()) / 86_400_000)),
         }));
       const steps = [
-        { done: accounts.length > 0, text: 'Add an account (Jira, n8n, Notion or Supabase credentials)', href: '/accounts' },
+        { done: accounts.length > 0, text: `Add an account: your ${providerTitles(d.catalog.current, 'or')} credentials`, href: '/accounts' },
         { done: servers.length > 0, text: 'Create a server', href: '/servers' },
         {
           done: toolCounts.some((t) => t.length > 0),
@@ -161,7 +162,10 @@ export function createDashboardRouter(d: ApiDeps): Router {
         title: p.spec.title,
         fields: accountFields(p.spec.account.fields, `new-${p.spec.account.kind}`),
       }));
-      sendPage(ctx, render('accounts', { title: 'Accounts', section: 'accounts', ...frame }, { accounts, kinds }));
+      sendPage(
+        ctx,
+        render('accounts', { title: 'Accounts', section: 'accounts', ...frame }, { accounts, kinds, providers: providerTitles(d.catalog.current, 'or') }),
+      );
     }),
   );
 

@@ -14,7 +14,7 @@ const dateTime = (v: unknown) => {
   const d = new Date(v as string);
   return Number.isNaN(d.getTime()) ? '—' : d.toISOString().replace('T', ' ').slice(0, 16) + ' UTC';
 };
-hbs.registerHelper({
+const helpers = {
   eq: (a: unknown, b: unknown) => a === b,
   not: (a: unknown) => !a,
   or: (...args: unknown[]) => args.slice(0, -1).some(Boolean),
@@ -25,14 +25,23 @@ hbs.registerHelper({
   inc: (n: number) => n + 1,
   uri: (v: unknown) => encodeURIComponent(String(v ?? '')),
   concat: (...args: unknown[]) => args.slice(0, -1).join(''),
-});
+  asset: (file: string) => assetUrl(file),
+};
+hbs.registerHelper(helpers);
+// Strict: a `{{name}}` that the data does not have throws instead of rendering as nothing (a misspelt
+// variable is a failing page, not a silent blank); only the helpers above and Handlebars' own may be used.
+const compileOptions: CompileOptions = {
+  strict: true,
+  knownHelpersOnly: true,
+  knownHelpers: Object.fromEntries(Object.keys(helpers).map((name) => [name, true])),
+};
 
 for (const file of readdirSync(path.join(here, 'views', 'partials'))) {
-  hbs.registerPartial(path.basename(file, '.hbs'), readFileSync(path.join(here, 'views', 'partials', file), 'utf8'));
+  hbs.registerPartial(path.basename(file, '.hbs'), hbs.compile(readFileSync(path.join(here, 'views', 'partials', file), 'utf8'), compileOptions));
 }
 const pages = new Map<string, HandlebarsTemplateDelegate>();
 for (const file of readdirSync(path.join(here, 'views')).filter((f) => f.endsWith('.hbs'))) {
-  pages.set(path.basename(file, '.hbs'), hbs.compile(readFileSync(path.join(here, 'views', file), 'utf8'), { strict: false }));
+  pages.set(path.basename(file, '.hbs'), hbs.compile(readFileSync(path.join(here, 'views', file), 'utf8'), compileOptions));
 }
 
 /** Static files under assets/, with a content hash for cache-busting URLs. */
@@ -42,8 +51,9 @@ for (const file of readdirSync(path.join(here, 'assets'))) {
   const body = readFileSync(path.join(here, 'assets', file));
   assets.set(file, { body, type: TYPES[path.extname(file)] ?? 'application/octet-stream', hash: createHash('sha256').update(body).digest('hex').slice(0, 12) });
 }
-const assetUrl = (file: string) => `/assets/${file}?v=${assets.get(file)!.hash}`;
-hbs.registerHelper('asset', assetUrl);
+function assetUrl(file: string): string {
+  return `/assets/${file}?v=${assets.get(file)!.hash}`;
+}
 
 export interface PageFrame {
   title: string;

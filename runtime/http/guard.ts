@@ -205,8 +205,10 @@ export function checkUrl(url: URL, allow: AllowList): void {
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 // Control characters except horizontal tab: CR/LF would split the header, NUL truncates it.
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
 const BAD_VALUE_CHAR = /[\x00-\x08\x0a-\x1f\x7f]/;
 // Past ASCII, Node refuses a value (from U+0100) or sends it as Latin-1 bytes the other side reads differently.
+// eslint-disable-next-line no-control-regex -- every character from NUL to DEL is ASCII
 const NOT_ASCII = /[^\x00-\x7f]/u;
 
 /** Why a header value cannot be sent as given, in words ("contains ..."), or null. */

@@ -1,20 +1,17 @@
-// The seam between the MCP endpoint and the rest of the service. The endpoint only speaks protocol;
-// everything with a cost or a rule goes through these calls, in this order for tools/call:
-// authenticate -> authorize -> rate limit -> (find tool -> merge defaults -> validate -> charge ->
-// execute -> refund or keep -> record usage).
-import type { Holder, Restrictions } from '../access/restrictions.ts';
+// The seam between the MCP endpoint and the rest of the service (implemented by pipeline/call-pipeline.ts).
+// The endpoint only speaks protocol; everything with a cost or a rule goes through these calls, in this order
+// for tools/call: authenticate -> authorize -> rate limit -> (find tool -> merge defaults -> validate ->
+// charge -> execute -> record in the ledger -> refund or keep). The record is written first: it is what settles
+// the charge (docs/architecture.md, "Refunds").
 import type { ToolError } from '../tool-error.ts';
 import type { ToolAnnotations } from '../toolspec/types.ts';
 
+/** Who is calling, as the backend authenticated it; the endpoint passes it back unread (the backend may add to it). */
 export interface Principal {
   /** The API key, or the OAuth grant of an access token (limits and the ledger count per credential). */
   keyId: string;
   ownerId: string;
   serverId: string;
-  /** What the credential may do (tools, read-only, budget); absent: everything. */
-  restrictions?: Restrictions;
-  /** What the credential is, as refusals name it (default: a key). */
-  holder?: Holder;
 }
 
 /** `tokenError`: why a presented OAuth access token is refused (sent as RFC 6750's error_description). */

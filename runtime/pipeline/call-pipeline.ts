@@ -3,7 +3,7 @@
 import type { Accounts } from '../accounts/accounts.ts';
 import type { Budgets } from '../access/budgets.ts';
 import { ApiKeys } from '../access/keys.ts';
-import { isExpired, permits, refusal } from '../access/restrictions.ts';
+import { type Holder, type Restrictions, isExpired, permits, refusal } from '../access/restrictions.ts';
 import type { KeyRateLimiter } from '../access/rate-limit.ts';
 import type { Credits } from '../billing/credits.ts';
 import { type CallCharge, type Ledger, recordOf } from '../billing/ledger.ts';
@@ -16,6 +16,14 @@ import type { AuthOutcome, CallOptions, ToolCallResult, ToolListing, McpBackend,
 import { ToolError } from '../tool-error.ts';
 import type { Servers } from '../servers/servers.ts';
 import type { CustomTool, CustomTools } from '../servers/custom-tools.ts';
+
+/** A principal with what the pipeline needs beyond the endpoint's view of it. */
+interface Caller extends Principal {
+  /** What the credential may do (tools, read-only, budget); absent: everything. */
+  restrictions?: Restrictions;
+  /** What the credential is, as refusals name it (default: a key). */
+  holder?: Holder;
+}
 
 export interface CallPipelineDeps {
   keys: ApiKeys;
@@ -46,7 +54,8 @@ export class CallPipeline implements McpBackend {
     if (!server || server.owner_id !== key.owner_id || !server.active) return { ok: false, status: 403 };
     if (key.kind === 'global' && !key.linked_server_ids.includes(serverId)) return { ok: false, status: 403 };
     this.d.keys.touch(key._id);
-    return { ok: true, principal: { keyId: key._id, ownerId: key.owner_id, serverId, restrictions: key.restrictions } };
+    const caller: Caller = { keyId: key._id, ownerId: key.owner_id, serverId, restrictions: key.restrictions };
+    return { ok: true, principal: caller };
   }
 
   /** An OAuth access token: valid, for this very server (audience), whose server is still its owner's and active. */
@@ -55,21 +64,25 @@ export class CallPipeline implements McpBackend {
     if (!auth.ok) return { ok: false, status: 401, tokenError: auth.reason };
     const server = await this.d.servers.lookup(serverId);
     if (!server || server.owner_id !== auth.principal.ownerId || !server.active) return { ok: false, status: 403 };
-    return {
-      ok: true,
-      principal: { keyId: auth.principal.grantId, ownerId: auth.principal.ownerId, serverId, restrictions: auth.principal.restrictions, holder: 'app' },
+    const caller: Caller = {
+      keyId: auth.principal.grantId,
+      ownerId: auth.principal.ownerId,
+      serverId,
+      restrictions: auth.principal.restrictions,
+      holder: 'app',
     };
+    return { ok: true, principal: caller };
   }
 
-  rateLimit(principal: Principal, requests = 1): Promise<RateOutcome> {
+  rateLimit(principal: Caller, requests = 1): Promise<RateOutcome> {
     return this.d.rateLimiter.consume(principal.keyId, requests);
   }
 
-  async listTools(principal: Principal): Promise<ToolListing[]> {
+  async listTools(principal: Caller): Promise<ToolListing[]> {
     return (await this.d.tools.forServer(principal.serverId)).map((t) => t.listing).filter((t) => permits(principal.restrictions, t));
   }
 
-  async callTool(principal: Principal, name: string, args: unknown, options: CallOptions): Promise<ToolCallResult | undefined> {
+  async callTool(principal: Caller, name: string, args: unknown, options: CallOptions): Promise<ToolCallResult | undefined> {
     const tool = (await this.d.tools.forServer(principal.serverId)).find((t) => t.doc.name === name);
     if (!tool) return undefined;
     const cost = tool.base.spec.credits;

@@ -76,3 +76,13 @@ export interface Catalog {
 }
 
 export type { JsonSchema };
+
+/**
+ * The providers' titles in words, as the catalog declares them: "Jira Cloud, n8n, Notion or Supabase ...".
+ * Pages and messages that name the providers use this, so a provider added as YAML is named everywhere.
+ */
+export function providerTitles(catalog: Catalog, conjunction: 'and' | 'or'): string {
+  // In alphabetical order, as a person lists them (the catalog's own order is by folder).
+  const titles = [...catalog.providers.values()].map((p) => p.spec.title).sort((a, b) => a.localeCompare(b, 'en', { sensitivity: 'base' }));
+  return titles.length < 2 ? (titles[0] ?? '') : `${titles.slice(0, -1).join(', ')} ${conjunction} ${titles.at(-1)}`;
+}

@@ -1,7 +1,8 @@
 // Loads tool-specs/: YAML -> ajv against the spec language's own JSON Schema -> semantic checks ->
 // compiled catalog. Every problem is collected and reported as `file:line:col json-path message`.
-import { readFile, readdir } from 'node:fs/promises';
+import { access, readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
@@ -13,7 +14,7 @@ import { TreeTemplateError, compileTree } from '../template/tree.ts';
 import type { BoundPlugin, Catalog, CompiledErrorRule, CompiledRequest, CompiledStep, Provider, BaseTool } from './catalog.ts';
 import providerSchema from './schemas/provider.schema.json' with { type: 'json' };
 import toolSchema from './schemas/tool.schema.json' with { type: 'json' };
-import type { ErrorRuleSpec, PluginUseSpec, ProviderSpec, RequestSpec, ToolSpec } from './types.ts';
+import type { AccountFieldSpec, ErrorRuleSpec, PluginUseSpec, ProviderSpec, RequestSpec, ToolSpec } from './types.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv | Ajv2020) => void;
 
@@ -57,6 +58,8 @@ class SourceFile {
 
   constructor(
     readonly file: string,
+    /** The folder under the specs directory: the provider's id. */
+    readonly folder: string,
     text: string,
     readonly issues: SpecIssue[],
   ) {
@@ -91,6 +94,11 @@ class SourceFile {
     return { line: pos.line, column: pos.col + (quoted && !key ? 1 : 0) };
   }
 
+  /** A problem at a place that is no node of the document (a comment). */
+  reportAt(line: number, column: number, message: string): void {
+    this.issues.push({ file: this.file, line, column, pointer: '', message });
+  }
+
   report(pointer: string[], message: string, inner?: { line: number; column: number }, key = false): void {
     const pos = this.position(pointer, key);
     // Template errors carry a position inside the template text: add it to the leaf's position.
@@ -120,8 +128,18 @@ function reportAjvErrors(src: SourceFile, errors: ErrorObject[] | null | undefin
   }
 }
 
+export interface LoadOptions {
+  /** File names in problems are relative to this folder (default: the working directory). */
+  relativeTo?: string;
+  /**
+   * Also check that each relative `$schema` line leads to an existing file (`npm run check:specs` does, for
+   * the specs as they are written; a copy of the specs elsewhere, such as a test's, keeps lines that lead nowhere).
+   */
+  schemaPaths?: boolean;
+}
+
 /** Loads and compiles every spec under `dir`; throws SpecLoadError listing every problem. */
-export async function loadCatalog(dir: string, plugins: PluginRegistry, options: { relativeTo?: string } = {}): Promise<Catalog> {
+export async function loadCatalog(dir: string, plugins: PluginRegistry, options: LoadOptions = {}): Promise<Catalog> {
   const issues: SpecIssue[] = [];
   const rel = (f: string) => path.relative(options.relativeTo ?? process.cwd(), f) || f;
   const providerFiles: SourceFile[] = [];
@@ -134,32 +152,80 @@ export async function loadCatalog(dir: string, plugins: PluginRegistry, options:
     const names = (await readdir(path.join(dir, folder))).filter((n) => /\.ya?ml$/.test(n)).sort();
     for (const name of names) {
       const file = path.join(dir, folder, name);
-      const src = new SourceFile(rel(file), await readFile(file, 'utf8'), issues);
-      (/^provider\.ya?ml$/.test(name) ? providerFiles : toolFiles).push(src);
+      const text = await readFile(file, 'utf8');
+      const src = new SourceFile(rel(file), folder, text, issues);
+      const kind = /^provider\.ya?ml$/.test(name) ? 'provider' : 'tool';
+      (kind === 'provider' ? providerFiles : toolFiles).push(src);
+      await checkSchemaLine(src, file, text, kind, options.schemaPaths === true);
     }
   }
 
   const providers = new Map<string, Provider>();
+  // Providers whose provider.yaml has problems, by folder and id: their tools are still checked, as far as
+  // they can be without the provider (with its account fields when its spec has the right shape).
+  const broken = new Map<string, AccountFieldSpec[] | undefined>();
+  const shapedProviders = new Set<SourceFile>();
+  /** The id each folder's provider.yaml declares (reported above when it is not the folder's name). */
+  const folderIds = new Map<string, string>();
   for (const [src, spec] of validFiles<ProviderSpec>(providerFiles, validateProviderShape, 'provider', providers)) {
+    shapedProviders.add(src);
+    folderIds.set(src.folder, spec.id);
+    if (spec.id !== src.folder) {
+      src.report(['id'], `provider "${spec.id}" is in the folder "${src.folder}": a provider's folder is named by its id (${spec.id}/provider.yaml)`);
+    }
     const provider = compileProvider(src, spec, plugins);
     if (provider) providers.set(spec.id, provider);
+    else for (const name of new Set([src.folder, spec.id])) broken.set(name, spec.account.fields);
   }
+  for (const src of providerFiles) if (!shapedProviders.has(src) && !providers.has(src.folder)) broken.set(src.folder, undefined);
 
   const argsAjv = createArgumentsAjv();
   const tools = new Map<string, BaseTool>();
   for (const [src, spec] of validFiles<ToolSpec>(toolFiles, validateToolShape, 'tool', tools)) {
+    // A tool naming the id its folder's provider declares is right; the provider's folder is what is wrong.
+    const misplaced = spec.provider !== src.folder && spec.provider !== folderIds.get(src.folder);
+    if (misplaced) src.report(['provider'], `the tool is in the folder "${src.folder}", so its provider is "${src.folder}", not "${spec.provider}"`);
     const provider = providers.get(spec.provider);
-    if (!provider) {
-      src.report(['provider'], `unknown provider "${spec.provider}" (declared: ${[...providers.keys()].join(', ') || 'none'})`);
+    if (!provider && !broken.has(spec.provider)) {
+      // Said once: a misplaced tool's message already names the provider it should have.
+      if (!misplaced) src.report(['provider'], `unknown provider "${spec.provider}" (declared: ${[...providers.keys()].join(', ') || 'none'})`);
       continue;
     }
-    const tool = compileTool(src, spec, provider, plugins, argsAjv);
+    const tool = compileTool(src, spec, provider, provider ? provider.spec.account.fields : broken.get(spec.provider), plugins, argsAjv);
     if (tool) tools.set(spec.id, tool);
   }
 
   if (issues.length) throw new SpecLoadError(issues);
   const sorted = new Map([...tools.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   return { providers, tools: sorted };
+}
+
+const SCHEMA_LINE = /^#\s*yaml-language-server:\s*\$schema=(\S+)/m;
+
+/**
+ * A `# yaml-language-server: $schema=...` line, when present, must name the schema of its kind of spec and
+ * (with `checkPath`), as a relative path, lead to it: a wrong one makes editors check the file against the
+ * wrong language, or none.
+ */
+async function checkSchemaLine(src: SourceFile, file: string, text: string, kind: 'provider' | 'tool', checkPath: boolean): Promise<void> {
+  const m = SCHEMA_LINE.exec(text);
+  if (!m) return;
+  const line = text.slice(0, m.index).split('\n').length;
+  const column = m[0].length - m[1].length + 1;
+  const expected = `${kind}.schema.json`;
+  const named = m[1].split(/[/\\]/).pop();
+  if (named !== expected) {
+    src.reportAt(line, column, `the $schema line names "${named}", but a ${kind} spec is written in ${expected}`);
+    return;
+  }
+  if (!checkPath || /^[a-z][a-z0-9+.-]*:/i.test(m[1])) return;
+  const target = path.resolve(path.dirname(file), m[1]);
+  try {
+    await access(target);
+  } catch {
+    const schema = path.relative(path.dirname(file), fileURLToPath(new URL(`./schemas/${expected}`, import.meta.url)));
+    src.reportAt(line, column, `the $schema line leads to ${m[1]}, which does not exist relative to this file; the schema is at ${schema}`);
+  }
 }
 
 /** The files that parsed, match the language's schema and declare an id not seen before (in `seen`). */
@@ -255,7 +321,18 @@ function compileProvider(src: SourceFile, spec: ProviderSpec, plugins: PluginReg
   return { spec, file: src.file, secretFields, authHeaders, errors, verify, baseResolver };
 }
 
-function compileTool(src: SourceFile, spec: ToolSpec, provider: Provider, plugins: PluginRegistry, argsAjv: Ajv2020): BaseTool | undefined {
+/**
+ * Compiles a tool spec. Without a provider (its provider.yaml has problems) everything that does not depend
+ * on the provider is still checked, and the account fields too when they are known; nothing is returned.
+ */
+function compileTool(
+  src: SourceFile,
+  spec: ToolSpec,
+  provider: Provider | undefined,
+  accountFields: readonly AccountFieldSpec[] | undefined,
+  plugins: PluginRegistry,
+  argsAjv: Ajv2020,
+): BaseTool | undefined {
   const before = src.issues.length;
   if (!spec.request === !spec.steps) src.report([], 'declare either "request" (one call) or "steps" (several calls), not both and not neither');
   if (spec.input.additionalProperties !== false) src.report(['input'], 'input must set additionalProperties: false so unknown arguments are refused');
@@ -276,7 +353,6 @@ function compileTool(src: SourceFile, spec: ToolSpec, provider: Provider, plugin
     }
   }
   const declaredArgs = Object.keys((spec.input.properties as Record<string, unknown> | undefined) ?? {});
-  const accountFields = provider.spec.account.fields;
   const stepNames: string[] = [];
   const check =
     (roots: { steps: readonly string[]; response: boolean }): VariableCheck =>
@@ -286,6 +362,7 @@ function compileTool(src: SourceFile, spec: ToolSpec, provider: Provider, plugin
           if (name === undefined) return null;
           return declaredArgs.includes(name) ? null : `unknown variable "args.${name}" (declared arguments: ${declaredArgs.join(', ') || 'none'})`;
         case 'account': {
+          if (!accountFields) return null;
           const f = accountFields.find((x) => x.name === name);
           if (!f) return `unknown variable "account.${name}" (account fields: ${accountFields.map((x) => x.name).join(', ')})`;
           return f.secret ? `"account.${name}" is a secret: it can only be used in the provider's auth section` : null;
@@ -320,7 +397,7 @@ function compileTool(src: SourceFile, spec: ToolSpec, provider: Provider, plugin
   const errors = compileErrorRules(src, spec.errors ?? [], ['errors'], check({ steps: [], response: false }), new Set(stepNames));
 
   const { input: validate, output: validateOutput } = compiled;
-  if (src.issues.length > before || !validate || !validateOutput) return undefined;
+  if (src.issues.length > before || !provider || !validate || !validateOutput) return undefined;
   return { spec, file: src.file, provider, validate, validateOutput, steps, responseMap, responsePlugins, errors };
 }
 

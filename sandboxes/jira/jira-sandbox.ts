@@ -150,6 +150,7 @@ export async function startJiraSandbox(options: JiraSandboxOptions = {}): Promis
   const requests: RecordedRequest[] = [];
   const faults: Fault[] = [];
   // Assigned once the port (and so the URL used in `self` links) is known, before any request can arrive.
+  // eslint-disable-next-line prefer-const -- the handler below closes over it before it can be built
   let services!: Services;
 
   /** One request to the site, or through the gateway (`url` is then the path below /ex/jira/<cloudId>). */

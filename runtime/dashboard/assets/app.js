@@ -1,9 +1,43 @@
+// @ts-check
 // The dashboard's behaviour: forms and buttons call the management API (/api/...) with the session's CSRF
 // token, show the API's own error next to the field it names, confirm destructive actions, reveal a new
 // key once, copy to the clipboard and switch tabs. Plain ES module; no inline handlers (CSP forbids them).
-const csrf = document.querySelector('meta[name="csrf-token"]')?.content ?? '';
+// Type-checked by `npm run typecheck` (JSDoc types; tsconfig.json beside this file).
 
+/**
+ * An API answer's JSON, as far as this module reads it.
+ * @typedef {{ message?: string, key?: string, token?: string, redirect_to?: string, verified?: boolean, detail?: string,
+ *   error?: { message?: string, provider_status?: number } } & Record<string, unknown>} ApiBody
+ */
+/** @typedef {{ ok: boolean, status: number, body: ApiBody | null, headers?: Headers }} ApiResult */
+/** @typedef {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement} Control */
+
+const csrf = document.querySelector('meta[name="csrf-token"]')?.getAttribute('content') ?? '';
+
+/**
+ * The element of an id that the layout always renders (its dialogs), of the expected kind.
+ * @template {Element} T
+ * @param {string} id
+ * @param {new () => T} kind
+ * @returns {T}
+ */
+function required(id, kind) {
+  const el = document.getElementById(id);
+  if (!(el instanceof kind)) throw new Error(`The page has no ${kind.name} #${id}`);
+  return el;
+}
+
+/** The element an event happened on, when it is an element (not the document or a text node). */
+const eventElement = (/** @type {Event} */ event) => (event.target instanceof Element ? event.target : null);
+
+/**
+ * @param {string} method
+ * @param {string} path
+ * @param {unknown} [body]
+ * @returns {Promise<ApiResult>}
+ */
 async function callApi(method, path, body) {
+  /** @type {Record<string, string>} */
   const headers = { accept: 'application/json' };
   if (csrf) headers['x-csrf-token'] = csrf;
   if (body !== undefined) headers['content-type'] = 'application/json';
@@ -26,30 +60,46 @@ async function callApi(method, path, body) {
   return { ok: res.ok, status: res.status, body: json, headers: res.headers };
 }
 
-/** Sets `value` at a dotted path of `target`. */
+/**
+ * Sets `value` at a dotted path of `target`.
+ * @param {Record<string, any>} target
+ * @param {string} path
+ * @param {unknown} value
+ */
 function setPath(target, path, value) {
   const parts = path.split('.');
   let o = target;
   for (const p of parts.slice(0, -1)) o = o[p] ??= {};
-  o[parts.at(-1)] = value;
+  o[/** @type {string} */ (parts.at(-1))] = value;
 }
 
 class FieldProblem extends Error {
+  /**
+   * @param {Control} control
+   * @param {string} message
+   */
   constructor(control, message) {
     super(message);
     this.control = control;
   }
 }
 
-/** The JSON body of a form, typed by each control's data-type; empty controls are left out. */
+/**
+ * The JSON body of a form, typed by each control's data-type; empty controls are left out.
+ * @param {HTMLFormElement} form
+ * @returns {Record<string, any>}
+ */
 function formBody(form) {
+  /** @type {Record<string, any>} */
   const body = {};
   for (const el of form.elements) {
+    if (!(el instanceof HTMLInputElement || el instanceof HTMLSelectElement || el instanceof HTMLTextAreaElement)) continue;
     // :disabled also covers controls inside a disabled fieldset (the tools of a server not chosen).
     if (!el.name || el.matches(':disabled') || el.type === 'submit' || el.type === 'button') continue;
-    if (el.dataset.requires && !form.querySelector(`[name="${el.dataset.requires}"]`)?.value.trim()) continue;
-    if (el.type === 'radio' && !el.checked) continue;
-    if (el.type === 'checkbox') {
+    const required = el.dataset.requires ? form.querySelector(`[name="${el.dataset.requires}"]`) : null;
+    if (el.dataset.requires && !(required instanceof HTMLInputElement && required.value.trim())) continue;
+    if (el instanceof HTMLInputElement && el.type === 'radio' && !el.checked) continue;
+    if (el instanceof HTMLInputElement && el.type === 'checkbox') {
       if (el.dataset.type === 'list') {
         const list = (body[el.name] ??= []);
         if (el.checked) list.push(el.value);
@@ -60,6 +110,7 @@ function formBody(form) {
     if (text === '') continue;
     if (el.dataset.pattern && !new RegExp(el.dataset.pattern, 'u').test(text))
       throw new FieldProblem(el, el.dataset.patternMessage || 'This value has the wrong form');
+    /** @type {unknown} */
     let value = text;
     switch (el.dataset.type) {
       case 'number':
@@ -73,7 +124,7 @@ function formBody(form) {
         break;
       case 'day-end':
         // A day ends at 23:59:59 UTC; an unchanged day keeps the exact time it had.
-        value = el.dataset.exact && text === el.defaultValue ? el.dataset.exact : `${text}T23:59:59Z`;
+        value = el.dataset.exact && el instanceof HTMLInputElement && text === el.defaultValue ? el.dataset.exact : `${text}T23:59:59Z`;
         break;
       case 'lines':
         value = text
@@ -85,7 +136,7 @@ function formBody(form) {
         try {
           value = JSON.parse(text);
         } catch (err) {
-          throw new FieldProblem(el, `Not valid JSON: ${err.message}`);
+          throw new FieldProblem(el, `Not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
         }
         break;
       default:
@@ -102,6 +153,8 @@ function formBody(form) {
 /**
  * The restriction controls (views/partials/restrictions.hbs) as the API takes them: the mode becomes `access`
  * and `tools`, and whatever is left empty clears its restriction (null), so the same form creates and edits.
+ * @param {HTMLFormElement} form
+ * @param {Record<string, any>} body
  */
 function restrictionsOf(form, body) {
   const mode = body.restriction_mode;
@@ -113,11 +166,16 @@ function restrictionsOf(form, body) {
   if (!body.credit_limit?.credits) body.credit_limit = null;
 }
 
-/** A form whose server is chosen in it shows (and sends) only that server's tools. */
+/**
+ * A form whose server is chosen in it shows (and sends) only that server's tools.
+ * @param {HTMLFormElement} form
+ */
 function showChosenServer(form) {
-  const chosen = form.querySelector('select[data-server-select], [data-server-select]:checked')?.value;
-  for (const set of form.querySelectorAll('[data-for-server]')) {
-    const on = set.dataset.forServer === chosen;
+  const chosen = form.querySelector('select[data-server-select], [data-server-select]:checked');
+  const serverId = chosen instanceof HTMLInputElement || chosen instanceof HTMLSelectElement ? chosen.value : undefined;
+  for (const set of form.querySelectorAll('fieldset[data-for-server]')) {
+    if (!(set instanceof HTMLFieldSetElement)) continue;
+    const on = set.dataset.forServer === serverId;
     set.hidden = !on;
     set.disabled = !on;
   }
@@ -126,14 +184,16 @@ document.querySelectorAll('form').forEach((form) => form.querySelector('[data-se
 
 document.addEventListener('change', (event) => {
   const el = event.target;
-  if (el.matches?.('[data-server-select]')) return showChosenServer(el.form);
+  if (!(el instanceof HTMLInputElement || el instanceof HTMLSelectElement) || !el.form) return;
+  if (el.matches('[data-server-select]')) return showChosenServer(el.form);
   // Checking a tool means "only these tools".
-  if (el.matches?.('input[type="checkbox"][name="tools"]') && el.checked) {
-    const subset = el.form?.querySelector('input[name="restriction_mode"][value="subset"]');
-    if (subset) subset.checked = true;
+  if (el instanceof HTMLInputElement && el.matches('input[type="checkbox"][name="tools"]') && el.checked) {
+    const subset = el.form.querySelector('input[name="restriction_mode"][value="subset"]');
+    if (subset instanceof HTMLInputElement) subset.checked = true;
   }
 });
 
+/** @param {HTMLFormElement} form */
 function clearErrors(form) {
   form.querySelectorAll('[aria-invalid="true"]').forEach((el) => el.removeAttribute('aria-invalid'));
   form.querySelectorAll('.field-error').forEach((el) => (el.textContent = ''));
@@ -141,17 +201,26 @@ function clearErrors(form) {
   if (top) top.textContent = '';
 }
 
+/**
+ * @param {Element} control
+ * @param {string} message
+ */
 function showFieldError(control, message) {
   control.setAttribute('aria-invalid', 'true');
   const slot = document.getElementById(`${control.id}-error`);
   if (slot) slot.textContent = message;
 }
 
-/** Puts the API's message next to every field it names ("name", "defaults" ... "project_key"), else on top. */
+/**
+ * Puts the API's message next to every field it names ("name", "defaults" ... "project_key"), else on top.
+ * @param {HTMLFormElement} form
+ * @param {string} message
+ */
 function showApiError(form, message) {
   let placed = false;
   for (const [, key] of message.matchAll(/"([^"]+)"/g)) {
     const control = form.querySelector(`[data-key="${CSS.escape(key)}"]`);
+    if (!(control instanceof HTMLElement)) continue;
     if (control) {
       showFieldError(control, message);
       if (!placed) control.focus();
@@ -168,6 +237,7 @@ const SINGLE_SLASH = /^\/(?![/\\])/;
 /**
  * Where to go after sign-in: a path of this origin as the browser reads it (it drops tabs and newlines and
  * takes backslashes for slashes, so "/<tab>/host" is "//host"), else "/". The server's safeNext is the same rule.
+ * @param {string | null} next
  */
 function safeNext(next) {
   if (typeof next !== 'string' || !SINGLE_SLASH.test(next)) return '/';
@@ -181,20 +251,30 @@ function safeNext(next) {
   return url.origin === location.origin && SINGLE_SLASH.test(path) ? path : '/';
 }
 
-const fill = (template, data) => template.replace(/\{(\w+)\}/g, (_, k) => encodeURIComponent(data?.[k] ?? ''));
+/**
+ * A URL template's `{name}`s filled from an answer, encoded.
+ * @param {string} template
+ * @param {ApiBody | null} data
+ */
+const fill = (template, data) => template.replace(/\{(\w+)\}/g, (_, k) => encodeURIComponent(String(data?.[k] ?? '')));
 
-/** What to do after a success, as the element's data-then says. */
+/**
+ * What to do after a success, as the element's data-then says.
+ * @param {HTMLElement} el
+ * @param {ApiResult} result
+ */
 async function after(el, result) {
   const then = el.dataset.then || 'reload';
   if (then === 'reload') return location.reload();
   if (then.startsWith('go:')) return location.assign(fill(then.slice(3), result.body));
   if (then === 'next') return location.assign(safeNext(new URLSearchParams(location.search).get('next')));
+  const b = result.body ?? {};
   // The OAuth decision: back to the application (its redirect URI), wherever that is.
-  if (then === 'redirect') return location.assign(result.body.redirect_to);
-  if (then === 'reveal') return reveal(el.dataset.revealTitle || 'Copy it now', result.body.key ?? result.body.token);
+  if (then === 'redirect') return location.assign(String(b.redirect_to));
+  if (then === 'reveal') return reveal(el.dataset.revealTitle || 'Copy it now', String(b.key ?? b.token));
   if (then === 'verify') {
     const out = el.closest('[data-verify-scope]')?.querySelector('[data-verify-result]');
-    const b = result.body;
+    if (!out) return;
     out.className = `alert ${b.verified ? 'ok' : 'error'}`;
     out.textContent = b.verified
       ? `Verified: ${b.detail ?? 'the provider accepted these credentials.'}`
@@ -202,6 +282,10 @@ async function after(el, result) {
   }
 }
 
+/**
+ * @param {HTMLElement} el a form (its submit button is marked) or a button
+ * @param {boolean} on
+ */
 function busy(el, on) {
   const button = el.tagName === 'FORM' ? el.querySelector('[type="submit"]') : el;
   if (!button) return;
@@ -209,14 +293,18 @@ function busy(el, on) {
   button.setAttribute('aria-busy', String(on));
 }
 
+/**
+ * `"POST /api/x"` -> `["POST", "/api/x"]`.
+ * @param {string} spec
+ */
 function splitApi(spec) {
   const [method, ...rest] = spec.split(' ');
   return [method, rest.join(' ')];
 }
 
 document.addEventListener('submit', async (event) => {
-  const form = event.target.closest('form[data-api]');
-  if (!form) return;
+  const form = eventElement(event)?.closest('form[data-api]');
+  if (!(form instanceof HTMLFormElement)) return;
   event.preventDefault();
   clearErrors(form);
   let body;
@@ -232,7 +320,7 @@ document.addEventListener('submit', async (event) => {
   }
   if (form.dataset.confirm && !(await confirmDialog(form.dataset.confirm, form.dataset.confirmLabel))) return;
   busy(form, true);
-  const [method, template] = splitApi(form.dataset.api);
+  const [method, template] = splitApi(form.dataset.api ?? '');
   // A {field} in the path takes that field's value out of the body (e.g. the server a key is linked to).
   const path = template.replace(/\{(\w+)\}/g, (_, k) => {
     const v = body[k];
@@ -246,12 +334,13 @@ document.addEventListener('submit', async (event) => {
 });
 
 document.addEventListener('click', async (event) => {
-  const target = event.target.closest('button, a');
-  if (!target) return;
+  const target = eventElement(event)?.closest('button, a');
+  if (!(target instanceof HTMLElement)) return;
   if (target.dataset.open) {
     const dialog = document.getElementById(target.dataset.open);
-    dialog?.showModal();
-    dialog?.querySelector('input:not([type=hidden]), select, textarea')?.focus();
+    if (!(dialog instanceof HTMLDialogElement)) return;
+    dialog.showModal();
+    dialog.querySelector(/** @type {'input'} */ ('input:not([type=hidden]), select, textarea'))?.focus();
     return;
   }
   if (target.hasAttribute('data-close')) return target.closest('dialog')?.close();
@@ -269,6 +358,7 @@ document.addEventListener('click', async (event) => {
   }
 });
 
+/** @param {HTMLElement} button */
 async function copy(button) {
   const source = button.dataset.copy ? document.getElementById(button.dataset.copy) : button.previousElementSibling;
   const text = source?.textContent ?? '';
@@ -277,60 +367,91 @@ async function copy(button) {
     await navigator.clipboard.writeText(text);
     button.textContent = 'Copied';
   } catch {
-    const range = document.createRange();
-    range.selectNodeContents(source);
-    getSelection().removeAllRanges();
-    getSelection().addRange(range);
+    const selection = getSelection();
+    if (source && selection) {
+      const range = document.createRange();
+      range.selectNodeContents(source);
+      selection.removeAllRanges();
+      selection.addRange(range);
+    }
     button.textContent = 'Press Ctrl+C';
   }
   setTimeout(() => (button.textContent = label), 1600);
 }
 
+/** @param {HTMLElement} tab */
 function selectTab(tab) {
-  const list = tab.closest('[role="tablist"]');
-  for (const t of list.querySelectorAll('[role="tab"]')) {
+  for (const t of tabsBeside(tab)) {
     const selected = t === tab;
     t.setAttribute('aria-selected', String(selected));
     t.tabIndex = selected ? 0 : -1;
-    document.getElementById(t.getAttribute('aria-controls')).hidden = !selected;
+    const panel = document.getElementById(t.getAttribute('aria-controls') ?? '');
+    if (panel) panel.hidden = !selected;
   }
 }
 
+/**
+ * The tabs of a tab's list, in order.
+ * @param {Element} tab
+ * @returns {HTMLElement[]}
+ */
+const tabsBeside = (tab) => [...(tab.closest('[role="tablist"]')?.querySelectorAll('[role="tab"]') ?? [])].filter((t) => t instanceof HTMLElement);
+
 document.addEventListener('keydown', (event) => {
-  const tab = event.target.closest?.('[role="tab"]');
-  if (!tab || !['ArrowLeft', 'ArrowRight'].includes(event.key)) return;
-  const tabs = [...tab.closest('[role="tablist"]').querySelectorAll('[role="tab"]')];
+  const tab = eventElement(event)?.closest('[role="tab"]');
+  if (!(tab instanceof HTMLElement) || !['ArrowLeft', 'ArrowRight'].includes(event.key)) return;
+  const tabs = tabsBeside(tab);
   const next = tabs[(tabs.indexOf(tab) + (event.key === 'ArrowRight' ? 1 : tabs.length - 1)) % tabs.length];
   next.focus();
   selectTab(next);
 });
 
-/** The layout's confirmation dialog; resolves true when the person confirms. */
+/**
+ * Sets the text of the element of a dialog that `selector` finds.
+ * @param {HTMLDialogElement} dialog
+ * @param {string} selector
+ * @param {string} text
+ */
+function setText(dialog, selector, text) {
+  const el = dialog.querySelector(selector);
+  if (el) el.textContent = text;
+}
+
+/**
+ * The layout's confirmation dialog; resolves true when the person confirms.
+ * @param {string} message
+ * @returns {Promise<boolean>}
+ */
 function confirmDialog(message, label = 'Confirm') {
-  const dialog = document.getElementById('confirm-dialog');
-  dialog.querySelector('[data-message]').textContent = message;
-  dialog.querySelector('[data-confirm-button]').textContent = label;
+  const dialog = required('confirm-dialog', HTMLDialogElement);
+  setText(dialog, '[data-message]', message);
+  setText(dialog, '[data-confirm-button]', label);
   dialog.returnValue = '';
   dialog.showModal();
   return new Promise((resolve) => dialog.addEventListener('close', () => resolve(dialog.returnValue === 'yes'), { once: true }));
 }
 
+/** @param {string} message */
 function alertDialog(message) {
-  const dialog = document.getElementById('alert-dialog');
-  dialog.querySelector('[data-message]').textContent = message;
+  const dialog = required('alert-dialog', HTMLDialogElement);
+  setText(dialog, '[data-message]', message);
   dialog.showModal();
 }
 
-/** Shows a new secret exactly once; closing the dialog reloads the page, and the value is gone. */
+/**
+ * Shows a new secret exactly once; closing the dialog reloads the page, and the value is gone.
+ * @param {string} title
+ * @param {string} value
+ */
 function reveal(title, value) {
-  document.querySelectorAll('dialog[open]').forEach((d) => d.close());
-  const dialog = document.getElementById('reveal-dialog');
-  dialog.querySelector('[data-title]').textContent = title;
-  dialog.querySelector('#reveal-value').textContent = value;
+  document.querySelectorAll('dialog[open]').forEach((d) => d instanceof HTMLDialogElement && d.close());
+  const dialog = required('reveal-dialog', HTMLDialogElement);
+  setText(dialog, '[data-title]', title);
+  setText(dialog, '#reveal-value', value);
   dialog.addEventListener('close', () => location.reload(), { once: true });
   dialog.showModal();
 }
 
 // Invitation links carry their one-time token in the fragment (never sent to a server log).
 const inviteToken = document.getElementById('invite-token');
-if (inviteToken) inviteToken.value = location.hash.slice(1);
+if (inviteToken instanceof HTMLInputElement) inviteToken.value = location.hash.slice(1);
