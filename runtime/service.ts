@@ -6,7 +6,7 @@ import { pluginRegistry } from '../plugins/registry.ts';
 import { type Lifecycle, createApp } from './app.ts';
 import { type Components, buildComponents, serviceSecrets } from './components.ts';
 import type { Config } from './config.ts';
-import { RATE_LIMIT_INDEXES } from './access/rate-limit.ts';
+import { RATE_LIMIT_INDEXES, sweepExpiredCounters } from './access/rate-limit.ts';
 import { STORE_INDEXES } from './indexes.ts';
 import { type Logger, createLoggers } from './log.ts';
 import type { PluginRegistry } from './plugin-api.ts';
@@ -155,6 +155,7 @@ function sweepsOf(c: Components, config: Config, logger: Logger): () => Promise<
       task('OAuth token sweep', () => c.oauth.grants.sweep()),
       task('audit retention', () => c.audit.sweep(new Date(Date.now() - config.auditRetentionDays * 86_400_000))),
       task('budget sweep', () => c.budgets.sweep()),
+      ...(c.store.kind === 'mongodb' ? [task('rate-limit counter sweep', () => sweepExpiredCounters(c.store))] : []),
     ]);
   };
 }

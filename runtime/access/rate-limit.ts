@@ -11,7 +11,7 @@
 // limit) instead of failing calls, and tries the store again for the next block.
 import { RateLimiterMemory, RateLimiterMongo, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { RateOutcome } from '../mcp/backend.ts';
-import type { IndexSpec } from '../store/port.ts';
+import type { IndexSpec, Store } from '../store/port.ts';
 
 export interface RateLimits {
   burstPoints: number;
@@ -26,8 +26,19 @@ export interface SharedCounters {
 }
 
 export const RATE_LIMIT_COLLECTION = 'rate_limits';
-/** The shared counters' index: one document per key and window (rate-limiter-flexible replaces an expired one). */
-export const RATE_LIMIT_INDEXES: IndexSpec[] = [{ collection: RATE_LIMIT_COLLECTION, fields: ['key'], unique: true }];
+/**
+ * The shared counters' indexes: one document per key and window (rate-limiter-flexible replaces an expired one),
+ * and their expiry (a TTL index where the server has them; elsewhere sweepExpiredCounters deletes them).
+ */
+export const RATE_LIMIT_INDEXES: IndexSpec[] = [
+  { collection: RATE_LIMIT_COLLECTION, fields: ['key'], unique: true },
+  { collection: RATE_LIMIT_COLLECTION, fields: ['expire'], expireAfterSeconds: 0 },
+];
+
+/** Deletes counters whose window ended (those of keys that were not used since; the others are replaced). */
+export async function sweepExpiredCounters(store: Store): Promise<number> {
+  return store.collection(RATE_LIMIT_COLLECTION).deleteMany({ expire: { $lt: new Date() } });
+}
 
 /** A block is this fraction of what the window had left at the last reservation. */
 const BLOCK_FRACTION = 1 / 8;

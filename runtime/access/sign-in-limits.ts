@@ -5,6 +5,7 @@
 // on the password change count per owner the same way. Sign-ups, OAuth client registrations and client ID
 // metadata document fetches count per client address.
 import { RateLimiterMemory, RateLimiterMongo, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RATE_LIMIT_COLLECTION } from './rate-limit.ts';
 
 export interface SignInLimitSettings {
   failuresPerEmail: number;
@@ -40,7 +41,16 @@ export class SignInLimits {
   constructor(s: SignInLimitSettings = DEFAULT_SIGN_IN_LIMITS, mongo?: { client: unknown; dbName?: string }) {
     const make = (points: number, keyPrefix: string): RateLimiterAbstract =>
       mongo
-        ? new RateLimiterMongo({ storeClient: mongo.client, dbName: mongo.dbName, tableName: 'rate_limits', points, duration: s.windowSeconds, keyPrefix })
+        ? new RateLimiterMongo({
+            storeClient: mongo.client,
+            dbName: mongo.dbName,
+            tableName: RATE_LIMIT_COLLECTION,
+            points,
+            duration: s.windowSeconds,
+            keyPrefix,
+            // Built with the store's indexes (RATE_LIMIT_INDEXES), as for the keys' limits.
+            disableIndexesCreation: true,
+          })
         : new RateLimiterMemory({ points, duration: s.windowSeconds, keyPrefix });
     this.byEmail = make(s.failuresPerEmail, 'signin-email');
     this.byAddress = make(s.failuresPerAddress, 'signin-ip');
