@@ -421,9 +421,9 @@ function locationOf(table: string, body: string, primaryKey: ColumnInfo[]): stri
 }
 
 /**
- * One Postgres (PGlite) shared by several sandboxes, each in a schema with roles of its own: a PGlite
- * costs about 200 MB and seconds to start, a tenant a few hundred KB and milliseconds (docs/provider-coverage.md),
- * so the service keeps one for all of its owners' sandboxes. Tenant roles can use their own schema only.
+ * One Postgres (PGlite) shared by several sandboxes, each in a schema with roles of its own: a PGlite costs
+ * about 200 MB and seconds to start, a tenant under 1 MB and about 150 ms (figures in the README, "Sandbox
+ * accounts"), so the service keeps one for all of its owners' sandboxes. Tenant roles can use their own schema only.
  */
 export class SharedDatabase {
   private tenants = 0;
