@@ -61,7 +61,7 @@ export async function buildComponents(
   const ca = config.outboundCaFile ? await readFile(config.outboundCaFile, 'utf8') : undefined;
   const masterKey = parseMasterKey(secrets.masterKey);
   const sandboxes = config.sandboxes.enabled
-    ? await Sandboxes.create({
+    ? new Sandboxes({
         // Owners' sandbox credentials are derived from the master key: the same after a restart, unguessable.
         secret: createHmac('sha256', masterKey).update('sandbox credentials').digest(),
         idleMs: config.sandboxes.idleMinutes * 60_000,

@@ -1,9 +1,11 @@
 // The service's own sandboxes as the outbound client reaches them (runtime/sandbox/sandboxes.ts), with a small
 // fixture sandbox: only requests that carry an owner reach that owner's set, over a unix socket in a private
 // folder; redirects never leave the sandbox; sets are bounded, stop when idle and start again from the seed.
-import { existsSync, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -63,7 +65,7 @@ describe('the sandbox transport', () => {
     });
     await new Promise<void>((r) => loopback.listen(0, '127.0.0.1', r));
     loopbackUrl = `http://127.0.0.1:${(loopback.address() as AddressInfo).port}`;
-    sandboxes = await Sandboxes.create({ secret: Buffer.alloc(32, 7), idleMs: IDLE_MS, maxSets: 2, logger: pino({ level: 'silent' }), definitions: [fixture] });
+    sandboxes = new Sandboxes({ secret: Buffer.alloc(32, 7), idleMs: IDLE_MS, maxSets: 2, logger: pino({ level: 'silent' }), definitions: [fixture] });
   });
   afterAll(async () => {
     loopback.close();
@@ -166,14 +168,14 @@ describe('the sandbox transport', () => {
     const err = await failure(off.send({ method: 'GET', url: new URL(`https://${ECHO}/hello`), headers: {}, sandboxOwner: 'own_a' }));
     expect(err).toMatchObject({ code: 'sandbox_unavailable', message: expect.stringContaining('SANDBOXES=off') });
 
-    const other = await Sandboxes.create({
-      secret: Buffer.alloc(32, 1),
-      idleMs: IDLE_MS,
-      maxSets: 1,
-      logger: pino({ level: 'silent' }),
-      definitions: [fixture],
-    });
+    // The folder of a process that ended without closing (kill -9) goes when the next one makes its own.
+    const ended = spawnSync(process.execPath, ['-e', '']).pid!;
+    const stale = path.join(tmpdir(), `tool-server-sandboxes-${ended}-stale`);
+    mkdirSync(stale);
+    const other = new Sandboxes({ secret: Buffer.alloc(32, 1), idleMs: IDLE_MS, maxSets: 1, logger: pino({ level: 'silent' }), definitions: [fixture] });
+    expect(existsSync(stale)).toBe(true);
     const lease = await other.lease('own_a', ECHO);
+    expect(existsSync(stale)).toBe(false);
     lease!.release();
     const folder = path.dirname(socketPaths.at(-1)!);
     expect(existsSync(folder)).toBe(true);

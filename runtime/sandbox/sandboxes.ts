@@ -6,7 +6,7 @@
 // for requests of accounts the service itself created as sandbox accounts: no TCP port, no opening of the
 // outbound guard, and one owner's requests never reach another owner's set.
 import { createHmac } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
@@ -59,22 +59,16 @@ export class Sandboxes implements SandboxRouter {
   private database?: Promise<SharedDatabase>;
   private databaseUsers = 0;
   private sockets = 0;
+  /** Where the sockets are, made with the first sandbox (most services never start one). */
+  private folder?: Promise<string>;
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
 
-  private constructor(
-    private readonly options: SandboxesOptions,
-    private readonly folder: string,
-  ) {
+  constructor(private readonly options: SandboxesOptions) {
     this.definitions = options.definitions ?? SANDBOX_DEFINITIONS;
     for (const def of this.definitions) for (const host of def.hosts) this.byHost.set(host, def);
     this.sweeper = setInterval(() => void this.sweep(), Math.min(60_000, Math.max(1000, options.idleMs / 4)));
     this.sweeper.unref();
-  }
-
-  static async create(options: SandboxesOptions): Promise<Sandboxes> {
-    // mkdtemp makes the folder 0700: no other user of the machine can open the sockets in it.
-    return new Sandboxes(options, await mkdtemp(path.join(tmpdir(), 'tool-server-sandboxes-')));
   }
 
   get idleMinutes(): number {
@@ -137,7 +131,7 @@ export class Sandboxes implements SandboxRouter {
     this.closed = true;
     clearInterval(this.sweeper);
     await Promise.all([...this.sets.values()].map((s) => this.stop(s)));
-    await rm(this.folder, { recursive: true, force: true });
+    if (this.folder) await rm(await this.folder, { recursive: true, force: true });
   }
 
   private secretOf(ownerId: string): (label: string) => string {
@@ -176,9 +170,11 @@ export class Sandboxes implements SandboxRouter {
 
   private async start(set: OwnerSet, def: SandboxDefinition): Promise<Running> {
     const began = performance.now();
-    const sockets = Object.fromEntries(def.hosts.map((host) => [host, { path: path.join(this.folder, `${++this.sockets}.sock`), url: `https://${host}` }]));
     let usesDatabase = false;
     try {
+      this.folder ??= socketFolder();
+      const folder = await this.folder;
+      const sockets = Object.fromEntries(def.hosts.map((host) => [host, { path: path.join(folder, `${++this.sockets}.sock`), url: `https://${host}` }]));
       const served = await def.start({
         sockets,
         secret: this.secretOf(set.ownerId),
@@ -235,6 +231,30 @@ export class Sandboxes implements SandboxRouter {
     const database = this.database;
     this.database = undefined;
     await (await database.catch(() => undefined))?.close();
+  }
+}
+
+const FOLDER_PREFIX = 'tool-server-sandboxes-';
+
+/**
+ * A new folder for this process's sockets, 0700 (mkdtemp): no other user of the machine can open them. The
+ * folders of processes that ended without closing theirs (kill -9) are removed first; the pid is in the name.
+ */
+async function socketFolder(): Promise<string> {
+  for (const name of await readdir(tmpdir())) {
+    const pid = Number(new RegExp(`^${FOLDER_PREFIX}(\\d+)-`).exec(name)?.[1]);
+    if (pid && pid !== process.pid && !alive(pid)) await rm(path.join(tmpdir(), name), { recursive: true, force: true }).catch(() => undefined);
+  }
+  return mkdtemp(path.join(tmpdir(), `${FOLDER_PREFIX}${process.pid}-`));
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it runs, as another user.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
