@@ -1,6 +1,6 @@
 // The service's parts, built once at start from the config, the store and the tool catalog: the outbound
 // HTTP clients, the engine, every repository and the call pipeline. Nothing here listens or runs on a timer.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { Accounts, Vault, parseMasterKey } from './accounts/accounts.ts';
@@ -23,6 +23,7 @@ import { Metrics } from './metrics.ts';
 import { METADATA_FETCH_LIMITS, OAuthClients } from './oauth/clients.ts';
 import { OAuthGrants } from './oauth/grants.ts';
 import { CallPipeline } from './pipeline/call-pipeline.ts';
+import { Sandboxes } from './sandbox/sandboxes.ts';
 import { generatedSecret, randomToken } from './secrets.ts';
 import { CustomTools } from './servers/custom-tools.ts';
 import { Servers } from './servers/servers.ts';
@@ -61,6 +62,16 @@ export async function buildComponents(
   logger: Logger,
 ): Promise<Components> {
   const ca = config.outboundCaFile ? await readFile(config.outboundCaFile, 'utf8') : undefined;
+  const masterKey = parseMasterKey(secrets.masterKey);
+  const sandboxes = config.sandboxes.enabled
+    ? new Sandboxes({
+        // Owners' sandbox credentials are derived from the master key: the same after a restart, unguessable.
+        secret: createHmac('sha256', masterKey).update('sandbox credentials').digest(),
+        idleMs: config.sandboxes.idleMinutes * 60_000,
+        maxSets: config.sandboxes.maxSets,
+        logger,
+      })
+    : undefined;
   const http = createHttpClient({
     timeoutMs: config.upstreamTimeoutMs,
     maxResponseBytes: config.maxResponseBytes,
@@ -68,6 +79,7 @@ export async function buildComponents(
     retries: 2,
     maxRetryAfterMs: 3000,
     ca,
+    sandboxes,
   });
   // OAuth client ID metadata documents: the same guard, no retries, a small document only.
   const metadataHttp = createHttpClient({ ...METADATA_FETCH_LIMITS, allow: config.allowPrivateNetworks, retries: 0, maxRetryAfterMs: 0, ca });
@@ -75,7 +87,7 @@ export async function buildComponents(
   const keys = new ApiKeys(store, config.keyCacheMs);
   const servers = new Servers(store, config.keyCacheMs);
   const tools = new CustomTools(store, catalog, config.keyCacheMs);
-  const accounts = new Accounts(store, catalog, new Vault(parseMasterKey(secrets.masterKey)), config.keyCacheMs);
+  const accounts = new Accounts(store, catalog, new Vault(masterKey), config.keyCacheMs);
   const credits = new Credits(store);
   const signInLimits = new SignInLimits(undefined, store.mongo);
   const audit = new AuditTrail(store, logger);
@@ -124,6 +136,7 @@ export async function buildComponents(
     sessions: new Sessions(store, { idleMs: config.sessionIdleMinutes * 60_000, maxMs: config.sessionMaxDays * 86_400_000 }),
     signInLimits,
     oauth,
+    sandboxes,
     operatorToken: secrets.operatorToken,
     maxBodyBytes: config.maxBodyBytes,
     // The public URL is completed once the port is known (PORT=0 in tests).

@@ -67,6 +67,8 @@ export interface Config {
   oauthRefreshReuseSeconds: number;
   /** Audit events are kept this long. */
   auditRetentionDays: number;
+  /** The service's own provider sandboxes ("Try it with sandbox accounts"): on, or off for a hosted service. */
+  sandboxes: { enabled: boolean; idleMinutes: number; maxSets: number };
 }
 
 export class ConfigError extends Error {}
@@ -124,6 +126,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (env.PUBLIC_URL && !isHttpUrl(env.PUBLIC_URL))
     problems.push(`PUBLIC_URL must be an http(s) URL with no path, query or fragment (got "${env.PUBLIC_URL}")`);
   if (env.OPERATOR_TOKEN !== undefined && env.OPERATOR_TOKEN.length < 24) problems.push('OPERATOR_TOKEN must be at least 24 characters');
+  const sandboxes = env.SANDBOXES || 'on';
+  if (sandboxes !== 'on' && sandboxes !== 'off') problems.push(`SANDBOXES must be on or off (got "${env.SANDBOXES}")`);
   const config: Config = {
     port: int('PORT', 3000, 0, 65535),
     host: env.HOST || '127.0.0.1',
@@ -170,6 +174,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     oauthRefreshDays: int('OAUTH_REFRESH_TOKEN_DAYS', 30, 1, 365),
     oauthRefreshReuseSeconds: int('OAUTH_REFRESH_REUSE_SECONDS', 60, 0, 3600),
     auditRetentionDays: int('AUDIT_RETENTION_DAYS', 365, 1, 3650),
+    sandboxes: { enabled: sandboxes !== 'off', idleMinutes: int('SANDBOX_IDLE_MINUTES', 30, 1, 1440), maxSets: int('SANDBOX_MAX_SETS', 50, 1, 10_000) },
   };
   config.publicUrl = env.PUBLIC_URL ? new URL(env.PUBLIC_URL).origin : defaultPublicUrl(config.host, config.port);
   if (config.headersTimeoutMs > config.requestTimeoutMs) problems.push('HEADERS_TIMEOUT_MS must not be larger than REQUEST_TIMEOUT_MS');

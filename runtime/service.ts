@@ -10,6 +10,7 @@ import { RATE_LIMIT_INDEXES, sweepExpiredCounters } from './access/rate-limit.ts
 import { STORE_INDEXES } from './indexes.ts';
 import { type Logger, createLoggers } from './log.ts';
 import type { PluginRegistry } from './plugin-api.ts';
+import type { Sandboxes } from './sandbox/sandboxes.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/port.ts';
 import { LiveCatalog } from './toolspec/live.ts';
@@ -37,6 +38,8 @@ export interface RunningService {
   catalog: LiveCatalog;
   store: Store;
   logger: Logger;
+  /** The service's own provider sandboxes (absent when SANDBOXES=off). */
+  sandboxes?: Sandboxes;
   /** Writes buffered last-used times of keys and prunes settled charges now. */
   flush(): Promise<void>;
   /** Runs the hourly sweeps now (retention of sessions, OAuth tokens, audit events, budget counters). */
@@ -51,12 +54,13 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const plugins = opts.plugins ?? pluginRegistry;
   const catalog = new LiveCatalog(await loadCatalog(config.toolSpecsDir, plugins));
   const store = await openStore({ mongodbUrl: config.mongodbUrl, mongo: config.mongo, dataDir: config.dataDir, inMemory: config.inMemory });
-  let c: Components;
+  let c: Components | undefined;
   try {
     await store.ensureIndexes(store.kind === 'mongodb' ? [...STORE_INDEXES, ...RATE_LIMIT_INDEXES] : STORE_INDEXES);
     c = await buildComponents(config, store, catalog, await serviceSecrets(config, store), logger);
     await settleInterruptedCalls(c, logger);
   } catch (err) {
+    await c?.sandboxes?.close();
     await store.close();
     throw err;
   }
@@ -78,6 +82,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     catalog,
     store,
     logger,
+    sandboxes: c.sandboxes,
     flush,
     housekeeping: sweeps,
     async close() {
@@ -88,6 +93,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       await drain(server, lifecycle, config.upstreamTimeoutMs + 5000);
       await flush();
       for (const client of c.http) client.close();
+      await c.sandboxes?.close();
       await store.close();
     },
   };

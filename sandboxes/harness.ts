@@ -1,6 +1,7 @@
-// Shared plumbing for the in-process provider sandboxes: listen on loopback, read bodies.
+// Shared plumbing for the in-process provider sandboxes: listen on loopback (or on a unix socket for the
+// service's own sandboxes), read bodies.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 
 export interface RunningSandbox {
   /** Base URL, e.g. http://127.0.0.1:41234 (no trailing slash). */
@@ -8,21 +9,49 @@ export interface RunningSandbox {
   close(): Promise<void>;
 }
 
+/**
+ * A unix socket to listen on instead of a TCP port, and the URL the sandbox calls itself in its answers
+ * (self links, webhook URLs): the service serves its own sandboxes this way, under reserved host names.
+ */
+export interface SocketAddress {
+  path: string;
+  url: string;
+}
+
+/** What every sandbox's options share: where it listens, and whether it records the requests it sees. */
+export interface ListenOptions {
+  /** Loopback port (random unless given); ignored with `socket`. */
+  port?: number;
+  socket?: SocketAddress;
+  /** Keep every request in `requests` (default true; tests assert on them). A long-lived sandbox turns it off. */
+  record?: boolean;
+}
+
+/** `requests.push` unless recording is off. */
+export function recorder(requests: RecordedRequest[], options: ListenOptions): (request: RecordedRequest) => void {
+  return options.record === false ? () => undefined : (request) => void requests.push(request);
+}
+
 /** Listens on 127.0.0.1 (random port unless given) and tracks sockets so close() never hangs. */
-export async function listenOnLoopback(handler: http.RequestListener, port = 0): Promise<RunningSandbox> {
+export function listenOnLoopback(handler: http.RequestListener, port = 0): Promise<RunningSandbox> {
+  return listen(handler, { port });
+}
+
+/** Listens where the options say: a unix socket, else 127.0.0.1 (random port unless given). */
+export async function listen(handler: http.RequestListener, options: ListenOptions): Promise<RunningSandbox> {
   const server = http.createServer(handler);
-  const sockets = new Set<import('node:net').Socket>();
+  const sockets = new Set<Socket>();
   server.on('connection', (s) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
+    if (options.socket) server.listen(options.socket.path, () => resolve());
+    else server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
   });
-  const { port: actual } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${actual}`,
+    url: options.socket ? options.socket.url : `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

@@ -65,6 +65,12 @@ describe('API keys and the authorization table', () => {
     for (const key of [undefined, 'mcpk_', 'not-a-key', `mcpk_${'x'.repeat(43)}`]) expect((await mcp(svc, a.serverId, key)).status).toBe(401);
   });
 
+  it('a global key needs no body: fetch sends a bodiless POST with Content-Length: 0', async () => {
+    const res = await fetch(`${svc.url}/api/api-keys`, { method: 'POST', headers: { authorization: `Bearer ${owner.token}` } });
+    expect(res.status).toBe(201);
+    expect(await res.json()).toMatchObject({ kind: 'global', key: expect.stringMatching(/^mcpk_/) });
+  });
+
   it('a global key gets 403 until linked, works once linked, and 403 again after unlink', async () => {
     const created = await svc.call('POST', '/api/api-keys', { token: owner.token, body: { name: 'ci' } });
     expect(created.status).toBe(201);

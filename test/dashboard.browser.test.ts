@@ -3,7 +3,7 @@
 // attacks a page must withstand.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startNotionSandbox, type NotionSandbox } from '../sandboxes/notion/notion-sandbox.ts';
 import { chromiumAvailable, launchChromium } from './browser/chromium.ts';
@@ -146,6 +146,70 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
     expect(problems).toEqual([]);
   });
+
+  it('takes a newcomer from a fresh service to a tool call through sandbox accounts in at most 10 clicks', async () => {
+    // `npm start` as it comes: no provider credentials, the outbound guard fully on.
+    const fresh = await startTestService({ ALLOW_PRIVATE_NETWORKS: '', STARTING_CREDITS: '100' });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    try {
+      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: fresh.url });
+      context.setDefaultTimeout(15_000);
+      const page = await context.newPage();
+      const problems: string[] = [];
+      page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+      page.on('console', (m) => m.type() === 'error' && problems.push(`console error: ${m.text()}`));
+      let clicks = 0;
+      const click = (target: Locator) => {
+        clicks++;
+        return target.click();
+      };
+      const started = performance.now();
+
+      await page.goto(fresh.url);
+      await click(page.getByRole('link', { name: 'Create an account' }));
+      await page.getByLabel('E-mail').fill(`newcomer-${Date.now()}@example.com`);
+      await page.getByLabel('Password').fill(PASSWORD);
+      await Promise.all([page.waitForURL(`${fresh.url}/`), click(page.getByRole('button', { name: 'Create account' }))]);
+      await click(page.getByRole('button', { name: 'Try it with sandbox accounts' }));
+      const dialog = page.getByRole('dialog', { name: 'Your sandbox is ready' });
+      expect(await dialog.textContent()).toContain('Sandbox data resets after 30 minutes without use');
+      await click(dialog.getByRole('button', { name: 'Copy the Claude Code command' }));
+      const command = await page.evaluate(() => navigator.clipboard.readText());
+
+      // The test plays the MCP client the person pastes the command into.
+      const [, url, key] = /^claude mcp add --transport http sandbox (http:\/\/\S+) \\\n {2}--header "Authorization: Bearer (mcpk_\w+)"$/.exec(command)!;
+      expect(await dialog.locator('#sandbox-key').textContent()).toBe(key);
+      const client = await connectV1(new URL(url).origin, new URL(url).pathname.split('/')[2], key);
+      const result = await client.callTool({ name: 'tracker_search_issues', arguments: { jql: 'project = DEMO ORDER BY created DESC', max_results: 5 } });
+      await client.close();
+      const seconds = (performance.now() - started) / 1000;
+      expect(result.isError, JSON.stringify(result.structuredContent)).toBeFalsy();
+      expect((result.structuredContent as { issues: unknown[] }).issues).toHaveLength(5);
+      console.log(`newcomer path: ${clicks} clicks, ${seconds.toFixed(1)} s from the first page to a successful tools/call`);
+      expect(clicks).toBeLessThanOrEqual(10);
+      expect(seconds).toBeLessThan(120);
+
+      // Closed, the dialog takes the key with it; the overview now offers sandbox accounts quietly and shows the call.
+      await Promise.all([page.waitForEvent('load'), dialog.getByRole('button', { name: 'Done' }).click()]);
+      expect(await page.content()).not.toContain(key);
+      expect(await page.getByRole('button', { name: 'Try sandbox accounts' }).count()).toBe(1);
+      expect(await page.getByRole('heading', { name: /Try it with sandbox accounts/ }).count()).toBe(0);
+      expect(
+        await page
+          .getByTestId('latest-calls')
+          .getByRole('row', { name: /tracker_search_issues/ })
+          .textContent(),
+      ).toMatch(/ok/);
+      // Sandbox accounts say so wherever they appear.
+      await page.goto(`${fresh.url}/accounts`);
+      expect(await page.getByRole('row', { name: /Sandbox Jira/ }).textContent()).toContain('sandbox');
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+      // Waits for the sandboxes the set-up started, Postgres among them (seconds on a busy machine).
+      await fresh.close();
+    }
+  }, 120_000);
 
   it('serves every page with a strict CSP and the other security headers', async () => {
     const { context, page } = await newPage();

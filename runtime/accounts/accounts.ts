@@ -31,6 +31,8 @@ export interface AccountDoc extends Doc {
   hints: Record<string, string>;
   created_at: Date;
   verified_at: Date | null;
+  /** Created by the service for one of its own sandboxes (never set through the API): its fields cannot change. */
+  sandbox?: true;
 }
 
 /** AES-256-GCM with a random 96-bit IV per value; the account id is bound as associated data. */
@@ -66,7 +68,16 @@ export function parseMasterKey(text: string): Buffer {
 export function publicAccount(doc: AccountDoc, provider: Provider | undefined): Record<string, unknown> {
   const secrets = provider?.spec.account.fields.filter((f) => f.secret).map((f) => f.name) ?? Object.keys(doc.hints);
   const hint = secrets.map((f) => (doc.hints[f] ? `${f}: ••••${doc.hints[f]}` : `${f}: (not set)`)).join(', ');
-  return { id: doc._id, kind: doc.kind, name: doc.name, ...doc.fields, secret_hint: hint, created_at: doc.created_at, verified_at: doc.verified_at };
+  return {
+    id: doc._id,
+    kind: doc.kind,
+    name: doc.name,
+    sandbox: doc.sandbox === true,
+    ...doc.fields,
+    secret_hint: hint,
+    created_at: doc.created_at,
+    verified_at: doc.verified_at,
+  };
 }
 
 export class Accounts {
@@ -131,7 +142,12 @@ export class Accounts {
     return provider;
   }
 
-  async create(ownerId: string, kind: string, name: string, body: Record<string, unknown>): Promise<AccountDoc> {
+  /** A sandbox account: fields the service chose, checked like any, marked so that they never change. */
+  createSandbox(ownerId: string, kind: string, name: string, body: Record<string, unknown>): Promise<AccountDoc> {
+    return this.create(ownerId, kind, name, body, true);
+  }
+
+  async create(ownerId: string, kind: string, name: string, body: Record<string, unknown>, sandbox = false): Promise<AccountDoc> {
     const provider = this.providerFor(kind);
     const { plain, secret } = this.checkFields(provider, body, false);
     const id = randomId('acct_');
@@ -144,6 +160,7 @@ export class Accounts {
       ...this.sealed(secret, id),
       created_at: new Date(),
       verified_at: null,
+      ...(sandbox ? { sandbox: true as const } : {}),
     };
     await this.accounts.insertOne(doc);
     return doc;
@@ -161,6 +178,9 @@ export class Accounts {
     const doc = await this.get(ownerId, id);
     if (!doc) return null;
     const provider = this.providerFor(doc.kind);
+    if (doc.sandbox && Object.keys(body).length) {
+      throw new AccountFieldError(`"${doc.name}" is a sandbox account: the service sets its fields and only its name can change`);
+    }
     const { plain, secret } = this.checkFields(provider, body, true);
     const secrets = { ...(doc.sealed ? this.vault.open(doc.sealed, id) : {}), ...secret };
     const set: Record<string, unknown> = {
@@ -189,10 +209,8 @@ export class Accounts {
     let entry = this.cache.get(id);
     if (entry === undefined) {
       const doc = await this.accounts.findOne({ _id: id });
-      entry = doc && {
-        ownerId: doc.owner_id,
-        credentials: { fields: Object.freeze({ ...doc.fields, ...(doc.sealed ? this.vault.open(doc.sealed, id) : {}) }) },
-      };
+      const fields = doc && Object.freeze({ ...doc.fields, ...(doc.sealed ? this.vault.open(doc.sealed, id) : {}) });
+      entry = doc && { ownerId: doc.owner_id, credentials: doc.sandbox ? { fields: fields!, sandboxOwner: doc.owner_id } : { fields: fields! } };
       this.cache.set(id, entry);
     }
     return entry && entry.ownerId === ownerId ? entry.credentials : null;

@@ -13,6 +13,7 @@ import type { Ledger } from '../billing/ledger.ts';
 import type { Engine } from '../engine/engine.ts';
 import type { OAuthClients } from '../oauth/clients.ts';
 import type { OAuthGrants } from '../oauth/grants.ts';
+import type { Sandboxes } from '../sandbox/sandboxes.ts';
 import { sameSecret, sha256 } from '../secrets.ts';
 import type { ServerDoc, Servers } from '../servers/servers.ts';
 import type { CustomTools } from '../servers/custom-tools.ts';
@@ -34,6 +35,8 @@ export interface ApiDeps {
   sessions: Sessions;
   signInLimits: SignInLimits;
   oauth: { clients: OAuthClients; grants: OAuthGrants };
+  /** The service's own provider sandboxes; absent when SANDBOXES=off. */
+  sandboxes?: Sandboxes;
   operatorToken: string;
   maxBodyBytes: number;
   /** Public base URL (links, the dashboard's own origin), sign-up policy and credits of a new owner. */

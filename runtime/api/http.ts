@@ -57,7 +57,8 @@ export function bearer(ctx: Context): string | undefined {
 }
 
 export async function jsonBody(ctx: Context, limit: number, optional = false): Promise<Record<string, unknown>> {
-  if (optional && !ctx.get('content-length') && !ctx.get('transfer-encoding')) return {};
+  // No body: no length and no chunks, or the `Content-Length: 0` that fetch() sends with a bodiless POST.
+  if (optional && (ctx.get('content-length') === '0' || (!ctx.get('content-length') && !ctx.get('transfer-encoding')))) return {};
   if (!ctx.is('application/json')) throw new ApiError(415, 'Content-Type must be application/json');
   let text: string;
   try {

@@ -8,6 +8,7 @@ import { type ApiDeps, guards } from './context.ts';
 import { apiErrors } from './http.ts';
 import { keysRoutes } from './keys.ts';
 import { oauthRoutes } from './oauth.ts';
+import { sandboxRoutes } from './sandbox.ts';
 import { serversRoutes } from './servers.ts';
 import { toolsRoutes } from './custom-tools.ts';
 import { usageRoutes } from './usage.ts';
@@ -23,7 +24,7 @@ export function createApiRouter(d: ApiDeps): Router {
   });
   router.use(apiErrors);
   const g = guards(d);
-  for (const routes of [authRoutes, adminRoutes, serversRoutes, keysRoutes, accountsRoutes, toolsRoutes, usageRoutes, oauthRoutes, auditRoutes])
+  for (const routes of [authRoutes, adminRoutes, serversRoutes, keysRoutes, accountsRoutes, toolsRoutes, usageRoutes, oauthRoutes, auditRoutes, sandboxRoutes])
     routes(router, d, g);
   return router;
 }

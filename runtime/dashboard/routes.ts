@@ -10,7 +10,7 @@ import { publicServer, type ServerDoc } from '../servers/servers.ts';
 import { checkAuthorizationRequest } from '../oauth/authorize.ts';
 import { publicGrant } from '../oauth/grants.ts';
 import { providerTitles } from '../toolspec/catalog.ts';
-import { connectSnippets } from './connect.ts';
+import { connectSnippets } from '../servers/client-setup.ts';
 import { consentView } from './consent.ts';
 import { accountFields, schemaFields } from './forms.ts';
 import { CHART_DAYS, CHART_SIZE, overviewFigures } from './overview.ts';
@@ -137,6 +137,8 @@ export function createDashboardRouter(d: ApiDeps): Router {
             steps,
             gettingStarted: steps.some((st) => !st.done),
             expiring,
+            // Without accounts of their own, sandbox accounts are the quickest first call: offered first.
+            sandbox: d.sandboxes && { idleMinutes: d.sandboxes.idleMinutes, prominent: accounts.length === 0 },
           },
         ),
       );
@@ -154,7 +156,8 @@ export function createDashboardRouter(d: ApiDeps): Router {
         return {
           ...view,
           provider: provider?.spec.title ?? doc.kind,
-          fields: provider ? accountFields(provider.spec.account.fields, `edit-${doc._id}`, view) : [],
+          // A sandbox account's fields are the service's: its edit form has the name only.
+          fields: provider && !doc.sandbox ? accountFields(provider.spec.account.fields, `edit-${doc._id}`, view) : [],
         };
       });
       const kinds = providers.map((p) => ({
@@ -162,9 +165,14 @@ export function createDashboardRouter(d: ApiDeps): Router {
         title: p.spec.title,
         fields: accountFields(p.spec.account.fields, `new-${p.spec.account.kind}`),
       }));
+      const sandboxNote = docs.some((doc) => doc.sandbox) ? sandboxState(d) : null;
       sendPage(
         ctx,
-        render('accounts', { title: 'Accounts', section: 'accounts', ...frame }, { accounts, kinds, providers: providerTitles(d.catalog.current, 'or') }),
+        render(
+          'accounts',
+          { title: 'Accounts', section: 'accounts', ...frame },
+          { accounts, kinds, sandboxNote, providers: providerTitles(d.catalog.current, 'or') },
+        ),
       );
     }),
   );
@@ -203,12 +211,13 @@ export function createDashboardRouter(d: ApiDeps): Router {
         d.keys.listGlobal(ownerId),
         d.accounts.list(ownerId),
       ]);
-      const accountNames = new Map(accounts.map((a) => [a._id, a.name]));
+      const accountsById = new Map(accounts.map((a) => [a._id, a]));
       const catalog = d.catalog.current.tools;
       const url = `${d.site.publicUrl}/mcp/${server._id}`;
       const choices = toolChoices(tools, d.catalog.current);
       const allChoices = toolChoices(await allTools(ownerId), d.catalog.current);
       const listed = await withRestrictions(keys, (k) => (k.kind === 'global' ? allChoices : choices));
+      const sandboxTools = tools.some((t) => t.account_id && accountsById.get(t.account_id)?.sandbox);
       sendPage(
         ctx,
         render(
@@ -220,7 +229,8 @@ export function createDashboardRouter(d: ApiDeps): Router {
             tools: tools.map((t) => ({
               ...t,
               id: t._id,
-              account: t.account_id ? (accountNames.get(t.account_id) ?? t.account_id) : null,
+              account: t.account_id ? (accountsById.get(t.account_id)?.name ?? t.account_id) : null,
+              sandbox: Boolean(t.account_id && accountsById.get(t.account_id)?.sandbox),
               credits: catalog.get(t.base_tool)?.spec.credits,
               defaults: Object.entries(t.defaults).map(([k, v]) => ({ k, v: JSON.stringify(v), locked: t.locked.includes(k) })),
             })),
@@ -228,6 +238,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
             newKeyForm: restrictionForm('new-key', undefined, choices),
             linkable: globals.filter((k) => !k.revoked_at && !k.linked_server_ids.includes(server._id)).map(keyView),
             snippets: connectSnippets(url, server.name),
+            sandboxNote: sandboxTools ? sandboxState(d) : null,
           },
         ),
       );
@@ -260,7 +271,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
                 kind,
                 needsAccount: (base.spec.account ?? 'required') !== 'none',
               },
-              accounts: accounts.map((a) => ({ id: a._id, name: a.name })),
+              accounts: accounts.map((a) => ({ id: a._id, name: a.name, sandbox: a.sandbox === true })),
               fields: schemaFields(base.spec.input as never, 'defaults', 'param'),
             },
           ),
@@ -426,5 +437,8 @@ async function securityHeaders(ctx: Context, next: Next): Promise<void> {
 function keyView(k: ApiKeyDoc) {
   return { ...publicKey(k), linked_server_ids: k.linked_server_ids };
 }
+
+/** What a page says about sandbox accounts: how soon their data resets, or that the operator turned them off. */
+const sandboxState = (d: ApiDeps) => (d.sandboxes ? { idleMinutes: d.sandboxes.idleMinutes } : { off: true });
 
 const firstSentence = (text: string) => text.trim().split(/(?<=\.)\s/)[0];

@@ -17,6 +17,8 @@ import { mapUpstreamError, redactor } from './errors.ts';
 /** A stored account, decrypted. */
 export interface AccountCredentials {
   fields: Readonly<Record<string, string>>;
+  /** A sandbox account of this owner's (the service created it): its requests may reach that owner's sandboxes. */
+  sandboxOwner?: string;
 }
 
 export interface RunOptions {
@@ -253,6 +255,7 @@ export class Engine {
           signal,
           retry,
           followRedirects,
+          sandboxOwner: account?.sandboxOwner,
         });
         onAnswer?.();
         if (expectOk && (res.status < 200 || res.status > 299)) throw new UpstreamStatusError(res);

@@ -5,6 +5,8 @@ import http from 'node:http';
 import https from 'node:https';
 import tls from 'node:tls';
 import got, { type Got, type Method, type Response, RequestError } from 'got';
+import type { SandboxLease, SandboxRouter } from '../sandbox/sandboxes.ts';
+import { isSandboxHost } from '../../sandboxes/in-service.ts';
 import { ToolError } from '../tool-error.ts';
 import { type AllowList, BadHeaderError, OutboundRefusedError, checkOutboundHeaders, checkUrl, guardedLookup } from './guard.ts';
 
@@ -20,6 +22,11 @@ export interface UpstreamRequest {
   retry?: boolean;
   /** Follow redirects (each hop through the guard); false returns a 3xx answer as it is. Default true. */
   followRedirects?: boolean;
+  /**
+   * Set only for the accounts the service created as sandbox accounts: the owner whose own sandboxes a URL
+   * under the sandbox domain reaches. Without it such a URL fails like any name that does not resolve.
+   */
+  sandboxOwner?: string;
 }
 
 export interface UpstreamResponse {
@@ -40,6 +47,8 @@ export interface HttpClientOptions {
   maxRetryAfterMs: number;
   /** Extra certificate authorities (PEM) trusted besides Node's own list. */
   ca?: string;
+  /** The service's own sandboxes (absent when SANDBOXES=off). */
+  sandboxes?: SandboxRouter;
 }
 
 export interface HttpClient {
@@ -72,6 +81,11 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     hooks: {
       beforeRedirect: [
         (next, response) => {
+          // A sandbox's answer may send the request elsewhere on that sandbox only.
+          const sandboxHost = (next.context as { sandboxHost?: string }).sandboxHost;
+          if (sandboxHost && (next.url as URL).hostname !== sandboxHost) {
+            throw new OutboundRefusedError((next.url as URL).hostname, undefined, `a redirect from the sandbox at ${sandboxHost} may not leave it`);
+          }
           // Literal-IP hosts never reach the DNS lookup: check each hop's URL too.
           checkUrl(next.url as URL, options.allow);
           // Credentials and caller headers never follow a redirect to another origin.
@@ -86,6 +100,56 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
   const tooLarge = () =>
     new ToolError('response_too_large', `The provider's answer is larger than ${options.maxResponseBytes} bytes and was cut off`, { refund: true });
 
+  /** One request (and its redirects) through the guarded client, or through a sandbox's own connection. */
+  async function exchange(req: UpstreamRequest, sandbox: SandboxLease | undefined): Promise<UpstreamResponse> {
+    const hasBody = req.body !== undefined && req.method !== 'GET' && req.method !== 'DELETE';
+    const promise = client(req.url, {
+      method: req.method as Method,
+      headers: req.headers,
+      ...(hasBody ? (typeof req.body === 'string' ? { body: req.body } : { json: req.body }) : {}),
+      timeout: { request: req.timeoutMs ?? options.timeoutMs },
+      ...(req.signal ? { signal: req.signal } : {}),
+      ...(req.retry === false ? { retry: { limit: 0 } } : {}),
+      ...(req.followRedirects === false ? { followRedirect: false } : {}),
+      ...(sandbox ? { agent: sandbox.agents, context: { sandboxHost: req.url.hostname } } : {}),
+    });
+    // The request counts as received by the provider once all of it was handed to the network (its
+    // 'finish'): a cancellation after that is paid for, since the provider may act on it.
+    let sent = false;
+    (promise as unknown as { on(event: 'request', fn: (request: http.ClientRequest) => void): void }).on('request', (request) =>
+      request.once('finish', () => {
+        sent = true;
+      }),
+    );
+    let cut = false;
+    const cutOff = () => {
+      cut = true;
+      promise.cancel();
+    };
+    // A declared length is checked once; only answers without one are watched while they stream.
+    // got's promise forwards the request's 'response' event; its types only list the progress events.
+    (promise as unknown as { on(event: 'response', fn: (res: { headers: Record<string, string | undefined> }) => void): void }).on('response', (res) => {
+      const declared = Number(res.headers['content-length']);
+      if (declared > options.maxResponseBytes) cutOff();
+      else if (!res.headers['content-length']) {
+        promise.on('downloadProgress', (p) => {
+          if (p.transferred > options.maxResponseBytes && !cut) cutOff();
+        });
+      }
+    });
+    let res: Response<Buffer>;
+    try {
+      res = (await promise) as unknown as Response<Buffer>;
+    } catch (err) {
+      if (cut) throw tooLarge();
+      throw networkFailure(err, req, sent);
+    }
+    if (res.body.length > options.maxResponseBytes) {
+      throw tooLarge();
+    }
+    return { status: res.statusCode, headers: res.headers, body: parseBody(res.body, res.headers['content-type']) };
+  }
+
   return {
     async send(req) {
       try {
@@ -95,51 +159,20 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         if (err instanceof BadHeaderError) throw new ToolError('invalid_header', err.message, { refund: true });
         throw networkFailure(err, req);
       }
-      const hasBody = req.body !== undefined && req.method !== 'GET' && req.method !== 'DELETE';
-      const promise = client(req.url, {
-        method: req.method as Method,
-        headers: req.headers,
-        ...(hasBody ? (typeof req.body === 'string' ? { body: req.body } : { json: req.body }) : {}),
-        timeout: { request: req.timeoutMs ?? options.timeoutMs },
-        ...(req.signal ? { signal: req.signal } : {}),
-        ...(req.retry === false ? { retry: { limit: 0 } } : {}),
-        ...(req.followRedirects === false ? { followRedirect: false } : {}),
-      });
-      // The request counts as received by the provider once all of it was handed to the network (its
-      // 'finish'): a cancellation after that is paid for, since the provider may act on it.
-      let sent = false;
-      (promise as unknown as { on(event: 'request', fn: (request: http.ClientRequest) => void): void }).on('request', (request) =>
-        request.once('finish', () => {
-          sent = true;
-        }),
-      );
-      let cut = false;
-      const cutOff = () => {
-        cut = true;
-        promise.cancel();
-      };
-      // A declared length is checked once; only answers without one are watched while they stream.
-      // got's promise forwards the request's 'response' event; its types only list the progress events.
-      (promise as unknown as { on(event: 'response', fn: (res: { headers: Record<string, string | undefined> }) => void): void }).on('response', (res) => {
-        const declared = Number(res.headers['content-length']);
-        if (declared > options.maxResponseBytes) cutOff();
-        else if (!res.headers['content-length']) {
-          promise.on('downloadProgress', (p) => {
-            if (p.transferred > options.maxResponseBytes && !cut) cutOff();
+      let sandbox: SandboxLease | undefined;
+      if (req.sandboxOwner !== undefined && isSandboxHost(req.url.hostname)) {
+        if (!options.sandboxes) {
+          throw new ToolError('sandbox_unavailable', 'Sandboxes are turned off on this service (SANDBOXES=off): this sandbox account no longer works', {
+            refund: true,
           });
         }
-      });
-      let res: Response<Buffer>;
+        sandbox = await options.sandboxes.lease(req.sandboxOwner, req.url.hostname);
+      }
       try {
-        res = (await promise) as unknown as Response<Buffer>;
-      } catch (err) {
-        if (cut) throw tooLarge();
-        throw networkFailure(err, req, sent);
+        return await exchange(req, sandbox);
+      } finally {
+        sandbox?.release();
       }
-      if (res.body.length > options.maxResponseBytes) {
-        throw tooLarge();
-      }
-      return { status: res.statusCode, headers: res.headers, body: parseBody(res.body, res.headers['content-type']) };
     },
     close() {
       agents.http.destroy();

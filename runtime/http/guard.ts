@@ -167,13 +167,14 @@ export function refusalReason(ip: string, allow: AllowList): string | null {
  */
 export function guardedLookup(allow: AllowList, resolve: LookupFunction = dns.lookup as LookupFunction): LookupFunction {
   return (hostname, options, callback) => {
+    // RFC 6761: names under .invalid never resolve, so none is sent to a resolver (the service's own
+    // sandboxes live there, reached only through their own connections: runtime/sandbox/sandboxes.ts).
+    if (/(^|\.)invalid\.?$/i.test(hostname)) return process.nextTick(() => callback(notFound(hostname), '', 0));
     const wantsAll = typeof options === 'object' && options !== null && options.all === true;
     resolve(hostname, { ...options, all: true }, (err, result, family) => {
       if (err) return callback(err, '', 0);
       const addresses: LookupAddress[] = typeof result === 'string' ? [{ address: result, family: family || isIP(result) }] : result;
-      if (addresses.length === 0) {
-        return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
-      }
+      if (addresses.length === 0) return callback(notFound(hostname), '', 0);
       for (const { address } of addresses) {
         const reason = refusalReason(address, allow);
         if (reason) return callback(new OutboundRefusedError(hostname, address, reason), '', 0);
@@ -183,6 +184,8 @@ export function guardedLookup(allow: AllowList, resolve: LookupFunction = dns.lo
     });
   };
 }
+
+const notFound = (hostname: string) => Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND', hostname });
 
 /**
  * Checks what lookup cannot see: the scheme, embedded credentials, and literal IP hosts

@@ -8,12 +8,14 @@ export interface ServerDoc extends Doc {
   name: string;
   active: boolean;
   created_at: Date;
+  /** The server "Try it with sandbox accounts" made (the service finds it again by this). */
+  sandbox?: true;
 }
 
 export const SERVER_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 export function publicServer(doc: ServerDoc): Record<string, unknown> {
-  return { id: doc._id, name: doc.name, active: doc.active, created_at: doc.created_at };
+  return { id: doc._id, name: doc.name, active: doc.active, sandbox: doc.sandbox === true, created_at: doc.created_at };
 }
 
 export class Servers {
@@ -25,8 +27,15 @@ export class Servers {
     this.cache = new TtlCache(cacheMs);
   }
 
-  async create(ownerId: string, name: string, id?: string): Promise<ServerDoc> {
-    const doc: ServerDoc = { _id: id ?? randomId('srv_', 9), owner_id: ownerId, name, active: true, created_at: new Date() };
+  async create(ownerId: string, name: string, id?: string, sandbox = false): Promise<ServerDoc> {
+    const doc: ServerDoc = {
+      _id: id ?? randomId('srv_', 9),
+      owner_id: ownerId,
+      name,
+      active: true,
+      created_at: new Date(),
+      ...(sandbox ? { sandbox: true as const } : {}),
+    };
     await this.servers.insertOne(doc);
     this.cache.delete(doc._id);
     return doc;

@@ -12,7 +12,19 @@
 // - No Authorization header -> anonymous: sees no project, so issues are 404 "Issue does not exist...",
 //   project and user lists are empty and JQL naming a project fails with "The value 'X' does not exist...".
 import type http from 'node:http';
-import { listenOnLoopback, readBody, sendFault, sendJson, takeFault, type Fault, type RecordedRequest, type RunningSandbox } from '../harness.ts';
+import {
+  listen,
+  readBody,
+  recorder,
+  sendFault,
+  sendJson,
+  takeFault,
+  type Fault,
+  type ListenOptions,
+  type RecordedRequest,
+  type RunningSandbox,
+  type SocketAddress,
+} from '../harness.ts';
 import { NOT_AUTHENTICATED, type Handler, type JiraRequest, type Services } from './http.ts';
 import { JiraStore, PRIORITIES, RESOLUTIONS, STATUS_CATEGORIES, jiraTime, type Issue } from './model.ts';
 import { Renderer } from './render.ts';
@@ -38,8 +50,11 @@ export type { JiraStore } from './model.ts';
 export const WRONG_CREDENTIALS_BODY =
   'Basic authentication with passwords is deprecated.  For more information, see: https://developer.atlassian.com/cloud/confluence/deprecation-notice-basic-auth/';
 
-export interface JiraSandboxOptions {
-  port?: number;
+export interface JiraSandboxOptions extends ListenOptions {
+  /** Where the API gateway listens when the site listens on `socket`. */
+  gatewaySocket?: SocketAddress;
+  /** Alice Admin's API token (default the seed's). */
+  apiToken?: string;
   /** Clock for timestamps and relative JQL dates (default Date.now). */
   now?: () => number;
   /** Eventual consistency of /search/jql: new issues show up after this delay unless reconciled (default 0). */
@@ -144,11 +159,15 @@ function authenticate(store: JiraStore, header: string | undefined, viaGateway: 
 
 /** Starts the sandbox with the default seed (DEMO, OPS, MKT, SEC projects; see seed.ts). */
 export async function startJiraSandbox(options: JiraSandboxOptions = {}): Promise<JiraSandbox> {
+  // A sandbox served on a socket never opens a TCP port, not even for its gateway.
+  if (options.socket && !options.gatewaySocket) throw new Error('Jira sandbox: a socket for the site needs gatewaySocket for the API gateway');
   const store = new JiraStore(options.now ?? Date.now);
   seedDefault(store);
+  if (options.apiToken) store.users.find((u) => u.accountId === SEED_USERS.alice.accountId)!.apiToken = options.apiToken;
   store.searchLagMs = options.searchLagMs ?? 0;
   const requests: RecordedRequest[] = [];
   const faults: Fault[] = [];
+  const record = recorder(requests, options);
   // Assigned once the port (and so the URL used in `self` links) is known, before any request can arrive.
   // eslint-disable-next-line prefer-const -- the handler below closes over it before it can be built
   let services!: Services;
@@ -157,7 +176,7 @@ export async function startJiraSandbox(options: JiraSandboxOptions = {}): Promis
   const handler = async (req: http.IncomingMessage, res: http.ServerResponse, url: URL, viaGateway: boolean): Promise<void> => {
     const body = await readBody(req);
     const method = req.method ?? 'GET';
-    requests.push({ method, path: url.pathname, query: url.searchParams, headers: req.headers, body, ...(viaGateway ? { gateway: true } : {}) });
+    record({ method, path: url.pathname, query: url.searchParams, headers: req.headers, body, ...(viaGateway ? { gateway: true } : {}) });
 
     const fault = takeFault(faults, method, url.pathname);
     if (fault) return sendFault(res, fault);
@@ -201,16 +220,19 @@ export async function startJiraSandbox(options: JiraSandboxOptions = {}): Promis
   const failed = (res: http.ServerResponse) => (err: unknown) => {
     if (!res.headersSent) sendJson(res, 500, { errorMessages: [`Internal server error: ${String(err)}`], errors: {} });
   };
-  const sim = await listenOnLoopback((req, res) => {
+  const sim = await listen((req, res) => {
     handler(req, res, new URL(req.url ?? '/', 'http://127.0.0.1'), false).catch(failed(res));
-  }, options.port);
-  const gateway = await listenOnLoopback((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const m = /^\/ex\/jira\/([^/]+)(\/.*)$/.exec(url.pathname);
-    // An unknown cloud id or path on the gateway (body unverified).
-    if (!m || m[1] !== CLOUD_ID) return sendJson(res, 404, { code: 404, message: 'Cannot find a site with this cloud id' });
-    handler(req, res, new URL(m[2] + url.search, 'http://127.0.0.1'), true).catch(failed(res));
-  });
+  }, options);
+  const gateway = await listen(
+    (req, res) => {
+      const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+      const m = /^\/ex\/jira\/([^/]+)(\/.*)$/.exec(url.pathname);
+      // An unknown cloud id or path on the gateway (body unverified).
+      if (!m || m[1] !== CLOUD_ID) return sendJson(res, 404, { code: 404, message: 'Cannot find a site with this cloud id' });
+      handler(req, res, new URL(m[2] + url.search, 'http://127.0.0.1'), true).catch(failed(res));
+    },
+    { socket: options.gatewaySocket, record: options.record },
+  );
   services = { store, render: new Renderer(store, sim.url), pageTokens: new Map() };
 
   const alice = SEED_USERS.alice;
@@ -222,11 +244,11 @@ export async function startJiraSandbox(options: JiraSandboxOptions = {}): Promis
     },
     gatewayUrl: gateway.url,
     cloudId: CLOUD_ID,
-    credentials: { email: alice.email, apiToken: alice.apiToken },
+    credentials: { email: alice.email, apiToken: options.apiToken ?? alice.apiToken },
     requests,
     faults,
     store,
-    authHeader: (email = alice.email, apiToken = alice.apiToken) => basic(email, apiToken),
+    authHeader: (email = alice.email, apiToken = options.apiToken ?? alice.apiToken) => basic(email, apiToken),
     credentialsFor(email) {
       const user = store.users.find((u) => u.email === email && u.apiToken);
       return user ? { email: user.email!, apiToken: user.apiToken! } : undefined;

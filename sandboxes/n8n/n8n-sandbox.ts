@@ -1,7 +1,18 @@
 // In-process n8n instance: public API v1 under /api/v1 and webhooks under /webhook and /webhook-test,
-// faithful to docs/provider-coverage.md Listens on 127.0.0.1 only.
+// faithful to docs/provider-coverage.md. Listens on 127.0.0.1, or on a unix socket (the service's own sandboxes).
 import type http from 'node:http';
-import { listenOnLoopback, readBody, sendFault, sendJson, takeFault, type Fault, type RecordedRequest, type RunningSandbox } from '../harness.ts';
+import {
+  listen,
+  readBody,
+  recorder,
+  sendFault,
+  sendJson,
+  takeFault,
+  type Fault,
+  type ListenOptions,
+  type RecordedRequest,
+  type RunningSandbox,
+} from '../harness.ts';
 import { handleApi, type ApiContext } from './api.ts';
 import { NODE_TYPES, setPublished, type N8nWorkflow } from './model.ts';
 import { API_KEYS, API_USERS, CREDENTIAL_DATA, PROJECTS, WEBHOOK_SECRETS, seedTags, seedWorkflows, type SeedKey } from './seed.ts';
@@ -11,8 +22,9 @@ export type { N8nWorkflow, N8nNode, N8nTag } from './model.ts';
 export type { WebhookCall, WebhookMode } from './webhooks.ts';
 export type { SeedKey } from './seed.ts';
 
-export interface N8nSandboxOptions {
-  port?: number;
+export interface N8nSandboxOptions extends ListenOptions {
+  /** The owner's API key (default the seed's). */
+  apiKey?: string;
   /** How long the "Slow report" webhook (path `slow`) waits before answering; default 2000 ms. */
   slowWebhookMs?: number;
 }
@@ -57,6 +69,8 @@ function notMounted(res: http.ServerResponse, method: string, path: string): voi
 export async function startN8nSandbox(options: N8nSandboxOptions = {}): Promise<N8nSandbox> {
   const requests: RecordedRequest[] = [];
   const faults: Fault[] = [];
+  const record = recorder(requests, options);
+  const ownerKey = options.apiKey ?? API_KEYS.owner;
   let publicApi = true;
   const closing = new AbortController();
   const tags = seedTags();
@@ -65,7 +79,7 @@ export async function startN8nSandbox(options: N8nSandboxOptions = {}): Promise<
     baseUrl: '',
     workflows: [],
     tags,
-    apiUsers: API_USERS,
+    apiUsers: options.apiKey ? { [ownerKey]: API_USERS[API_KEYS.owner], [API_KEYS.member]: API_USERS[API_KEYS.member] } : API_USERS,
     armedTests: new Set(),
     credentialData: CREDENTIAL_DATA,
     calls: [],
@@ -76,7 +90,7 @@ export async function startN8nSandbox(options: N8nSandboxOptions = {}): Promise<
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const method = req.method ?? 'GET';
     const body = await readBody(req);
-    requests.push({ method, path: url.pathname, query: url.searchParams, headers: req.headers, body });
+    record({ method, path: url.pathname, query: url.searchParams, headers: req.headers, body });
     const fault = takeFault(faults, method, url.pathname);
     if (fault) return sendFault(res, fault);
 
@@ -102,11 +116,11 @@ export async function startN8nSandbox(options: N8nSandboxOptions = {}): Promise<
     notMounted(res, method, path);
   }
 
-  const server = await listenOnLoopback((req, res) => {
+  const server = await listen((req, res) => {
     handle(req, res).catch((err: unknown) => {
       if (!res.headersSent && !res.destroyed) sendJson(res, 500, { message: (err as Error).message });
     });
-  }, options.port);
+  }, options);
 
   state.baseUrl = server.url;
   const seeded = seedWorkflows(server.url, options.slowWebhookMs ?? 2000, tags);
@@ -124,7 +138,7 @@ export async function startN8nSandbox(options: N8nSandboxOptions = {}): Promise<
       closing.abort();
       return server.close();
     },
-    apiKey: API_KEYS.owner,
+    apiKey: ownerKey,
     memberApiKey: API_KEYS.member,
     requests,
     faults,

@@ -2,7 +2,7 @@
 // faithful to docs/provider-coverage.md: auth and version checks, error bodies, pagination, validation.
 import type http from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { listenOnLoopback, readBody, sendFault, sendJson, takeFault, type Fault, type RecordedRequest } from '../harness.ts';
+import { listen, readBody, recorder, sendFault, sendJson, takeFault, type Fault, type ListenOptions, type RecordedRequest } from '../harness.ts';
 import { NotionApi } from './api.ts';
 import { errorBody, invalidUrl, NotionError, unauthorized } from './errors.ts';
 import { Workspace, type BlockRecord, type DatabaseRecord, type DataSourceRecord, type PageRecord } from './model.ts';
@@ -14,8 +14,9 @@ export const NOTION_VERSION = '2025-09-03';
 const KNOWN_VERSIONS = ['2021-05-11', '2021-05-13', '2021-08-16', '2022-02-22', '2022-06-28', '2025-09-03', '2026-03-11'];
 const FIRST_DATA_SOURCE_VERSION = '2025-09-03';
 
-export interface NotionSandboxOptions {
-  port?: number;
+export interface NotionSandboxOptions extends ListenOptions {
+  /** The internal integration token (`ntn_…`; random by default). */
+  token?: string;
   /** Delay before a template's content appears on a page created from it (default 150 ms). */
   templateDelayMs?: number;
 }
@@ -68,13 +69,14 @@ function withoutArchived(value: unknown): unknown {
 export async function startNotionSandbox(options: NotionSandboxOptions = {}): Promise<NotionSandbox> {
   const ws = new Workspace(newId());
   const ids = seedWorkspace(ws);
-  const token = tokenOf('ntn_');
+  const token = options.token ?? tokenOf('ntn_');
   const legacyToken = tokenOf('secret_');
   const publicToken = randomBytes(24).toString('hex');
   const internal = new NotionApi(ws, { isPublicIntegration: false, templateDelayMs: options.templateDelayMs ?? 150 });
   const external = new NotionApi(ws, { isPublicIntegration: true, templateDelayMs: options.templateDelayMs ?? 150 });
   const requests: RecordedRequest[] = [];
   const faults: Fault[] = [];
+  const record = recorder(requests, options);
 
   function answer(req: http.IncomingMessage, url: URL, raw: string): { status: number; body: unknown } {
     const auth = req.headers.authorization ?? '';
@@ -115,10 +117,10 @@ export async function startNotionSandbox(options: NotionSandboxOptions = {}): Pr
     return { status: 200, body: version === '2026-03-11' ? withoutArchived(result) : result };
   }
 
-  const server = await listenOnLoopback(async (req, res) => {
+  const server = await listen(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const raw = await readBody(req);
-    requests.push({ method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body: raw });
+    record({ method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body: raw });
     const fault = takeFault(faults, req.method ?? 'GET', url.pathname);
     if (fault) return sendFault(res, fault);
     try {
@@ -129,7 +131,7 @@ export async function startNotionSandbox(options: NotionSandboxOptions = {}): Pr
       sendJson(res, 500, errorBody(500, 'internal_server_error', 'Unexpected error occurred.'));
       console.error('notion sandbox:', err);
     }
-  }, options.port);
+  }, options);
 
   const find = <T>(map: Map<string, T>, id: string) => map.get(normalizeId(id) ?? id);
   return {

@@ -61,17 +61,24 @@ export interface ProjectKeys {
   secretKey: string;
 }
 
-/** Fresh keys per sandbox: legacy JWT keys (ten years valid) and new-style opaque keys. */
-export function makeProjectKeys(): ProjectKeys {
-  const jwtSecret = randomBytes(32).toString('hex');
-  const iat = Math.floor(Date.now() / 1000);
+/** 2025-01-01: when keys derived from a seed were issued, so they are the same at every start. */
+const SEEDED_IAT = 1_735_689_600;
+
+/**
+ * The project's keys: legacy JWT keys (ten years valid) and new-style opaque keys. Fresh per sandbox, or
+ * derived from `seed` (a sandbox restarted with the same seed accepts the keys it gave before).
+ */
+export function makeProjectKeys(seed?: string): ProjectKeys {
+  const bytes = (label: string, n: number): Buffer => (seed === undefined ? randomBytes(n) : createHmac('sha256', seed).update(label).digest().subarray(0, n));
+  const jwtSecret = bytes('jwt secret', 32).toString('hex');
+  const iat = seed === undefined ? Math.floor(Date.now() / 1000) : SEEDED_IAT;
   const legacy = (role: string): string => signJwt({ iss: 'supabase', ref: 'sandbox', role, iat, exp: iat + 10 * 365 * 86400 }, jwtSecret);
   return {
     jwtSecret,
     anonKey: legacy('anon'),
     serviceRoleKey: legacy('service_role'),
-    publishableKey: `sb_publishable_${randomBytes(16).toString('base64url')}`,
-    secretKey: `sb_secret_${randomBytes(16).toString('base64url')}`,
+    publishableKey: `sb_publishable_${bytes('publishable key', 16).toString('base64url')}`,
+    secretKey: `sb_secret_${bytes('secret key', 16).toString('base64url')}`,
   };
 }
 

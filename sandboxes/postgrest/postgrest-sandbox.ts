@@ -2,20 +2,35 @@
 // mapped to Postgres roles with row-level security, PostgREST's URL grammar, preferences, status codes and
 // error bodies (docs/provider-coverage.md). Postgres itself raises the constraint/type/column/permission errors.
 import type http from 'node:http';
+import { randomBytes } from 'node:crypto';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
-import { listenOnLoopback, readBody, sendFault, sendJson, takeFault, type Fault, type RecordedRequest, type RunningSandbox } from '../harness.ts';
+import {
+  listen,
+  readBody,
+  recorder,
+  sendFault,
+  sendJson,
+  takeFault,
+  type Fault,
+  type ListenOptions,
+  type RecordedRequest,
+  type RunningSandbox,
+} from '../harness.ts';
 import { identify, makeProjectKeys, signJwt, type ProjectKeys, type RequestIdentity } from './auth.ts';
 import { closestName, columnNotFound, fromPostgres, invalidBody, invalidRange, PgrstError, safeUpdateError, tableNotFound } from './errors.ts';
 import { parseQuery, type ParsedQuery, type SelectItem } from './grammar.ts';
 import { loadSchemaCache, type ColumnInfo, type SchemaCache } from './schema.ts';
-import { ROLES_SQL, SEED_SQL } from './seed.ts';
+import { AUTH_SQL, OWN_DATABASE, dropSql, rolesSql, seedSql, type TenantNames } from './seed.ts';
 import { arrayLiteral, jsonBody, orderClause, quoteIdent, selectList, SqlParams, whereClause } from './sql.ts';
 
 export { signJwt } from './auth.ts';
 export type { ErrorBody } from './errors.ts';
 
-export interface PostgrestSandboxOptions {
-  port?: number;
+export interface PostgrestSandboxOptions extends ListenOptions {
+  /** Keep the tables in this shared database (a schema and roles of their own) instead of a database of their own. */
+  database?: SharedDatabase;
+  /** Derive the project's keys from this secret (the same keys at every start); random by default. */
+  keySeed?: string;
   /** PostgREST major version to emulate: 12 (missing table = 42P01, no Proxy-Status) or 13 (default). */
   version?: 12 | 13;
   /** db-max-rows: the most rows one response carries (Supabase default 1000). */
@@ -32,7 +47,7 @@ export interface PostgrestSandbox extends RunningSandbox, ProjectKeys {
   sql<T = Record<string, unknown>>(query: string, params?: unknown[]): Promise<T[]>;
   /** Signs a JWT with the project secret, e.g. a user token `{role: 'authenticated', sub: 'alice'}`. */
   signJwt(claims: Record<string, unknown>): string;
-  /** Drops every table of `public` and seeds the default tables again. */
+  /** Drops every table of the sandbox's schema and seeds the default tables again. */
   reset(): Promise<void>;
 }
 
@@ -139,6 +154,7 @@ class DataApi {
 
   constructor(
     private readonly db: PGlite,
+    private readonly tenant: TenantNames,
     private readonly keys: ProjectKeys,
     readonly version: 12 | 13,
     private readonly maxRows: number,
@@ -148,13 +164,18 @@ class DataApi {
     this.schema = undefined;
   }
 
+  /** A table of the sandbox's schema, quoted (answers still call the schema `public`, as Supabase exposes it). */
+  private relation(table: string): string {
+    return `${quoteIdent(this.tenant.schema)}.${quoteIdent(table)}`;
+  }
+
   async handle(req: http.IncomingMessage, path: string, params: URLSearchParams, body: string): Promise<Answer> {
     const apikey = (req.headers.apikey as string | undefined) ?? params.get('apikey') ?? undefined;
     const identity = identify(this.keys, apikey, req.headers.authorization, this.version);
     if ('status' in identity) return { status: identity.status, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(identity.body) };
 
     const resource = path.slice('/rest/v1/'.length);
-    this.schema ??= await loadSchemaCache(this.db);
+    this.schema ??= await loadSchemaCache(this.db, this.tenant.schema);
     if (resource === '') return this.openApi();
     if (resource.startsWith('rpc/')) {
       const fn = decodeURIComponent(resource.slice(4));
@@ -215,7 +236,11 @@ class DataApi {
   private async asRole<T>(identity: RequestIdentity, work: (tx: Transaction) => Promise<T>): Promise<T> {
     try {
       return await this.db.transaction(async (tx) => {
-        await tx.query(`SELECT set_config('role', $1, true), set_config('request.jwt.claims', $2, true)`, [identity.role, JSON.stringify(identity.claims)]);
+        await tx.query(`SELECT set_config('role', $1, true), set_config('request.jwt.claims', $2, true), set_config('search_path', $3, true)`, [
+          this.tenant.role(identity.role),
+          JSON.stringify(identity.claims),
+          quoteIdent(this.tenant.schema),
+        ]);
         return work(tx);
       });
     } catch (err) {
@@ -226,7 +251,7 @@ class DataApi {
 
   private async read(r: TableRequest): Promise<Answer> {
     const params = new SqlParams();
-    const from = `public.${quoteIdent(r.table)}`;
+    const from = this.relation(r.table);
     const where = whereClause(r.table, r.query.filters, r.query.logic, params);
     const range = requestedRange(r.query, r.rangeHeader, this.maxRows);
     const page = `LIMIT ${range.limit === undefined ? 'ALL' : params.add(range.limit)} OFFSET ${params.add(range.offset)}`;
@@ -281,11 +306,11 @@ class DataApi {
     if (rows.length === 0) sql = '';
     else if (columns.length === 0) {
       // Every column takes its default: `(first_column) VALUES (DEFAULT), (DEFAULT)...`
-      sql = `INSERT INTO public.${quoteIdent(r.table)} (${quoteIdent(r.columns[0].name)}) VALUES ${rows.map(() => '(DEFAULT)').join(', ')}`;
+      sql = `INSERT INTO ${this.relation(r.table)} (${quoteIdent(r.columns[0].name)}) VALUES ${rows.map(() => '(DEFAULT)').join(', ')}`;
     } else {
       const missing = r.prefs.missingDefault ? 'DEFAULT' : 'NULL';
       const values = rows.map((row) => `(${columns.map((c) => (c.name in row ? params.add(cellValue(row[c.name], c)) : missing)).join(', ')})`);
-      sql = `INSERT INTO public.${quoteIdent(r.table)} (${columns.map((c) => quoteIdent(c.name)).join(', ')}) VALUES ${values.join(', ')}`;
+      sql = `INSERT INTO ${this.relation(r.table)} (${columns.map((c) => quoteIdent(c.name)).join(', ')}) VALUES ${values.join(', ')}`;
     }
     const result = await this.mutate(r, sql, params);
     const headers: Record<string, string> = { 'content-range': contentRange(1, 0, r.prefs.count ? result.count : undefined) };
@@ -312,7 +337,7 @@ class DataApi {
     if (columns.length > 0) {
       if (!this.filtered(r)) throw safeUpdateError('UPDATE');
       const set = columns.map((c) => `${quoteIdent(c.name)} = ${c.name in patch ? params.add(cellValue(patch[c.name], c)) : 'NULL'}`);
-      sql = `UPDATE public.${quoteIdent(r.table)} SET ${set.join(', ')} ${whereClause(r.table, r.query.filters, r.query.logic, params)}`;
+      sql = `UPDATE ${this.relation(r.table)} SET ${set.join(', ')} ${whereClause(r.table, r.query.filters, r.query.logic, params)}`;
     }
     const result = await this.mutate(r, sql, params);
     const headers = { 'content-range': contentRange(0, result.count - 1, r.prefs.count ? result.count : undefined) };
@@ -322,7 +347,7 @@ class DataApi {
   private async remove(r: TableRequest): Promise<Answer> {
     if (!this.filtered(r)) throw safeUpdateError('DELETE');
     const params = new SqlParams();
-    const sql = `DELETE FROM public.${quoteIdent(r.table)} ${whereClause(r.table, r.query.filters, r.query.logic, params)}`;
+    const sql = `DELETE FROM ${this.relation(r.table)} ${whereClause(r.table, r.query.filters, r.query.logic, params)}`;
     const result = await this.mutate(r, sql, params);
     const headers = { 'content-range': contentRange(1, 0, r.prefs.count ? result.count : undefined) };
     return this.writeAnswer(r, 204, result, headers);
@@ -395,15 +420,64 @@ function locationOf(table: string, body: string, primaryKey: ColumnInfo[]): stri
   return `/${table}?${query}`;
 }
 
+/**
+ * One Postgres (PGlite) shared by several sandboxes, each in a schema with roles of its own: a PGlite costs
+ * about 200 MB and seconds to start, a tenant under 1 MB and about 150 ms (figures in the README, "Sandbox
+ * accounts"), so the service keeps one for all of its owners' sandboxes. Tenant roles can use their own schema only.
+ */
+export class SharedDatabase {
+  private tenants = 0;
+
+  private constructor(readonly db: PGlite) {}
+
+  static async start(): Promise<SharedDatabase> {
+    const db = await PGlite.create();
+    await db.exec(AUTH_SQL);
+    return new SharedDatabase(db);
+  }
+
+  /** How many sandboxes keep their tables here. */
+  get size(): number {
+    return this.tenants;
+  }
+
+  /** A new schema and its roles (`sbx_<random>` and `sbx_<random>_anon`...: no name can reach another tenant's). */
+  async addTenant(): Promise<TenantNames> {
+    const schema = `sbx_${randomBytes(8).toString('hex')}`;
+    const tenant: TenantNames = { schema, role: (requestRole) => `${schema}_${requestRole}` };
+    await this.db.exec(rolesSql(tenant) + seedSql(tenant));
+    this.tenants++;
+    return tenant;
+  }
+
+  async dropTenant(tenant: TenantNames): Promise<void> {
+    this.tenants--;
+    await this.db.exec(dropSql(tenant));
+  }
+
+  close(): Promise<void> {
+    return this.db.close();
+  }
+}
+
 export async function startPostgrestSandbox(options: PostgrestSandboxOptions = {}): Promise<PostgrestSandbox> {
   const version = options.version ?? 13;
-  const db = await PGlite.create();
-  await db.exec(ROLES_SQL);
-  await db.exec(SEED_SQL);
-  const keys = makeProjectKeys();
-  const api = new DataApi(db, keys, version, options.maxRows ?? 1000);
+  const shared = options.database;
+  let db: PGlite;
+  let tenant: TenantNames;
+  if (shared) {
+    db = shared.db;
+    tenant = await shared.addTenant();
+  } else {
+    db = await PGlite.create();
+    tenant = OWN_DATABASE;
+    await db.exec(AUTH_SQL + rolesSql(tenant) + seedSql(tenant));
+  }
+  const keys = makeProjectKeys(options.keySeed);
+  const api = new DataApi(db, tenant, keys, version, options.maxRows ?? 1000);
   const requests: RecordedRequest[] = [];
   const faults: Fault[] = [];
+  const record = recorder(requests, options);
 
   const sendAnswer = (res: http.ServerResponse, answer: Answer): void => {
     const headers: Record<string, string | number> = { ...answer.headers };
@@ -419,7 +493,7 @@ export async function startPostgrestSandbox(options: PostgrestSandboxOptions = {
   const handler: http.RequestListener = async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://sandbox');
     const body = await readBody(req);
-    requests.push({ method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body });
+    record({ method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body });
     const fault = takeFault(faults, req.method ?? 'GET', url.pathname);
     if (fault) return sendFault(res, fault);
     if (!url.pathname.startsWith('/rest/v1/')) return sendJson(res, 404, { message: 'no Route matched with those values' });
@@ -430,7 +504,7 @@ export async function startPostgrestSandbox(options: PostgrestSandboxOptions = {
       sendJson(res, 500, { code: 'XX000', details: null, hint: null, message: err instanceof Error ? err.message : String(err) });
     }
   };
-  const server = await listenOnLoopback(handler, options.port);
+  const server = await listen(handler, options);
 
   return {
     ...keys,
@@ -450,12 +524,13 @@ export async function startPostgrestSandbox(options: PostgrestSandboxOptions = {
     },
     signJwt: (claims) => signJwt(claims, keys.jwtSecret),
     async reset() {
-      await db.exec(SEED_SQL);
+      await db.exec(seedSql(tenant));
       api.invalidateSchema();
     },
     async close() {
       await server.close();
-      await db.close();
+      if (shared) await shared.dropTenant(tenant);
+      else await db.close();
     },
   };
 }

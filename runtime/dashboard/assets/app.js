@@ -1,8 +1,8 @@
 // @ts-check
 // The dashboard's behaviour: forms and buttons call the management API (/api/...) with the session's CSRF
 // token, show the API's own error next to the field it names, confirm destructive actions, reveal a new
-// key once, copy to the clipboard and switch tabs. Plain ES module; no inline handlers (CSP forbids them).
-// Type-checked by `npm run typecheck` (JSDoc types; tsconfig.json beside this file).
+// key once (with the sandbox's client commands), copy to the clipboard and switch tabs. Plain ES module; no
+// inline handlers (CSP forbids them). Type-checked by `npm run typecheck` (JSDoc types; tsconfig beside this file).
 
 /**
  * An API answer's JSON, as far as this module reads it.
@@ -11,6 +11,11 @@
  */
 /** @typedef {{ ok: boolean, status: number, body: ApiBody | null, headers?: Headers }} ApiResult */
 /** @typedef {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement} Control */
+/**
+ * The answer of POST /api/sandbox, as the dialog shows it.
+ * @typedef {{ accounts: Array<{ name: string }>, server: { id: string, name: string, url: string }, tools: number,
+ *   key: { key: string }, snippets: Array<{ id: string, client: string, where: string, code: string }> }} SandboxSetup
+ */
 
 const csrf = document.querySelector('meta[name="csrf-token"]')?.getAttribute('content') ?? '';
 
@@ -272,6 +277,7 @@ async function after(el, result) {
   // The OAuth decision: back to the application (its redirect URI), wherever that is.
   if (then === 'redirect') return location.assign(String(b.redirect_to));
   if (then === 'reveal') return reveal(el.dataset.revealTitle || 'Copy it now', String(b.key ?? b.token));
+  if (then === 'sandbox') return showSandbox(/** @type {SandboxSetup} */ (/** @type {unknown} */ (b)));
   if (then === 'verify') {
     const out = el.closest('[data-verify-scope]')?.querySelector('[data-verify-result]');
     if (!out) return;
@@ -448,6 +454,67 @@ function reveal(title, value) {
   const dialog = required('reveal-dialog', HTMLDialogElement);
   setText(dialog, '[data-title]', title);
   setText(dialog, '#reveal-value', value);
+  dialog.addEventListener('close', () => location.reload(), { once: true });
+  dialog.showModal();
+}
+
+/**
+ * An element with attributes and text (never HTML: values from the API are text).
+ * @param {string} tag
+ * @param {Record<string, string>} [attributes]
+ * @param {string} [text]
+ */
+function element(tag, attributes = {}, text) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) el.setAttribute(name, value);
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+/**
+ * The sandbox, set up: its key shown once and each client's command with it; closing the dialog reloads the page.
+ * @param {SandboxSetup} setup
+ */
+function showSandbox(setup) {
+  const dialog = document.getElementById('sandbox-dialog');
+  if (!(dialog instanceof HTMLDialogElement)) return;
+  const providers = new Intl.ListFormat('en', { type: 'conjunction' }).format(setup.accounts.map((a) => a.name.replace(/^Sandbox /, '')));
+  setText(
+    dialog,
+    '[data-summary]',
+    `Sandbox accounts of ${providers} and the server “${setup.server.name}” with ${setup.tools} tools bound to them, at ${setup.server.url}.`,
+  );
+  setText(dialog, '#sandbox-key', setup.key.key);
+  const tabs = dialog.querySelector('[data-snippet-tabs]');
+  const panels = dialog.querySelector('[data-snippet-panels]');
+  if (!tabs || !panels) return;
+  tabs.replaceChildren();
+  panels.replaceChildren();
+  setup.snippets.forEach((snippet, i) => {
+    const first = i === 0;
+    const ids = { tab: `sandbox-tab-${snippet.id}`, panel: `sandbox-panel-${snippet.id}`, code: `sandbox-snippet-${snippet.id}` };
+    tabs.append(
+      element(
+        'button',
+        { type: 'button', role: 'tab', id: ids.tab, 'aria-controls': ids.panel, 'aria-selected': String(first), tabindex: first ? '0' : '-1' },
+        snippet.client,
+      ),
+    );
+    const panel = element('div', { role: 'tabpanel', id: ids.panel, 'aria-labelledby': ids.tab });
+    panel.hidden = !first;
+    // The copy button sits beside the words, not over the command's end.
+    const head = element('div', { class: 'snippet-head' });
+    head.append(
+      element('p', { class: 'small muted' }, snippet.where),
+      element('button', { type: 'button', class: 'btn small', 'data-copy': ids.code, 'aria-label': `Copy the ${snippet.client} command` }, 'Copy'),
+    );
+    const code = element('div', { class: 'code' });
+    code.append(element('pre', { id: ids.code }, snippet.code));
+    panel.append(head, code);
+    panels.append(panel);
+  });
+  for (const link of dialog.querySelectorAll('a[data-server-link]'))
+    if (link instanceof HTMLAnchorElement) link.href = `/servers/${encodeURIComponent(setup.server.id)}`;
   dialog.addEventListener('close', () => location.reload(), { once: true });
   dialog.showModal();
 }

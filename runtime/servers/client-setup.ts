@@ -17,7 +17,13 @@ const slug = (name: string) =>
     .replace(/[^a-z0-9]+/g, '-')
     .replace(/^-|-$/g, '') || 'tool-server';
 
-export function connectSnippets(url: string, serverName: string, key = KEY_PLACEHOLDER): Snippet[] {
+/** `call`: the curl snippet calls this tool instead of listing the tools. */
+export function connectSnippets(
+  url: string,
+  serverName: string,
+  key = KEY_PLACEHOLDER,
+  call?: { name: string; arguments: Record<string, unknown> },
+): Snippet[] {
   const name = slug(serverName);
   const json = (v: unknown) => JSON.stringify(v, null, 2);
   const auth = `Bearer ${key}`;
@@ -54,8 +60,10 @@ export function connectSnippets(url: string, serverName: string, key = KEY_PLACE
     {
       id: 'curl',
       client: 'curl',
-      where: 'Any shell: list the tools',
-      code: `curl -s -X POST ${url} \\\n  -H "Authorization: ${auth}" \\\n  -H "Content-Type: application/json" \\\n  -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'`,
+      where: call ? `Any shell: call ${call.name}` : 'Any shell: list the tools',
+      code: `curl -s -X POST ${url} \\\n  -H "Authorization: ${auth}" \\\n  -H "Content-Type: application/json" \\\n  -d '${
+        call ? JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: call }) : '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+      }'`,
     },
   ];
 }
