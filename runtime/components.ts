@@ -20,6 +20,8 @@ import { Engine } from './engine/engine.ts';
 import { type HttpClient, createHttpClient } from './http/client.ts';
 import type { Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
+import { LATEST_LEGACY_VERSION } from './mcp/protocol.ts';
+import { callResult } from './mcp/tool-wire.ts';
 import { METADATA_FETCH_LIMITS, OAuthClients } from './oauth/clients.ts';
 import { OAuthGrants } from './oauth/grants.ts';
 import { CallPipeline } from './pipeline/call-pipeline.ts';
@@ -140,6 +142,15 @@ export async function buildComponents(
     operatorToken: secrets.operatorToken,
     maxBodyBytes: config.maxBodyBytes,
     // The public URL is completed once the port is known (PORT=0 in tests).
-    site: { publicUrl: config.publicUrl, signup: config.signup, startingCredits: config.startingCredits },
+    site: { publicUrl: config.publicUrl, signup: config.signup, startingCredits: config.startingCredits, creditsHelp: config.creditsHelp },
+    async tryTool(call) {
+      const principal = pipeline.dashboardCaller(call.ownerId, call.serverId);
+      const limited = await pipeline.rateLimit(principal);
+      if (!limited.allowed) return { ok: false, rateLimited: true, headers: limited.headers };
+      const outcome = await pipeline.callTool(principal, call.tool, call.arguments, { signal: call.signal, progress: () => undefined });
+      if (!outcome) return { ok: false, rateLimited: false };
+      // As the clients of today get it (the revision most of them speak): content, structuredContent, isError.
+      return { ok: true, result: callResult(outcome, LATEST_LEGACY_VERSION) as { content: unknown[]; isError: boolean } };
+    },
   };
 }

@@ -69,7 +69,13 @@ export interface Config {
   auditRetentionDays: number;
   /** The service's own provider sandboxes ("Try it with sandbox accounts"): on, or off for a hosted service. */
   sandboxes: { enabled: boolean; idleMinutes: number; maxSets: number };
+  /** What the dashboard tells an owner whose credits run low or out: the operator's words and an optional link. */
+  creditsHelp: { text: string; url?: string };
 }
+
+/** What the dashboard says about getting credits when the operator says nothing. */
+export const DEFAULT_CREDITS_HELP = 'Ask the operator of this service for more credits.';
+const CREDITS_HELP_MAX = 500;
 
 export class ConfigError extends Error {}
 
@@ -126,6 +132,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (env.PUBLIC_URL && !isHttpUrl(env.PUBLIC_URL))
     problems.push(`PUBLIC_URL must be an http(s) URL with no path, query or fragment (got "${env.PUBLIC_URL}")`);
   if (env.OPERATOR_TOKEN !== undefined && env.OPERATOR_TOKEN.length < 24) problems.push('OPERATOR_TOKEN must be at least 24 characters');
+  const helpText = env.CREDITS_HELP_TEXT?.trim() || DEFAULT_CREDITS_HELP;
+  // Shown in every page of an owner short of credits: plain text (escaped there), one line, bounded.
+  if (helpText.length > CREDITS_HELP_MAX || /\p{Cc}/u.test(helpText))
+    problems.push(`CREDITS_HELP_TEXT must be one line of at most ${CREDITS_HELP_MAX} characters, without control characters`);
+  const helpUrl = env.CREDITS_HELP_URL?.trim() || undefined;
+  if (helpUrl !== undefined && !isLinkUrl(helpUrl)) problems.push(`CREDITS_HELP_URL must be an http(s) or mailto: URL (got "${helpUrl}")`);
   const sandboxes = env.SANDBOXES || 'on';
   if (sandboxes !== 'on' && sandboxes !== 'off') problems.push(`SANDBOXES must be on or off (got "${env.SANDBOXES}")`);
   const config: Config = {
@@ -175,6 +187,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     oauthRefreshReuseSeconds: int('OAUTH_REFRESH_REUSE_SECONDS', 60, 0, 3600),
     auditRetentionDays: int('AUDIT_RETENTION_DAYS', 365, 1, 3650),
     sandboxes: { enabled: sandboxes !== 'off', idleMinutes: int('SANDBOX_IDLE_MINUTES', 30, 1, 1440), maxSets: int('SANDBOX_MAX_SETS', 50, 1, 10_000) },
+    creditsHelp: { text: helpText, url: helpUrl },
   };
   config.publicUrl = env.PUBLIC_URL ? new URL(env.PUBLIC_URL).origin : defaultPublicUrl(config.host, config.port);
   if (config.headersTimeoutMs > config.requestTimeoutMs) problems.push('HEADERS_TIMEOUT_MS must not be larger than REQUEST_TIMEOUT_MS');
@@ -195,6 +208,16 @@ function isHttpUrl(text: string): boolean {
   try {
     const u = new URL(text);
     return (u.protocol === 'http:' || u.protocol === 'https:') && (u.pathname === '/' || u.pathname === '') && !u.search && !u.hash;
+  } catch {
+    return false;
+  }
+}
+
+/** A link a page may show: http(s) with a host, or mailto: (never javascript: or data:). */
+function isLinkUrl(text: string): boolean {
+  try {
+    const u = new URL(text);
+    return ((u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '') || (u.protocol === 'mailto:' && u.pathname.includes('@'));
   } catch {
     return false;
   }

@@ -22,6 +22,11 @@ export const STORE_INDEXES: IndexSpec[] = [
   { collection: 'tools', fields: ['account_id'] },
   { collection: 'usage', fields: ['owner_id', 'hour'] },
   { collection: 'calls', fields: ['owner_id', 'at'] },
+  // The call log (runtime/api/calls.ts): newest first, by server, key, tool or outcome.
+  { collection: 'calls', fields: ['owner_id', 'server_id', 'at'] },
+  { collection: 'calls', fields: ['owner_id', 'key_id', 'at'] },
+  { collection: 'calls', fields: ['owner_id', 'tool', 'at'] },
+  { collection: 'calls', fields: ['owner_id', 'outcome', 'at'] },
   // Settlement walks an owner's charged records in the order of the credit line; one record per range.
   { collection: 'calls', fields: ['owner_id', 'from'] },
   { collection: 'calls', fields: ['charge_key'], unique: true, sparse: true },

@@ -12,6 +12,19 @@ export interface OwnerDoc extends Doc {
   /** SHA-256 of the pending one-time invitation token and when it stops working. */
   invite_hash?: string;
   invite_expires_at?: Date;
+  /** The balance below which the dashboard warns, as the owner set it; absent: the default (creditAlert). */
+  credit_alert?: number;
+  /** The credits of the last grant (operator or starting credits): the default alert is a tenth of it. */
+  last_grant?: number;
+}
+
+/** The default alert without any grant on record. */
+export const DEFAULT_CREDIT_ALERT = 20;
+
+/** Below which balance the dashboard warns: the owner's own threshold, else 10% of the last grant, else 20 credits. */
+export function creditAlert(owner: Pick<OwnerDoc, 'credit_alert' | 'last_grant'>): { threshold: number; custom: boolean; fallback: number } {
+  const fallback = owner.last_grant ? Math.ceil(owner.last_grant / 10) : DEFAULT_CREDIT_ALERT;
+  return owner.credit_alert === undefined ? { threshold: fallback, custom: false, fallback } : { threshold: owner.credit_alert, custom: true, fallback };
 }
 
 export interface OwnerTokenDoc extends Doc {
@@ -114,6 +127,16 @@ export class Owners {
   /** Revokes (deletes) a token of the owner; false when there is none with that id. */
   async revokeToken(ownerId: string, id: string): Promise<boolean> {
     return (await this.tokens.deleteOne({ _id: id, owner_id: ownerId })) === 1;
+  }
+
+  /** The owner's low-balance alert; null goes back to the default. */
+  async setCreditAlert(ownerId: string, threshold: number | null): Promise<void> {
+    await this.owners.updateOne({ _id: ownerId }, threshold === null ? { $unset: { credit_alert: '' } } : { $set: { credit_alert: threshold } });
+  }
+
+  /** Remembers a grant's size (the default alert follows it); debits and empty grants say nothing. */
+  async noteGrant(ownerId: string, amount: number): Promise<void> {
+    if (amount > 0) await this.owners.updateOne({ _id: ownerId }, { $set: { last_grant: amount } });
   }
 
   byEmail(email: string): Promise<OwnerDoc | null> {

@@ -6,12 +6,20 @@ import { ApiError, jsonBody, notFound, str } from './http.ts';
 /** The largest credit grant or debit in one request: balances stay exact integers (far below 2^53). */
 export const MAX_GRANT = 1_000_000_000;
 
+/** Grants (or, negative, debits) credits, and notes a grant's size for the owner's default low-balance alert. */
+export async function grantCredits(d: Pick<ApiDeps, 'credits' | 'owners'>, ownerId: string, amount: number): Promise<number> {
+  if (amount === 0) return d.credits.balance(ownerId);
+  const balance = await d.credits.grant(ownerId, amount);
+  await d.owners.noteGrant(ownerId, amount);
+  return balance;
+}
+
 export function adminRoutes(router: Router, d: ApiDeps, g: Guards): void {
   router.post('/admin/owners', g.operator, async (ctx) => {
     const body = await jsonBody(ctx, d.maxBodyBytes);
     const email = str(body, 'email', { required: true, pattern: /^[^\s@]+@[^\s@]+\.[^\s@]+$/, what: 'an e-mail address' })!;
     const { owner, token, invite } = await d.owners.create(email);
-    if (d.site.startingCredits > 0) await d.credits.grant(owner._id, d.site.startingCredits);
+    await grantCredits(d, owner._id, d.site.startingCredits);
     await d.audit.record({
       action: 'owner.create',
       owner_id: owner._id,
@@ -30,7 +38,7 @@ export function adminRoutes(router: Router, d: ApiDeps, g: Guards): void {
     if (typeof amount !== 'number' || !Number.isInteger(amount) || Math.abs(amount) > MAX_GRANT) {
       throw new ApiError(400, `"amount" must be a whole number from -${MAX_GRANT} to ${MAX_GRANT} (negative to debit)`);
     }
-    const balance = await d.credits.grant(ctx.params.id, amount);
+    const balance = await grantCredits(d, ctx.params.id, amount);
     await d.audit.record({ action: 'credits.grant', owner_id: ctx.params.id, target: { type: 'owner', id: ctx.params.id }, changes: { amount, balance } });
     ctx.body = { balance };
   });

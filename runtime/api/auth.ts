@@ -2,10 +2,11 @@
 // password change, "sign out everywhere", and management tokens for scripts.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { normalizeEmail, publicOwnerToken, type OwnerDoc } from '../access/owners.ts';
+import { creditAlert, normalizeEmail, publicOwnerToken, type OwnerDoc } from '../access/owners.ts';
 import { PasswordsBusyError, passwordProblem } from '../access/passwords.ts';
 import { SESSION_COOKIE, csrfTokenOf } from '../access/sessions.ts';
 import { DuplicateKeyError } from '../store/port.ts';
+import { MAX_GRANT, grantCredits } from './admin.ts';
 import { type ApiDeps, type Guards, crossSiteProblem, me, sessionActor, sessionOwner } from './context.ts';
 import { ApiError, jsonBody, notFound, onlyFields, str } from './http.ts';
 
@@ -69,7 +70,7 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
       if (err instanceof DuplicateKeyError) throw new ApiError(409, 'An account with this e-mail already exists: sign in instead');
       throw err;
     }
-    if (d.site.startingCredits > 0) await d.credits.grant(owner._id, d.site.startingCredits);
+    await grantCredits(d, owner._id, d.site.startingCredits);
     const session = await signIn(ctx, owner, 201);
     await d.audit.record({
       action: 'owner.create',
@@ -121,9 +122,40 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     ctx.status = 204;
   });
 
+  const meView = async (owner: OwnerDoc) => {
+    const alert = creditAlert(owner);
+    return {
+      id: owner._id,
+      email: owner.email,
+      created_at: owner.created_at,
+      balance: await d.credits.balance(owner._id),
+      credit_alert: alert.threshold,
+      credit_alert_default: alert.fallback,
+    };
+  };
   router.get('/me', g.owner, async (ctx) => {
+    ctx.body = await meView(me(ctx));
+  });
+  // The owner's settings: the balance below which the dashboard warns (null: back to the default).
+  router.patch('/me', g.owner, async (ctx) => {
+    const body = await jsonBody(ctx, d.maxBodyBytes);
+    onlyFields(body, ['credit_alert']);
     const owner = me(ctx);
-    ctx.body = { id: owner._id, email: owner.email, created_at: owner.created_at, balance: await d.credits.balance(owner._id) };
+    const value = body.credit_alert;
+    if (value !== null && (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_GRANT))
+      throw new ApiError(400, `"credit_alert" must be a whole number of credits from 0 to ${MAX_GRANT}, or null for the default`);
+    const before = creditAlert(owner);
+    await d.owners.setCreditAlert(owner._id, value);
+    const updated = { ...owner, credit_alert: value ?? undefined };
+    const after = creditAlert(updated);
+    if (before.threshold !== after.threshold || before.custom !== after.custom)
+      await d.audit.record({
+        action: 'owner.update',
+        owner_id: owner._id,
+        target: ownerTarget(owner),
+        changes: { credit_alert: { from: before.custom ? before.threshold : 'default', to: after.custom ? after.threshold : 'default' } },
+      });
+    ctx.body = await meView(updated);
   });
 
   router.post('/me/password', g.owner, async (ctx) => {

@@ -40,8 +40,19 @@ export interface ApiDeps {
   operatorToken: string;
   maxBodyBytes: number;
   /** Public base URL (links, the dashboard's own origin), sign-up policy and credits of a new owner. */
-  site: { publicUrl: string; signup: 'open' | 'invite'; startingCredits: number };
+  site: { publicUrl: string; signup: 'open' | 'invite'; startingCredits: number; creditsHelp: { text: string; url?: string } };
+  /**
+   * Runs a tool of an owner's server as that owner (the dashboard's "Try"): through the call pipeline, charged
+   * and recorded like any call and marked as from the dashboard; answered as an MCP client gets it.
+   */
+  tryTool: (call: { ownerId: string; serverId: string; tool: string; arguments: Record<string, unknown>; signal: AbortSignal }) => Promise<TryOutcome>;
 }
+
+/** What a "Try" came to: the tools/call result as a client gets it, or the rate limit's refusal. */
+export type TryOutcome =
+  | { ok: true; result: { content: unknown[]; structuredContent?: unknown; isError: boolean } }
+  | { ok: false; rateLimited: true; headers: Record<string, string> }
+  | { ok: false; rateLimited: false };
 
 type Guard = (ctx: Context, next: Next) => Promise<void>;
 

@@ -1,9 +1,10 @@
 // Custom tools of a server: a base tool bound to an account, with defaults and locked parameters.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
+import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from '../json-depth.ts';
 import { type CustomToolDoc, publicTool } from '../servers/custom-tools.ts';
 import { type ApiDeps, type Guards, me, ownServer } from './context.ts';
-import { jsonBody, notFound, onlyFields } from './http.ts';
+import { ApiError, jsonBody, notFound, onlyFields } from './http.ts';
 import { checkToolBinding } from './tool-binding.ts';
 
 const toolTarget = (t: CustomToolDoc) => ({ type: 'tool', id: t._id, name: `${t.name} on ${t.server_id}` });
@@ -57,6 +58,42 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     );
     await d.audit.record({ action: 'tool.update', owner_id: me(ctx)._id, target: toolTarget(updated), changes });
     ctx.body = publicTool(updated);
+  });
+  // "Try": the owner calls the tool as a client would, through the call pipeline (charged, recorded as from the
+  // dashboard). The answer is the tools/call result as a client gets it; a failing call is still a 200 here,
+  // its result saying isError, like MCP.
+  router.post('/servers/:id/tools/:toolId/call', g.owner, async (ctx) => {
+    const body = await jsonBody(ctx, d.maxBodyBytes, true);
+    onlyFields(body, ['arguments']);
+    const server = await ownServer(d, ctx, ctx.params.id);
+    const doc = await ownTool(ctx);
+    if (!server.active) throw new ApiError(409, `The server “${server.name}” is inactive: activate it to call its tools`);
+    const args = body.arguments ?? {};
+    if (args === null || typeof args !== 'object' || Array.isArray(args)) throw new ApiError(400, '"arguments" must be an object of parameter values');
+    if (nestedDeeperThan(args, MAX_ARGUMENT_DEPTH)) throw new ApiError(400, `"arguments" are nested more than ${MAX_ARGUMENT_DEPTH} levels deep (the limit)`);
+    // A person who leaves the page stops the call, as a client closing its connection would.
+    const abort = new AbortController();
+    const stop = () => {
+      if (!ctx.res.writableFinished) abort.abort();
+    };
+    ctx.res.once('close', stop);
+    try {
+      const outcome = await d.tryTool({
+        ownerId: me(ctx)._id,
+        serverId: server._id,
+        tool: doc.name,
+        arguments: args as Record<string, unknown>,
+        signal: abort.signal,
+      });
+      if (!outcome.ok && outcome.rateLimited) {
+        ctx.set(outcome.headers);
+        throw new ApiError(429, 'Too many calls from the dashboard: try again in a few seconds');
+      }
+      if (!outcome.ok) throw notFound('Tool');
+      ctx.body = { tool: doc.name, result: outcome.result, balance: await d.credits.balance(me(ctx)._id) };
+    } finally {
+      ctx.res.off('close', stop);
+    }
   });
   router.delete('/servers/:id/tools/:toolId', g.owner, async (ctx) => {
     const doc = await ownTool(ctx);

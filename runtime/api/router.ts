@@ -2,6 +2,7 @@
 import Router from '@koa/router';
 import { accountsRoutes } from './accounts.ts';
 import { authRoutes } from './auth.ts';
+import { callsRoutes } from './calls.ts';
 import { adminRoutes } from './admin.ts';
 import { auditRoutes } from './audit.ts';
 import { type ApiDeps, guards } from './context.ts';
@@ -24,7 +25,19 @@ export function createApiRouter(d: ApiDeps): Router {
   });
   router.use(apiErrors);
   const g = guards(d);
-  for (const routes of [authRoutes, adminRoutes, serversRoutes, keysRoutes, accountsRoutes, toolsRoutes, usageRoutes, oauthRoutes, auditRoutes, sandboxRoutes])
+  for (const routes of [
+    authRoutes,
+    adminRoutes,
+    serversRoutes,
+    keysRoutes,
+    accountsRoutes,
+    toolsRoutes,
+    usageRoutes,
+    callsRoutes,
+    oauthRoutes,
+    auditRoutes,
+    sandboxRoutes,
+  ])
     routes(router, d, g);
   return router;
 }

@@ -1,4 +1,4 @@
-// Credits balance and usage of the calling owner.
+// Credits balance and usage of the calling owner (the call log itself: calls.ts).
 import type Router from '@koa/router';
 import { type ApiDeps, type Guards, me } from './context.ts';
 import { ApiError } from './http.ts';
@@ -6,13 +6,6 @@ import { ApiError } from './http.ts';
 export function usageRoutes(router: Router, d: ApiDeps, g: Guards): void {
   router.get('/credits', g.owner, async (ctx) => {
     ctx.body = { balance: await d.credits.balance(me(ctx)._id) };
-  });
-  router.get('/calls', g.owner, async (ctx) => {
-    const limit = ctx.query.limit === undefined ? 50 : Number(ctx.query.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new ApiError(400, '"limit" must be an integer from 1 to 500');
-    const server = typeof ctx.query.server === 'string' ? ctx.query.server : undefined;
-    const calls = await d.ledger.latest(me(ctx)._id, limit, server);
-    ctx.body = { calls: calls.map(({ _id, owner_id: _owner, charged: _charged, ...c }) => ({ id: _id, ...c })) };
   });
   router.get('/usage', g.owner, async (ctx) => {
     const q = ctx.query;

@@ -14,6 +14,7 @@ export const AUDIT_ACTIONS = [
   'password.change',
   'invitation.accept',
   'owner.create',
+  'owner.update',
   'token.create',
   'token.revoke',
   'credits.grant',
@@ -156,9 +157,10 @@ export class AuditTrail {
 
 export class CursorError extends Error {}
 
-const encodeCursor = (doc: AuditDoc) => Buffer.from(JSON.stringify({ at: doc.at.toISOString(), id: doc._id })).toString('base64url');
+/** A cursor of a list sorted newest first on (at, _id): where the next page starts. The call log uses it too. */
+export const encodeCursor = (doc: { at: Date; _id: string }) => Buffer.from(JSON.stringify({ at: doc.at.toISOString(), id: doc._id })).toString('base64url');
 
-function decodeCursor(cursor: string): { at: Date; id: string } {
+export function decodeCursor(cursor: string): { at: Date; id: string } {
   try {
     const { at, id } = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { at: unknown; id: unknown };
     const date = new Date(String(at));
@@ -199,17 +201,32 @@ const CSV_COLUMNS = [
   'changes',
 ];
 
-/** RFC 4180 text; a cell a spreadsheet would run as a formula is prefixed with a quote. */
 export function csvOf(events: AuditDoc[]): string {
+  return csvTable(
+    CSV_COLUMNS,
+    events.map((e) => [
+      e.at,
+      e.owner_id,
+      e.actor.type,
+      e.actor.id,
+      e.actor.name,
+      e.action,
+      e.target?.type,
+      e.target?.id,
+      e.target?.name,
+      e.ip,
+      e.user_agent,
+      e.changes,
+    ]),
+  );
+}
+
+/** RFC 4180 text; a cell a spreadsheet would run as a formula is prefixed with a quote. */
+export function csvTable(columns: string[], rows: unknown[][]): string {
   const cell = (v: unknown) => {
     let text = v === null || v === undefined ? '' : v instanceof Date ? v.toISOString() : typeof v === 'string' ? v : JSON.stringify(v);
     if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
     return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
   };
-  const rows = events.map((e) =>
-    [e.at, e.owner_id, e.actor.type, e.actor.id, e.actor.name, e.action, e.target?.type, e.target?.id, e.target?.name, e.ip, e.user_agent, e.changes]
-      .map(cell)
-      .join(','),
-  );
-  return [CSV_COLUMNS.join(','), ...rows].join('\r\n') + '\r\n';
+  return [columns.join(','), ...rows.map((r) => r.map(cell).join(','))].join('\r\n') + '\r\n';
 }

@@ -44,7 +44,11 @@ export interface CallDoc extends Doc {
   message?: string;
   /** The provider's HTTP status when the provider answered the failing request. */
   provider_status?: number | null;
+  /** Where the call came from when not from an MCP client: `dashboard` for the owner's "Try" in the dashboard. */
+  via?: CallVia;
 }
+
+export type CallVia = 'dashboard';
 
 /** Hourly usage per owner, server, key and tool. */
 export interface UsageRow {
@@ -75,6 +79,7 @@ export interface CallCharge {
   tool: string;
   cost: number;
   from?: ChargeStart;
+  via?: CallVia;
 }
 
 export interface LedgerOptions {
@@ -250,6 +255,7 @@ export function recordOf(
     latency_ms: latencyMs,
     ...(call.from === undefined ? {} : { from: call.from, charge_key: chargeKey(ownerId, call.from) }),
     ...(error ? { message: error.message, provider_status: error.provider_status ?? null } : {}),
+    ...(call.via ? { via: call.via } : {}),
   };
 }
 

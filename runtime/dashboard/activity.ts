@@ -16,7 +16,7 @@ const FAMILY_NAMES: Record<string, string> = {
   session: 'Sessions',
   password: 'Password',
   invitation: 'Invitations',
-  owner: 'Account created',
+  owner: 'Your account',
   token: 'Management tokens',
   credits: 'Credits',
   server: 'Servers',

@@ -6,7 +6,7 @@ import { ApiKeys } from '../access/keys.ts';
 import { type Holder, type Restrictions, isExpired, permits, refusal } from '../access/restrictions.ts';
 import type { KeyRateLimiter } from '../access/rate-limit.ts';
 import type { Credits } from '../billing/credits.ts';
-import { type CallCharge, type Ledger, recordOf } from '../billing/ledger.ts';
+import { type CallCharge, type CallVia, type Ledger, recordOf } from '../billing/ledger.ts';
 import { randomId } from '../secrets.ts';
 import type { Engine } from '../engine/engine.ts';
 import type { Logger } from '../log.ts';
@@ -23,7 +23,12 @@ interface Caller extends Principal {
   restrictions?: Restrictions;
   /** What the credential is, as refusals name it (default: a key). */
   holder?: Holder;
+  /** Not an MCP client: the call's record says where it came from. */
+  via?: CallVia;
 }
+
+/** The `key_id` of the owner's own calls from the dashboard ("Try"): no key, the signed-in owner. */
+export const DASHBOARD_CALLER = 'dashboard';
 
 export interface CallPipelineDeps {
   keys: ApiKeys;
@@ -74,8 +79,19 @@ export class CallPipeline implements McpBackend {
     return { ok: true, principal: caller };
   }
 
+  /**
+   * The owner trying a tool of their own server in the dashboard: charged, limited and recorded like any call,
+   * marked as from the dashboard. The caller checks the server is the owner's and active (what a key's
+   * authentication checks) and rate limits it (`rateLimit`) like a key.
+   */
+  dashboardCaller(ownerId: string, serverId: string): Principal {
+    const caller: Caller = { keyId: DASHBOARD_CALLER, ownerId, serverId, via: 'dashboard' };
+    return caller;
+  }
+
   rateLimit(principal: Caller, requests = 1): Promise<RateOutcome> {
-    return this.d.rateLimiter.consume(principal.keyId, requests);
+    // The dashboard is no key: its calls count per owner.
+    return this.d.rateLimiter.consume(principal.via ? `${principal.via}:${principal.ownerId}` : principal.keyId, requests);
   }
 
   async listTools(principal: Caller): Promise<ToolListing[]> {
@@ -87,7 +103,7 @@ export class CallPipeline implements McpBackend {
     if (!tool) return undefined;
     const cost = tool.base.spec.credits;
     const started = performance.now();
-    const call: CallCharge = { id: randomId('call_'), cost, server_id: principal.serverId, key_id: principal.keyId, tool: name };
+    const call: CallCharge = { id: randomId('call_'), cost, server_id: principal.serverId, key_id: principal.keyId, tool: name, via: principal.via };
     const latency = () => Math.round(performance.now() - started);
     /** A call refused before any charge: recorded, nothing to settle. */
     const rejected = async (error: ToolError): Promise<ToolCallResult> => {
