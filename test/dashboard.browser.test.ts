@@ -84,6 +84,8 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await expect.poll(() => row.count()).toBe(1);
     await row.getByRole('button', { name: /^Verify/ }).click();
     await expect.poll(() => row.locator('[data-verify-result]').textContent()).toContain('Verified');
+    // The badge says so at once, without a reload.
+    expect(await row.locator('[data-verify-badge]').textContent()).toMatch(/^verified \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/);
     // The secret is never sent back: only its mask.
     expect(await page.content()).not.toContain(notion.token);
 
@@ -107,18 +109,28 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await Promise.all([page.waitForURL(`${svc.url}/servers/${serverId}`), page.getByRole('button', { name: 'Add tool' }).click()]);
     expect(await page.getByRole('row', { name: /search_pages/ }).textContent()).toContain('page_size = 5');
 
-    // A key, shown once, copied with the button.
+    // A key, shown once, copied with the button, and the clients' commands with it.
     await page.getByRole('button', { name: 'New key' }).click();
     await page.getByRole('dialog', { name: 'New key for this server' }).getByLabel('Name').fill('laptop');
     await page.getByRole('button', { name: 'Create key' }).click();
     const reveal = page.getByRole('dialog', { name: 'Your new API key' });
     const shown = (await reveal.locator('#reveal-value').textContent())!;
     expect(shown).toMatch(/^mcpk_[A-Za-z0-9]{40,}$/);
-    await reveal.getByRole('button', { name: 'Copy' }).click();
+    await reveal.getByRole('button', { name: 'Copy key' }).click();
     const key = await page.evaluate(() => navigator.clipboard.readText());
     expect(key).toBe(shown);
-    await Promise.all([page.waitForEvent('load'), reveal.getByRole('button', { name: 'Done' }).click()]);
+    await reveal.getByRole('tab', { name: 'Cursor' }).click();
+    await reveal.getByRole('button', { name: 'Copy the Cursor command' }).click();
+    const cursor = JSON.parse(await page.evaluate(() => navigator.clipboard.readText())) as { mcpServers: Record<string, unknown> };
+    expect(Object.values(cursor.mcpServers)).toEqual([{ url: `${svc.url}/mcp/${serverId}`, headers: { Authorization: `Bearer ${key}` } }]);
+    // Closed: the key is listed, and the page's own set-up keeps the key in its commands until the page is left.
+    await reveal.getByRole('button', { name: 'Done' }).click();
+    await page.getByRole('row', { name: /laptop/ }).waitFor();
+    expect(await page.locator('#snippet-claude-code').textContent()).toContain(`Authorization: Bearer ${key}`);
+    expect(await page.getByRole('tab').first().textContent()).toBe('URL only (OAuth)');
+    await page.reload();
     expect(await page.content()).not.toContain(key);
+    expect(await page.locator('#snippet-claude-code').textContent()).toContain('<YOUR_API_KEY>');
 
     // A real MCP client calls the tool with that key.
     const client = await connectV1(svc.url, serverId, key);

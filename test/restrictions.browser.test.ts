@@ -92,7 +92,8 @@ describe.skipIf(!chromiumAvailable)('restrictions and activity in Chromium', () 
     const reveal = page.getByRole('dialog', { name: 'Your new API key' });
     const key = (await reveal.locator('#reveal-value').textContent())!;
     expect(key).toMatch(/^mcpk_/);
-    await Promise.all([page.waitForEvent('load'), reveal.getByRole('button', { name: 'Done' }).click()]);
+    await reveal.getByRole('button', { name: 'Done' }).click();
+    await page.getByRole('row', { name: /reader/ }).waitFor();
 
     expect(await keyByName('reader')).toMatchObject({
       access: 'read',
@@ -111,7 +112,7 @@ describe.skipIf(!chromiumAvailable)('restrictions and activity in Chromium', () 
     const edit = page.getByRole('dialog', { name: 'Edit “reader”' });
     await edit.getByLabel('Only the tools checked below').check();
     await edit.getByRole('button', { name: 'Save' }).click();
-    await expect.poll(() => edit.locator('[id$="-tools-error"]').textContent()).toContain('"tools" must be a list of at least one tool');
+    await expect.poll(() => edit.locator('[id$="-tools-error"]').textContent()).toContain('Tools must be a list of at least one tool');
     await edit.getByRole('checkbox', { name: /^tracker_get_issue/ }).check();
     await Promise.all([page.waitForEvent('load'), edit.getByRole('button', { name: 'Save' }).click()]);
     // The expiry nobody touched keeps its exact time; the budget stays.

@@ -4,6 +4,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { type ApiKeyDoc, type ApiKeys, publicKey } from '../access/keys.ts';
 import { RESTRICTION_MESSAGES, RESTRICTION_PROPERTIES, type RestrictionInput, applyRestrictions, restrictionChanges } from '../access/restrictions.ts';
+import { connectSnippets } from '../servers/client-setup.ts';
 import { bodyChecker } from './body-schema.ts';
 import { type ApiDeps, type Guards, me, ownServer } from './context.ts';
 import { ApiError, jsonBody, notFound } from './http.ts';
@@ -34,7 +35,7 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const spent = await d.budgets.spent(limited);
     return docs.map((k) => ({ ...publicKey(k), budget_spent: spent.get(k._id) ?? null }));
   };
-  const created = async (ctx: Context, body: KeyBody, scope: { kind: 'server'; serverId: string } | { kind: 'global' }) => {
+  const created = async (ctx: Context, body: KeyBody, scope: { kind: 'server'; serverId: string; serverName: string } | { kind: 'global' }) => {
     const ownerId = me(ctx)._id;
     const restrictions = applyRestrictions(undefined, body, await toolNames(ownerId, scope.kind === 'server' ? scope.serverId : null));
     const made = await d.keys.create(ownerId, body.name ?? 'Global key', scope, restrictions);
@@ -46,7 +47,11 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
       changes: { kind: scope.kind, server_id: made.doc.server_id, tools, access, expires_at, credit_limit },
     });
     ctx.status = 201;
-    ctx.body = createdKey(made);
+    // A server's key comes with its clients' set-up, the key in it: shown together, once.
+    ctx.body =
+      scope.kind === 'server'
+        ? { ...createdKey(made), snippets: connectSnippets(`${d.site.publicUrl}/mcp/${scope.serverId}`, scope.serverName, made.key) }
+        : createdKey(made);
   };
   const changed = async (ctx: Context, key: ApiKeyDoc) => {
     const body = checkKeyChange(await jsonBody(ctx, d.maxBodyBytes));
@@ -76,8 +81,8 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
   });
   router.post('/servers/:id/api-keys', g.owner, async (ctx) => {
     const body = checkServerKey(await jsonBody(ctx, d.maxBodyBytes));
-    await ownServer(d, ctx, ctx.params.id);
-    await created(ctx, body, { kind: 'server', serverId: ctx.params.id });
+    const server = await ownServer(d, ctx, ctx.params.id);
+    await created(ctx, body, { kind: 'server', serverId: server._id, serverName: server.name });
   });
   router.get('/servers/:id/api-keys', g.owner, async (ctx) => {
     await ownServer(d, ctx, ctx.params.id);

@@ -50,7 +50,7 @@ export function accountFields(fields: AccountFieldSpec[], prefix: string, curren
       value,
       placeholder: f.secret && editing ? 'Saved — leave empty to keep' : f.default,
       pattern: f.pattern,
-      patternMessage: f.pattern_message ? `${f.title} ${f.pattern_message}` : undefined,
+      patternMessage: f.pattern_message ? patternMessage(f.title, f.pattern_message) : undefined,
       secret: f.secret === true,
     };
   });
@@ -70,8 +70,26 @@ interface JsonSchema {
   required?: string[];
 }
 
-/** One field per parameter of a tool's input schema, under `prefix.` in the body (e.g. `defaults.`). */
-export function schemaFields(schema: JsonSchema, bodyKey: string, idPrefix: string, values: Record<string, unknown> = {}): Field[] {
+/**
+ * A pattern's message with the field's label: "Integration Token must be …" reads on from the label, a message
+ * that is a sentence of its own ("Use a legacy … key") follows it after a colon.
+ */
+export function patternMessage(label: string, message: string): string {
+  return /^\p{Lu}/u.test(message) ? `${label}: ${message}` : `${label} ${message}`;
+}
+
+/**
+ * One field per parameter of a tool's input schema, under `prefix.` in the body (e.g. `defaults.`). Defaults
+ * are optional by nature (the caller fills in what the server leaves open); a call (`required`) marks the
+ * schema's required parameters.
+ */
+export function schemaFields(
+  schema: JsonSchema,
+  bodyKey: string,
+  idPrefix: string,
+  values: Record<string, unknown> = {},
+  o: { required?: boolean } = {},
+): Field[] {
   return Object.entries(schema.properties ?? {}).map(([param, s]) => {
     const base = {
       name: `${bodyKey}.${param}`,
@@ -79,8 +97,7 @@ export function schemaFields(schema: JsonSchema, bodyKey: string, idPrefix: stri
       id: idOf(idPrefix, param),
       label: s.title ?? param,
       description: describe(s),
-      // Defaults are optional by nature: the caller fills in what the server leaves open.
-      required: false,
+      required: o.required === true && (schema.required ?? []).includes(param),
     };
     const value = values[param];
     if (s.enum) {
@@ -139,9 +156,13 @@ function choices(values: string[], selected: string) {
   return [{ value: '', label: '(not set)', selected: selected === '' }, ...values.map((v) => ({ value: v, label: v, selected: v === selected }))];
 }
 
+/** The description, then the range and the default unless the description already gives them. */
 function describe(s: JsonSchema): string | undefined {
-  const parts = [s.description?.trim()];
-  if (s.minimum !== undefined || s.maximum !== undefined) parts.push(`Range ${s.minimum ?? '…'}–${s.maximum ?? '…'}.`);
-  if (s.default !== undefined) parts.push(`Default: ${JSON.stringify(s.default)}.`);
+  const text = s.description?.trim();
+  const says = (words: RegExp) => text !== undefined && words.test(text);
+  const parts = [text && !/[.!?)]$/.test(text) && (s.minimum !== undefined || s.maximum !== undefined || s.default !== undefined) ? `${text}.` : text];
+  if ((s.minimum !== undefined || s.maximum !== undefined) && !says(/\d\s*[-–]\s*\d|\brange\b|\bbetween\b|\bat (least|most)\b/i))
+    parts.push(s.maximum === undefined ? `At least ${s.minimum}.` : s.minimum === undefined ? `At most ${s.maximum}.` : `Range ${s.minimum}–${s.maximum}.`);
+  if (s.default !== undefined && !says(/\bdefault/i)) parts.push(`Default: ${JSON.stringify(s.default)}.`);
   return parts.filter(Boolean).join(' ') || undefined;
 }

@@ -1,10 +1,13 @@
-// The overview's figures from the hourly usage rows: totals over 1 / 7 / 30 days and a per-day, per-tool
-// chart drawn as SVG on the server (no chart library, readable without JavaScript, with a table beside it).
+// The overview's figures from the hourly usage rows: totals over 1 / 7 / 30 days, a per-day, per-tool chart
+// drawn as SVG on the server (no chart library, readable without JavaScript, with a table beside it), with a
+// value axis and each day's figures on hover and keyboard focus (assets/app.js), and usage per server and key.
 import type { UsageRow } from '../billing/ledger.ts';
 
 const DAY = 86_400_000;
 export const CHART_DAYS = 30;
 const PALETTE_SIZE = 8;
+/** The value axis has at most this many steps. */
+const MAX_STEPS = 4;
 
 export interface Totals {
   calls: number;
@@ -15,15 +18,18 @@ export interface Segment {
   y: number;
   height: number;
   colour: number;
-  label: string;
 }
 
 export interface Chart {
   metric: 'calls' | 'credits';
   title: string;
-  max: number;
-  bars: Array<{ x: number; segments: Segment[] }>;
-  ticks: Array<{ x: number; label: string }>;
+  /** No use at all in the period: the page says so instead of drawing empty axes. */
+  empty: boolean;
+  /** Each day: its column, its stacked segments and its figures in words (hover, focus, screen readers). */
+  bars: Array<{ x: number; segments: Segment[]; label: string }>;
+  /** The value axis: each tick's value and height as a share of the plot (a CSS class `at-<percent>`). */
+  yTicks: Array<{ label: string; y: number; at: number }>;
+  xTicks: Array<{ label: string }>;
 }
 
 export interface OverviewFigures {
@@ -37,6 +43,15 @@ export interface OverviewFigures {
 }
 
 const CHART = { width: 720, height: 160, gap: 4 };
+
+/** The axis' step: 1, 2 or 5 times a power of ten, so that `max` takes at most MAX_STEPS steps. */
+export function niceStep(max: number): number {
+  if (max <= 0) return 1;
+  const rough = max / MAX_STEPS;
+  const power = 10 ** Math.floor(Math.log10(rough));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= rough)!;
+  return Math.max(1, step);
+}
 
 export function overviewFigures(rows: UsageRow[], now = Date.now()): OverviewFigures {
   const sum = (since: number): Totals =>
@@ -62,25 +77,31 @@ export function overviewFigures(rows: UsageRow[], now = Date.now()): OverviewFig
     const dayTotals = Array.from({ length: CHART_DAYS }, (_, i) =>
       tools.reduce((s, t) => s + (perDay.get(`${firstDay + i * DAY}|${t.tool}`)?.[metric] ?? 0), 0),
     );
-    const max = Math.max(1, ...dayTotals);
-    const bars = dayTotals.map((_, i) => {
+    const most = Math.max(0, ...dayTotals);
+    const step = niceStep(most);
+    const top = Math.max(step, Math.ceil(most / step) * step);
+    const bars = dayTotals.map((total, i) => {
       const date = new Date(firstDay + i * DAY).toISOString().slice(0, 10);
       let y = CHART.height;
       const segments: Segment[] = [];
+      const parts: string[] = [];
       for (const t of tools) {
         const v = perDay.get(`${firstDay + i * DAY}|${t.tool}`)?.[metric] ?? 0;
         if (!v) continue;
-        const height = (v / max) * CHART.height;
+        const height = (v / top) * CHART.height;
         y -= height;
-        segments.push({ y: round(y), height: round(height), colour: t.colour, label: `${date} ${t.tool}: ${v} ${metric}` });
+        segments.push({ y: round(y), height: round(height), colour: t.colour });
+        parts.push(`${t.tool} ${v}`);
       }
-      return { x: round(i * slot + CHART.gap / 2), segments };
+      const label = `${date}: ${total.toLocaleString('en-US')} ${total === 1 ? metric.replace(/s$/, '') : metric}${parts.length ? ` (${parts.join(', ')})` : ''}`;
+      return { x: round(i * slot + CHART.gap / 2), segments, label };
     });
-    const ticks = [0, 7, 14, 21, CHART_DAYS - 1].map((i) => ({
-      x: round(i * slot + slot / 2),
-      label: new Date(firstDay + i * DAY).toISOString().slice(5, 10),
-    }));
-    return { metric, title, max, bars, ticks };
+    const yTicks = Array.from({ length: top / step + 1 }, (_, i) => {
+      const value = i * step;
+      return { label: value.toLocaleString('en-US'), y: round(CHART.height - (value / top) * CHART.height), at: Math.round((value / top) * 100) };
+    });
+    const xTicks = [0, 7, 14, 21, CHART_DAYS - 1].map((i) => ({ label: new Date(firstDay + i * DAY).toISOString().slice(5, 10) }));
+    return { metric, title, empty: most === 0, bars, yTicks, xTicks };
   };
   const table = [...perDay.entries()]
     .map(([key, t]) => {
@@ -98,6 +119,18 @@ export function overviewFigures(rows: UsageRow[], now = Date.now()): OverviewFig
   };
 }
 
-export const CHART_SIZE = { width: CHART.width, height: CHART.height, barWidth: CHART.width / CHART_DAYS - CHART.gap };
+export const CHART_SIZE = { width: CHART.width, height: CHART.height, barWidth: CHART.width / CHART_DAYS - CHART.gap, slot: CHART.width / CHART_DAYS };
+
+/** Calls, credits and failures per server or per key over the rows, most credits first. */
+export function usageBy(rows: UsageRow[], field: 'server_id' | 'key_id', name: (id: string) => string) {
+  const totals = new Map<string, { calls: number; credits: number; errors: number }>();
+  for (const r of rows) {
+    const t = totals.get(r[field]) ?? { calls: 0, credits: 0, errors: 0 };
+    totals.set(r[field], { calls: t.calls + r.calls, credits: t.credits + r.credits, errors: t.errors + r.errors });
+  }
+  return [...totals.entries()]
+    .map(([id, t]) => ({ id, name: name(id), ...t }))
+    .sort((a, b) => b.credits - a.credits || b.calls - a.calls || a.name.localeCompare(b.name));
+}
 
 const round = (n: number) => Math.round(n * 10) / 10;

@@ -7,14 +7,19 @@ import { publicKey, type ApiKeyDoc } from '../access/keys.ts';
 import { publicAccount } from '../accounts/accounts.ts';
 import { type ApiDeps, type SignedIn, sessionOwner } from '../api/context.ts';
 import { publicServer, type ServerDoc } from '../servers/servers.ts';
+import { exposedInputSchema } from '../servers/custom-tools.ts';
+import { creditAlert } from '../access/owners.ts';
+import { callNames } from '../api/calls.ts';
 import { checkAuthorizationRequest } from '../oauth/authorize.ts';
 import { publicGrant } from '../oauth/grants.ts';
 import { providerTitles } from '../toolspec/catalog.ts';
-import { connectSnippets } from '../servers/client-setup.ts';
+import { connectSnippets, oauthSnippet } from '../servers/client-setup.ts';
 import { consentView } from './consent.ts';
 import { accountFields, schemaFields } from './forms.ts';
-import { CHART_DAYS, CHART_SIZE, overviewFigures } from './overview.ts';
+import { CHART_DAYS, CHART_SIZE, overviewFigures, usageBy } from './overview.ts';
 import { activityView } from './activity.ts';
+import { callView, callsView } from './calls.ts';
+import { type CreditBanner, RATE_DAYS, creditBanner, creditOutlook, outlookShort } from './credits.ts';
 import { type ToolChoice, expiresWithin, restrictionBadges, restrictionForm, toolChoices } from './restrictions-form.ts';
 import { assets, render } from './views.ts';
 
@@ -79,25 +84,28 @@ export function createDashboardRouter(d: ApiDeps): Router {
   router.get('/signup', signedOutPage('signup', 'Create your account'));
   router.get('/invite', signedOutPage('invite', 'Set your password'));
 
-  /** A signed-in page: the owner and the frame of the layout, or a redirect to the sign-in page. */
-  const signedInPage = (handler: (ctx: Context, s: SignedIn, frame: { email: string; csrfToken: string }) => Promise<void>) => async (ctx: Context) => {
-    const s = await sessionOwner(d, ctx);
-    if (!s) return ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`);
-    await handler(ctx, s, { email: s.owner.email, csrfToken: s.csrfToken });
-  };
+  /** A signed-in page: the owner and the frame of the layout (with the credits banner), or a redirect to the sign-in page. */
+  const signedInPage =
+    (handler: (ctx: Context, s: SignedIn, frame: { email: string; csrfToken: string; credits: CreditBanner | null }) => Promise<void>) =>
+    async (ctx: Context) => {
+      const s = await sessionOwner(d, ctx);
+      if (!s) return ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`);
+      await handler(ctx, s, await frameOf(d, s));
+    };
 
   router.get(
     '/',
     signedInPage(async (ctx, s, frame) => {
       const ownerId = s.owner._id;
       const since = new Date(Date.now() - CHART_DAYS * 86_400_000);
-      const [balance, rows, calls, servers, accounts, keys] = await Promise.all([
+      const [balance, rows, calls, servers, accounts, keys, names] = await Promise.all([
         d.credits.balance(ownerId),
         d.ledger.usage(ownerId, { from: since }),
         d.ledger.latest(ownerId, 20),
         d.servers.list(ownerId),
         d.accounts.list(ownerId),
         d.keys.listGlobal(ownerId),
+        callNames(d, ownerId),
       ]);
       const serverNames = new Map(servers.map((sv) => [sv._id, sv.name]));
       const toolCounts = await Promise.all(servers.map((sv) => d.tools.list(ownerId, sv._id)));
@@ -131,9 +139,15 @@ export function createDashboardRouter(d: ApiDeps): Router {
           { title: 'Overview', section: 'overview', ...frame },
           {
             balance,
+            outlook: outlookShort(creditOutlook(rows, balance)),
+            rateDays: RATE_DAYS,
             figures: overviewFigures(rows),
             chartSize: CHART_SIZE,
-            calls: calls.map((c) => ({ ...c, server_name: serverNames.get(c.server_id) ?? c.server_id })),
+            usage: {
+              servers: usageBy(rows, 'server_id', (id) => (id ? (names.servers.get(id) ?? `${id} (deleted)`) : 'not known (interrupted calls)')),
+              keys: usageBy(rows, 'key_id', (id) => (id ? (names.keys.get(id) ?? `${id} (revoked or deleted)`) : 'not known (interrupted calls)')),
+            },
+            calls: calls.map((c) => ({ ...c, server_name: c.server_id ? (serverNames.get(c.server_id) ?? c.server_id) : '' })),
             steps,
             gettingStarted: steps.some((st) => !st.done),
             expiring,
@@ -195,7 +209,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
   /** The owner's server or the 404 page (another owner's server is "not found" too). */
   const ownServer = async (ctx: Context, s: SignedIn): Promise<ServerDoc | null> => {
     const server = await d.servers.get(s.owner._id, ctx.params.id);
-    if (!server) notFoundPage(ctx, s);
+    if (!server) await notFoundPage(d, ctx, s);
     return server;
   };
 
@@ -232,12 +246,14 @@ export function createDashboardRouter(d: ApiDeps): Router {
               account: t.account_id ? (accountsById.get(t.account_id)?.name ?? t.account_id) : null,
               sandbox: Boolean(t.account_id && accountsById.get(t.account_id)?.sandbox),
               credits: catalog.get(t.base_tool)?.spec.credits,
+              custom_description: t.description,
               defaults: Object.entries(t.defaults).map(([k, v]) => ({ k, v: JSON.stringify(v), locked: t.locked.includes(k) })),
             })),
             keys: listed,
             newKeyForm: restrictionForm('new-key', undefined, choices),
             linkable: globals.filter((k) => !k.revoked_at && !k.linked_server_ids.includes(server._id)).map(keyView),
-            snippets: connectSnippets(url, server.name),
+            // OAuth first: a client that signs in needs only the URL.
+            snippets: [oauthSnippet(url), ...connectSnippets(url, server.name)],
             sandboxNote: sandboxTools ? sandboxState(d) : null,
           },
         ),
@@ -283,9 +299,83 @@ export function createDashboardRouter(d: ApiDeps): Router {
         kind: p.spec.account.kind,
         tools: [...catalog.tools.values()]
           .filter((t) => t.provider === p)
-          .map((t) => ({ id: t.spec.id, title: t.spec.title, description: firstSentence(t.spec.description), credits: t.spec.credits })),
+          .map((t) => ({ id: t.spec.id, title: t.spec.title, description: t.spec.description, credits: t.spec.credits })),
       }));
       sendPage(ctx, render('catalog', { title: 'Add a tool', section: 'servers', ...frame }, { server: publicServer(server), groups }));
+    }),
+  );
+
+  // A tool of a server: try it (a form from its schema, run through the call pipeline) and change its settings
+  // (description, defaults, locked parameters). The server's page opens both parts in a dialog.
+  router.get(
+    '/servers/:id/tools/:toolId',
+    signedInPage(async (ctx, s, frame) => {
+      const server = await ownServer(ctx, s);
+      if (!server) return;
+      const tool = await d.tools.get(s.owner._id, server._id, ctx.params.toolId);
+      const base = tool && d.catalog.current.tools.get(tool.base_tool);
+      if (!tool || !base) return notFoundPage(d, ctx, s);
+      const account = tool.account_id ? await d.accounts.get(s.owner._id, tool.account_id) : null;
+      const editFields = schemaFields(base.spec.input as never, 'defaults', `edit-${tool._id}`, tool.defaults).map((f) => ({
+        ...f,
+        locked: tool.locked.includes(f.key),
+      }));
+      // What a caller may set, said with the base tool's own words and default; this server's defaults are said apart.
+      const exposed = exposedInputSchema(base, tool.defaults, tool.locked) as { properties?: Record<string, Record<string, unknown>> };
+      const baseProperties = (base.spec.input as { properties?: Record<string, Record<string, unknown>> }).properties ?? {};
+      for (const [name, property] of Object.entries(exposed.properties ?? {})) {
+        if (baseProperties[name]?.default === undefined) delete property.default;
+        else property.default = baseProperties[name].default;
+      }
+      const tryFields = schemaFields(exposed as never, 'arguments', `try-${tool._id}`, {}, { required: true }).map((f) =>
+        Object.hasOwn(tool.defaults, f.key)
+          ? {
+              ...f,
+              placeholder: JSON.stringify(tool.defaults[f.key]),
+              description: `${f.description ? `${f.description} ` : ''}This server's default: ${JSON.stringify(tool.defaults[f.key])}.`,
+            }
+          : f,
+      );
+      sendPage(
+        ctx,
+        render(
+          'tool',
+          { title: tool.name, section: 'servers', ...frame },
+          {
+            server: publicServer(server),
+            tool: {
+              id: tool._id,
+              name: tool.name,
+              base: base.spec.id,
+              provider: base.provider.spec.title,
+              credits: base.spec.credits,
+              description: tool.description,
+              baseDescription: base.spec.description,
+              account: account ? { name: account.name, sandbox: account.sandbox === true } : null,
+              readOnly: base.spec.annotations?.readOnlyHint === true,
+            },
+            tryFields,
+            editFields,
+            always: JSON.stringify({ defaults: {}, locked: [] }),
+          },
+        ),
+      );
+    }),
+  );
+
+  router.get(
+    '/calls',
+    signedInPage(async (ctx, s, frame) => {
+      sendPage(ctx, render('calls', { title: 'Calls', section: 'calls', ...frame }, await callsView(d, s.owner._id, ctx.query)));
+    }),
+  );
+
+  router.get(
+    '/calls/:id',
+    signedInPage(async (ctx, s, frame) => {
+      const view = await callView(d, s.owner._id, ctx.params.id);
+      if (!view) return notFoundPage(d, ctx, s);
+      sendPage(ctx, render('call', { title: `Call ${view.call.tool ?? view.call.id}`, section: 'calls', ...frame }, view));
     }),
   );
 
@@ -371,7 +461,8 @@ export function createDashboardRouter(d: ApiDeps): Router {
   router.get(
     '/settings',
     signedInPage(async (ctx, s, frame) => {
-      const tokens = await d.owners.listTokens(s.owner._id);
+      const [tokens, balance] = await Promise.all([d.owners.listTokens(s.owner._id), d.credits.balance(s.owner._id)]);
+      const alert = creditAlert(s.owner);
       sendPage(
         ctx,
         render(
@@ -380,6 +471,14 @@ export function createDashboardRouter(d: ApiDeps): Router {
           {
             changed: ctx.query.changed === '1',
             owner: { email: s.owner.email, created_at: s.owner.created_at },
+            credits: {
+              balance,
+              alert: alert.threshold,
+              custom: alert.custom ? alert.threshold : null,
+              fallback: alert.fallback,
+              lastGrant: s.owner.last_grant ?? null,
+              help: d.site.creditsHelp,
+            },
             tokens: tokens.map((t) => ({ id: t._id, name: t.name, prefix: t.prefix, created_at: t.created_at, last_used_at: t.last_used_at })),
           },
         ),
@@ -410,13 +509,18 @@ export function createDashboardRouter(d: ApiDeps): Router {
 export function pageNotFound(d: ApiDeps) {
   return async (ctx: Context, next: Next): Promise<void> => {
     if (ctx.method !== 'GET' || NOT_PAGES.test(ctx.path) || ctx.accepts('json', 'html') !== 'html') return next();
-    await securityHeaders(ctx, async () => notFoundPage(ctx, await sessionOwner(d, ctx)));
+    await securityHeaders(ctx, async () => notFoundPage(d, ctx, await sessionOwner(d, ctx)));
   };
 }
 
-function notFoundPage(ctx: Context, s: SignedIn | null): void {
-  sendPage(ctx, render('not-found', { title: 'Not found', email: s?.owner.email, csrfToken: s?.csrfToken }, { path: ctx.path }));
+async function notFoundPage(d: ApiDeps, ctx: Context, s: SignedIn | null): Promise<void> {
+  sendPage(ctx, render('not-found', { title: 'Not found', ...(s ? await frameOf(d, s) : {}) }, { path: ctx.path }));
   ctx.status = 404;
+}
+
+/** The layout's frame of a signed-in owner's page: who, the CSRF token, and the credits banner when due. */
+async function frameOf(d: ApiDeps, s: SignedIn): Promise<{ email: string; csrfToken: string; credits: CreditBanner | null }> {
+  return { email: s.owner.email, csrfToken: s.csrfToken, credits: await creditBanner(d, s.owner) };
 }
 
 function sendPage(ctx: Context, html: string): void {
@@ -440,5 +544,3 @@ function keyView(k: ApiKeyDoc) {
 
 /** What a page says about sandbox accounts: how soon their data resets, or that the operator turned them off. */
 const sandboxState = (d: ApiDeps) => (d.sandboxes ? { idleMinutes: d.sandboxes.idleMinutes } : { off: true });
-
-const firstSentence = (text: string) => text.trim().split(/(?<=\.)\s/)[0];

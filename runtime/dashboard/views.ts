@@ -1,10 +1,13 @@
 // The dashboard's templates: its own Handlebars instance (never the tool-spec one), every .hbs under
-// views/ compiled once at start; `{{ }}` escapes every value, and no template uses triple braces for data.
+// views/ compiled once at start; `{{ }}` escapes every value, and no template uses triple braces for data
+// (the markdown helpers escape everything themselves).
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Handlebars from 'handlebars';
+import type { CreditBanner } from './credits.ts';
+import { markdownBlock, markdownInline } from './markdown.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const hbs = Handlebars.create();
@@ -17,6 +20,7 @@ const dateTime = (v: unknown) => {
 const helpers = {
   eq: (a: unknown, b: unknown) => a === b,
   not: (a: unknown) => !a,
+  defined: (a: unknown) => a !== undefined && a !== null,
   or: (...args: unknown[]) => args.slice(0, -1).some(Boolean),
   dateTime,
   plural: (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`,
@@ -26,6 +30,9 @@ const helpers = {
   uri: (v: unknown) => encodeURIComponent(String(v ?? '')),
   concat: (...args: unknown[]) => args.slice(0, -1).join(''),
   asset: (file: string) => assetUrl(file),
+  // The catalog's descriptions: escaped, with only inline code, emphasis and safe links as markup (markdown.ts).
+  markdown: (text: unknown) => new hbs.SafeString(typeof text === 'string' ? markdownBlock(text) : ''),
+  markdownInline: (text: unknown) => new hbs.SafeString(typeof text === 'string' ? markdownInline(text) : ''),
 };
 hbs.registerHelper(helpers);
 // Strict: a `{{name}}` that the data does not have throws instead of rendering as nothing (a misspelt
@@ -61,6 +68,8 @@ export interface PageFrame {
   section?: string;
   email?: string;
   csrfToken?: string;
+  /** The banner of a signed-in owner short of credits. */
+  credits?: CreditBanner | null;
 }
 
 /** Renders a page inside the layout (or the bare layout for signed-out pages). */

@@ -17,6 +17,20 @@ const slug = (name: string) =>
     .replace(/[^a-z0-9]+/g, '-')
     .replace(/^-|-$/g, '') || 'tool-server';
 
+/**
+ * Clients that sign in with OAuth need nothing but the URL: they are sent to this service's consent page, and no
+ * key is copied anywhere. First on a server's page (the way the README leads with).
+ */
+export function oauthSnippet(url: string): Snippet {
+  return {
+    id: 'oauth',
+    client: 'URL only (OAuth)',
+    where:
+      'Chat apps\' custom connectors, IDEs\' "add server by URL" and other clients that sign in with OAuth: give them this URL. They send you here to approve them and choose what they may do; no key to copy.',
+    code: url,
+  };
+}
+
 /** `call`: the curl snippet calls this tool instead of listing the tools. */
 export function connectSnippets(
   url: string,

@@ -1,15 +1,17 @@
-// `npm run screenshots`: the demo data set, a few real MCP calls, then a PNG of every dashboard page in
-// docs/screenshots/ as a person sees it in Chromium (1280x800).
+// `npm run screenshots`: the demo data set, a few real MCP calls, then a PNG of every dashboard page and its
+// main states in docs/screenshots/ as a person sees them in Chromium, on a laptop (1440x900: `<page>.png`)
+// and on a phone (390x844: `<page>-phone.png`).
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { startDemo } from '../../runtime/demo-data.ts';
-import { connectV2 } from '../support/mcp-clients.ts';
 import type { Page } from 'playwright-core';
+import { startDemo } from '../../runtime/demo-data.ts';
 import { s256 } from '../../runtime/oauth/grants.ts';
+import { connectV2 } from '../support/mcp-clients.ts';
 import { launchChromium } from './chromium.ts';
 
 const OUT = path.resolve('docs/screenshots');
+const SIZES = { laptop: { width: 1440, height: 900 }, phone: { width: 390, height: 844 } } as const;
 
 async function main(): Promise<void> {
   const demo = await startDemo({ ...process.env, PORT: '0', LOG_LEVEL: 'warn' });
@@ -22,48 +24,125 @@ async function main(): Promise<void> {
     ['automation_List_Workflows', {}],
     ['database_read_records', { table: 'no_such_table' }],
     ['tracker_get_issue', { issue_key: 'DEMO-1' }],
+    ['tracker_get_issue', { issue_key: 'NOPE-404' }],
   ];
   for (const [name, args] of calls) await client.callTool({ name, arguments: args }).catch(() => undefined);
   await client.close();
   // Keys that show restrictions: read-only with a budget, and a few tools until next week.
-  const keys = `${base}/api/servers/${demo.serverId}/api-keys`;
-  const headers = { authorization: `Bearer ${demo.owner.token}`, 'content-type': 'application/json' };
-  const reader = { name: 'reporting agent', access: 'read', credit_limit: { credits: 200, per: 'day' } };
-  const triage = { name: 'triage bot', tools: ['tracker_get_issue', 'tracker_update_issue'], expires_at: new Date(Date.now() + 5 * 86_400_000).toISOString() };
-  for (const body of [reader, triage]) await fetch(keys, { method: 'POST', headers, body: JSON.stringify(body) });
+  const owner = { authorization: `Bearer ${demo.owner.token}`, 'content-type': 'application/json' };
+  const api = async (method: string, p: string, body?: unknown) =>
+    (await fetch(base + p, { method, headers: owner, body: body === undefined ? undefined : JSON.stringify(body) })).json() as Promise<any>;
+  const keys = `/api/servers/${demo.serverId}/api-keys`;
+  await api('POST', keys, { name: 'reporting agent', access: 'read', credit_limit: { credits: 200, per: 'day' } });
+  await api('POST', keys, {
+    name: 'triage bot',
+    tools: ['tracker_get_issue', 'tracker_update_issue'],
+    expires_at: new Date(Date.now() + 5 * 86_400_000).toISOString(),
+  });
+  const tools = (await api('GET', `/api/servers/${demo.serverId}/tools`)).tools as Array<{ id: string; name: string }>;
+  const readRecords = tools.find((t) => t.name === 'database_read_records')!;
+  await api('PATCH', `/api/servers/${demo.serverId}/tools/${readRecords.id}`, { defaults: { table: 'todos', limit: 5 }, locked: ['table'] });
+  const [failed] = (await api('GET', '/api/calls?outcome=tool_error&limit=1')).calls as Array<{ id: string }>;
 
   await mkdir(OUT, { recursive: true });
   const browser = await launchChromium();
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  const shot = async (file: string, url: string, fullPage = true) => {
-    await page.goto(base + url);
-    await page.screenshot({ path: path.join(OUT, `${file}.png`), fullPage });
-    console.log(`docs/screenshots/${file}.png`);
+  const page = await browser.newPage({ viewport: SIZES.laptop });
+  /** One state of a page at both sizes: `prepare` brings the page into it (opens a dialog...) after loading. */
+  const shot = async (file: string, url: string, o: { fullPage?: boolean; prepare?: (page: Page) => Promise<void> } = {}) => {
+    for (const [size, viewport] of Object.entries(SIZES)) {
+      await page.setViewportSize(viewport);
+      await page.goto(base + url);
+      await o.prepare?.(page);
+      // A field focused lower down scrolled the page: a whole-page picture starts at its top.
+      if (o.fullPage ?? !o.prepare) await page.evaluate(() => window.scrollTo(0, 0));
+      const name = size === 'laptop' ? `${file}.png` : `${file}-phone.png`;
+      await page.screenshot({ path: path.join(OUT, name), fullPage: o.fullPage ?? !o.prepare });
+      console.log(`docs/screenshots/${name}`);
+    }
+    await page.setViewportSize(SIZES.laptop);
   };
   await shot('login', '/login');
   await shot('signup', '/signup');
+  await shot('not-found-signed-out', '/no-such-page');
   await page.goto(base + '/login');
   await page.fill('#email', demo.owner.email);
   await page.fill('#password', demo.owner.password);
   await Promise.all([page.waitForURL(base + '/'), page.click('button[type=submit]')]);
   await shot('overview', '/');
+  await shot('menu', '/', {
+    prepare: async (p) => {
+      const menu = p.getByRole('button', { name: 'Menu' });
+      if (await menu.isVisible()) await menu.click();
+    },
+  });
   await shot('accounts', '/accounts');
   await shot('servers', '/servers');
   await shot('server', `/servers/${demo.serverId}`);
-  await page.getByRole('button', { name: 'New key' }).click();
-  const dialog = page.getByRole('dialog', { name: 'New key for this server' });
-  await dialog.getByLabel('Name').fill('nightly sync');
-  await dialog.getByLabel('Only the tools checked below').check();
-  for (const tool of ['database_read_records', 'database_update_records']) await dialog.getByRole('checkbox', { name: new RegExp(`^${tool}`) }).check();
-  await dialog.getByLabel('Budget (optional)').fill('50');
-  await page.screenshot({ path: path.join(OUT, 'key-dialog.png') });
-  console.log('docs/screenshots/key-dialog.png');
+  await shot('key-dialog', `/servers/${demo.serverId}`, {
+    prepare: async (p) => {
+      await p.getByRole('button', { name: 'New key' }).click();
+      const dialog = p.getByRole('dialog', { name: 'New key for this server' });
+      await dialog.getByLabel('Name').fill('nightly sync');
+      await dialog.getByLabel('Only the tools checked below').check();
+      for (const tool of ['database_read_records', 'database_update_records']) await dialog.getByRole('checkbox', { name: new RegExp(`^${tool}`) }).check();
+      await dialog.getByLabel('Budget (optional)').fill('50');
+    },
+  });
+  await shot('key-created', `/servers/${demo.serverId}`, {
+    prepare: async (p) => {
+      await p.getByRole('button', { name: 'New key' }).click();
+      await p
+        .getByRole('dialog', { name: 'New key for this server' })
+        .getByLabel('Name')
+        .fill(p.viewportSize()!.width < 600 ? 'phone' : 'laptop');
+      await p.getByRole('button', { name: 'Create key' }).click();
+      await p.getByRole('dialog', { name: 'Your new API key' }).getByRole('tab', { name: 'Claude Code' }).waitFor();
+    },
+  });
+  await shot('tool-try', `/servers/${demo.serverId}`, {
+    prepare: async (p) => {
+      await p.getByRole('link', { name: 'Try tracker_search_issues' }).click();
+      const dialog = p.getByRole('dialog', { name: 'Try tracker_search_issues' });
+      await dialog.getByLabel('jql').fill('project = DEMO ORDER BY created DESC');
+      await dialog.getByLabel('max_results').fill('2');
+      await dialog.getByRole('button', { name: 'Run the call' }).click();
+      await dialog.getByTestId('try-result').getByText('isError: false').waitFor();
+    },
+  });
+  await shot('tool-edit', `/servers/${demo.serverId}`, {
+    prepare: async (p) => {
+      await p.getByRole('link', { name: 'Edit database_read_records' }).click();
+      await p.getByRole('dialog', { name: 'Settings of database_read_records' }).waitFor();
+    },
+  });
+  await shot('tool', `/servers/${demo.serverId}/tools/${readRecords.id}`);
   await shot('add-tool', `/servers/${demo.serverId}/tools/new`);
   await shot('add-tool-form', `/servers/${demo.serverId}/tools/new?base=tracker_search_issues`);
+  // Every problem at once, each next to its field, in the field's words.
+  await shot('add-tool-errors', `/servers/${demo.serverId}/tools/new?base=tracker_search_issues`, {
+    fullPage: true,
+    prepare: async (p) => {
+      await p.getByLabel('max_results').fill('5000');
+      await p.locator('input[data-lock-for="param-jql"]').check();
+      await p.getByRole('button', { name: 'Add tool' }).click();
+      await p.locator('.field-error:not(:empty)').first().waitFor();
+    },
+  });
+  await shot('calls', '/calls');
+  await shot('calls-filtered', `/calls?server=${demo.serverId}&outcome=tool_error`);
+  await shot('call', `/calls/${failed.id}`);
   await connectApp(page, base, demo.serverId);
   await shot('keys', '/keys');
   await shot('settings', '/settings');
-  await shot('activity', '/activity', false);
+  await shot('activity', '/activity');
+  await shot('not-found', '/no-such-page');
+  // Spent down below the alert (a tenth of the 1,000 granted): the banner of every page.
+  await fetch(`${base}/api/admin/owners/${demo.owner.id}/credits`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${demo.service.operatorToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ amount: -940 }),
+  });
+  await shot('credits-low', '/');
   await browser.close();
   await demo.close();
 }
@@ -87,12 +166,15 @@ async function connectApp(page: Page, base: string, serverId: string): Promise<v
     resource: `${base}/mcp/${serverId}`,
     state: 'demo',
   });
-  // As a laptop shows it: the decision stays in view however many tools the server has.
-  await page.setViewportSize({ width: 1440, height: 900 });
-  await page.goto(`${base}/oauth/authorize?${query}`);
-  await page.screenshot({ path: path.join(OUT, 'oauth-consent.png') });
-  await page.setViewportSize({ width: 1280, height: 800 });
-  console.log('docs/screenshots/oauth-consent.png');
+  // The decision stays in view however many tools the server has.
+  for (const [size, viewport] of Object.entries(SIZES)) {
+    await page.setViewportSize(viewport);
+    await page.goto(`${base}/oauth/authorize?${query}`);
+    const name = size === 'laptop' ? 'oauth-consent.png' : 'oauth-consent-phone.png';
+    await page.screenshot({ path: path.join(OUT, name) });
+    console.log(`docs/screenshots/${name}`);
+  }
+  await page.setViewportSize(SIZES.laptop);
   // Nothing listens at the redirect URI: the browser is answered there by the script, which reads the code.
   await page.route(`${redirect}**`, (route) => route.fulfill({ status: 200, contentType: 'text/plain', body: 'Signed in.' }));
   await Promise.all([page.waitForURL(`${redirect}**`), page.getByRole('button', { name: 'Approve' }).click()]);

@@ -1,23 +1,32 @@
 // @ts-check
 // The dashboard's behaviour: forms and buttons call the management API (/api/...) with the session's CSRF
-// token, show the API's own error next to the field it names, confirm destructive actions, reveal a new
-// key once (with the sandbox's client commands), copy to the clipboard and switch tabs. Plain ES module; no
-// inline handlers (CSP forbids them). Type-checked by `npm run typecheck` (JSDoc types; tsconfig beside this file).
+// token; a form is checked in the page first and every problem is shown at once next to its field, in words
+// that use the field's label (the API's own messages too); destructive actions are confirmed; a new key is
+// revealed once (with client commands containing it); the navigation menu, tabs, charts' values, a tool's
+// "Try" and its settings in a dialog. Plain ES module; no inline handlers (CSP forbids them). Type-checked by
+// `npm run typecheck` (JSDoc types; tsconfig beside this file).
 
 /**
  * An API answer's JSON, as far as this module reads it.
  * @typedef {{ message?: string, key?: string, token?: string, redirect_to?: string, verified?: boolean, detail?: string,
- *   error?: { message?: string, provider_status?: number } } & Record<string, unknown>} ApiBody
+ *   error?: { message?: string, provider_status?: number }, snippets?: Snippet[] } & Record<string, unknown>} ApiBody
  */
 /** @typedef {{ ok: boolean, status: number, body: ApiBody | null, headers?: Headers }} ApiResult */
 /** @typedef {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement} Control */
+/** @typedef {{ id: string, client: string, where: string, code: string }} Snippet */
 /**
  * The answer of POST /api/sandbox, as the dialog shows it.
  * @typedef {{ accounts: Array<{ name: string }>, server: { id: string, name: string, url: string }, tools: number,
- *   key: { key: string }, snippets: Array<{ id: string, client: string, where: string, code: string }> }} SandboxSetup
+ *   key: { key: string }, snippets: Snippet[] }} SandboxSetup
  */
+/**
+ * A tools/call result as a client gets it (the answer of POST .../tools/{id}/call).
+ * @typedef {{ tool: string, balance: number, result: { content: Array<{ type: string, text?: string }>, structuredContent?: unknown, isError: boolean } }} TryAnswer
+ */
+/** @typedef {{ control: Element, message: string }} Problem */
 
 const csrf = document.querySelector('meta[name="csrf-token"]')?.getAttribute('content') ?? '';
+const KEY_PLACEHOLDER = '<YOUR_API_KEY>';
 
 /**
  * The element of an id that the layout always renders (its dialogs), of the expected kind.
@@ -34,6 +43,9 @@ function required(id, kind) {
 
 /** The element an event happened on, when it is an element (not the document or a text node). */
 const eventElement = (/** @type {Event} */ event) => (event.target instanceof Element ? event.target : null);
+
+/** @param {unknown} el */
+const isControl = (el) => el instanceof HTMLInputElement || el instanceof HTMLSelectElement || el instanceof HTMLTextAreaElement;
 
 /**
  * @param {string} method
@@ -78,58 +90,95 @@ function setPath(target, path, value) {
   o[/** @type {string} */ (parts.at(-1))] = value;
 }
 
-class FieldProblem extends Error {
-  /**
-   * @param {Control} control
-   * @param {string} message
-   */
-  constructor(control, message) {
-    super(message);
-    this.control = control;
+/**
+ * What a person calls a field: its label's words (without "(required)" and the like), else its own name.
+ * @param {Element} control
+ */
+function labelOf(control) {
+  if (control instanceof HTMLElement && control.dataset.label) return control.dataset.label;
+  const label = control.id ? document.querySelector(`label[for="${CSS.escape(control.id)}"]`) : null;
+  if (label) {
+    const words = /** @type {HTMLElement} */ (label.cloneNode(true));
+    words.querySelectorAll('.muted').forEach((el) => el.remove());
+    const text = words.textContent?.trim();
+    if (text) return text;
   }
+  return control.getAttribute('aria-label') ?? control.getAttribute('name') ?? 'This field';
 }
 
+/** @param {string} word */
+const capitalized = (word) => word.charAt(0).toUpperCase() + word.slice(1);
+
 /**
- * The JSON body of a form, typed by each control's data-type; empty controls are left out.
+ * The JSON body of a form, typed by each control's data-type (empty controls are left out), and every problem
+ * the page can see without asking the API: required fields, e-mail addresses, lengths, numbers and their
+ * range, patterns, JSON, a locked parameter without a value.
  * @param {HTMLFormElement} form
- * @returns {Record<string, any>}
+ * @returns {{ body: Record<string, any>, problems: Problem[] }}
  */
 function formBody(form) {
   /** @type {Record<string, any>} */
   const body = {};
+  /** @type {Problem[]} */
+  const problems = [];
+  /** @param {Control} control @param {string} message */
+  const problem = (control, message) => problems.push({ control, message });
   for (const el of form.elements) {
-    if (!(el instanceof HTMLInputElement || el instanceof HTMLSelectElement || el instanceof HTMLTextAreaElement)) continue;
+    if (!isControl(el)) continue;
+    const control = /** @type {Control} */ (el);
     // :disabled also covers controls inside a disabled fieldset (the tools of a server not chosen).
-    if (!el.name || el.matches(':disabled') || el.type === 'submit' || el.type === 'button') continue;
-    const required = el.dataset.requires ? form.querySelector(`[name="${el.dataset.requires}"]`) : null;
-    if (el.dataset.requires && !(required instanceof HTMLInputElement && required.value.trim())) continue;
-    if (el instanceof HTMLInputElement && el.type === 'radio' && !el.checked) continue;
-    if (el instanceof HTMLInputElement && el.type === 'checkbox') {
-      if (el.dataset.type === 'list') {
-        const list = (body[el.name] ??= []);
-        if (el.checked) list.push(el.value);
-      } else setPath(body, el.name, el.checked);
+    if (!control.name || control.matches(':disabled') || control.type === 'submit' || control.type === 'button') continue;
+    const required = control.dataset.requires ? form.querySelector(`[name="${control.dataset.requires}"]`) : null;
+    if (control.dataset.requires && !(required instanceof HTMLInputElement && required.value.trim())) continue;
+    if (control instanceof HTMLInputElement && control.type === 'radio' && !control.checked) continue;
+    if (control instanceof HTMLInputElement && control.type === 'checkbox') {
+      const locks = control.dataset.lockFor ? document.getElementById(control.dataset.lockFor) : null;
+      if (control.checked && isControl(locks) && /** @type {Control} */ (locks).value.trim() === '')
+        problem(/** @type {Control} */ (locks), `Give ${labelOf(/** @type {Control} */ (locks))} a value to lock it, or uncheck “Lock”`);
+      if (control.dataset.type === 'list') {
+        const list = (body[control.name] ??= []);
+        if (control.checked) list.push(control.value);
+      } else setPath(body, control.name, control.checked);
       continue;
     }
-    const text = el.value.trim();
-    if (text === '') continue;
-    if (el.dataset.pattern && !new RegExp(el.dataset.pattern, 'u').test(text))
-      throw new FieldProblem(el, el.dataset.patternMessage || 'This value has the wrong form');
+    const text = control.value.trim();
+    const label = labelOf(control);
+    if (text === '') {
+      if (control.required) problem(control, `${label} is required`);
+      else if (control.dataset.empty === 'null') setPath(body, control.name, null);
+      continue;
+    }
+    if (control instanceof HTMLInputElement) {
+      if (control.type === 'email' && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(text)) problem(control, `${label} must be an e-mail address, e.g. ada@example.com`);
+      if (control.minLength > 0 && control.value.length < control.minLength) problem(control, `${label} must be at least ${control.minLength} characters long`);
+    }
+    if (control.dataset.pattern && !new RegExp(control.dataset.pattern, 'u').test(text)) {
+      problem(control, control.dataset.patternMessage || `${label} has the wrong form`);
+      continue;
+    }
     /** @type {unknown} */
     let value = text;
-    switch (el.dataset.type) {
+    switch (control.dataset.type) {
       case 'number':
-      case 'integer':
-        value = Number(text);
-        if (!Number.isFinite(value) || (el.dataset.type === 'integer' && !Number.isInteger(value)))
-          throw new FieldProblem(el, `Enter ${el.dataset.type === 'integer' ? 'a whole number' : 'a number'}`);
+      case 'integer': {
+        const n = Number(text);
+        if (!Number.isFinite(n) || (control.dataset.type === 'integer' && !Number.isInteger(n))) {
+          problem(control, `${label} must be ${control.dataset.type === 'integer' ? 'a whole number' : 'a number'}`);
+          continue;
+        }
+        const min = control instanceof HTMLInputElement && control.min !== '' ? Number(control.min) : null;
+        const max = control instanceof HTMLInputElement && control.max !== '' ? Number(control.max) : null;
+        if (min !== null && n < min) problem(control, `${label} must be at least ${min}`);
+        if (max !== null && n > max) problem(control, `${label} must be at most ${max}`);
+        value = n;
         break;
+      }
       case 'boolean':
         value = text === 'true';
         break;
       case 'day-end':
         // A day ends at 23:59:59 UTC; an unchanged day keeps the exact time it had.
-        value = el.dataset.exact && el instanceof HTMLInputElement && text === el.defaultValue ? el.dataset.exact : `${text}T23:59:59Z`;
+        value = control.dataset.exact && control instanceof HTMLInputElement && text === control.defaultValue ? control.dataset.exact : `${text}T23:59:59Z`;
         break;
       case 'lines':
         value = text
@@ -141,18 +190,23 @@ function formBody(form) {
         try {
           value = JSON.parse(text);
         } catch (err) {
-          throw new FieldProblem(el, `Not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
+          problem(control, `${label} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
+          continue;
         }
         break;
       default:
-        value = el.type === 'password' ? el.value : text;
+        value = control.type === 'password' ? control.value : text;
     }
-    setPath(body, el.name, value);
+    setPath(body, control.name, value);
   }
+  // Fields a change must always send, empty or not (a custom tool's settings: no default left means none).
+  /** @type {Record<string, unknown>} */
+  const always = form.dataset.always ? JSON.parse(form.dataset.always) : {};
   for (const [name, list] of Object.entries(body))
-    if (Array.isArray(list) && list.length === 0 && form.querySelector(`[name="${name}"][data-type="list"]`)) delete body[name];
+    if (Array.isArray(list) && list.length === 0 && !(name in always) && form.querySelector(`[name="${name}"][data-type="list"]`)) delete body[name];
+  for (const [name, empty] of Object.entries(always)) body[name] ??= empty;
   if (form.hasAttribute('data-restrictions')) restrictionsOf(form, body);
-  return body;
+  return { body, problems };
 }
 
 /**
@@ -207,34 +261,78 @@ function clearErrors(form) {
 }
 
 /**
- * @param {Element} control
- * @param {string} message
+ * Every problem next to its field (two about one field are both said), the first field focused, and at the
+ * top how many fields need a look; problems that belong to no field go on top too.
+ * @param {HTMLFormElement} form
+ * @param {Problem[]} problems
+ * @param {string[]} [general] problems of no field
  */
-function showFieldError(control, message) {
-  control.setAttribute('aria-invalid', 'true');
-  const slot = document.getElementById(`${control.id}-error`);
-  if (slot) slot.textContent = message;
+function showProblems(form, problems, general = []) {
+  /** @type {Map<Element, string[]>} */
+  const byControl = new Map();
+  for (const p of problems) byControl.set(p.control, [...(byControl.get(p.control) ?? []), p.message]);
+  const unplaced = [...general];
+  for (const [control, messages] of byControl) {
+    const slot = document.getElementById(`${control.id}-error`);
+    control.setAttribute('aria-invalid', 'true');
+    const text = messages.map((m) => (/[.!?]$/.test(m) ? m : `${m}.`)).join(' ');
+    if (slot) slot.textContent = text;
+    else unplaced.push(text);
+  }
+  const first = byControl.keys().next().value;
+  if (first instanceof HTMLElement) first.focus();
+  const top = form.querySelector('.form-error');
+  const summary = byControl.size > 1 ? `${byControl.size} fields need a look: ${[...byControl.keys()].map(labelOf).join(', ')}.` : '';
+  if (top) top.textContent = [...unplaced, summary].filter(Boolean).join(' ');
+  else if (unplaced.length) alertDialog(unplaced.join(' '));
 }
 
+/** The API's and the schema validator's phrases, in plain words. */
+const PLAIN = /** @type {Array<[RegExp, string]>} */ ([
+  [/must NOT have fewer than 1 characters?/g, 'must not be empty'],
+  [/must NOT have fewer than (\d+) characters/g, 'must be at least $1 characters long'],
+  [/must NOT have more than (\d+) characters/g, 'must be at most $1 characters long'],
+  [/must NOT have fewer than (\d+) items/g, 'needs at least $1 values'],
+  [/must NOT have more than (\d+) items/g, 'takes at most $1 values'],
+  [/must be <= (\S+)/g, 'must be at most $1'],
+  [/must be >= (\S+)/g, 'must be at least $1'],
+  [/must be < (\S+)/g, 'must be less than $1'],
+  [/must be > (\S+)/g, 'must be more than $1'],
+  [/must be integer/g, 'must be a whole number'],
+  [/must be number/g, 'must be a number'],
+  [/must be string/g, 'must be text'],
+  [/must be boolean/g, 'must be true or false'],
+  [/must be object/g, 'must be a JSON object'],
+  [/must be array/g, 'must be a list'],
+  [/must match format "(\w+)"/g, 'must be a valid $1'],
+]);
+
 /**
- * Puts the API's message next to every field it names ("name", "defaults" ... "project_key"), else on top.
+ * Puts each part of the API's message ("x" must …; "y" is required) next to the field it names, with the field's
+ * label instead of the API's name for it; whatever names no field of the form goes on top.
  * @param {HTMLFormElement} form
  * @param {string} message
  */
 function showApiError(form, message) {
-  let placed = false;
-  for (const [, key] of message.matchAll(/"([^"]+)"/g)) {
-    const control = form.querySelector(`[data-key="${CSS.escape(key)}"]`);
-    if (!(control instanceof HTMLElement)) continue;
-    if (control) {
-      showFieldError(control, message);
-      if (!placed) control.focus();
-      placed = true;
-    }
+  // "<what>: <problem>; <problem>" (e.g. Invalid arguments: …, "defaults" are not valid for x: …): one part per problem.
+  const lead = /^(?:[^"]*?|"[^"]+" are not valid for [^:]+): (?=")/.exec(message);
+  const parts = (lead ? message.slice(lead[0].length) : message).split(/; (?=")/);
+  /** @type {Problem[]} */
+  const problems = [];
+  /** @type {string[]} */
+  const general = [];
+  for (const part of parts) {
+    const controls = [...part.matchAll(/"([^"]+)"/g)]
+      .map(([, key]) => form.querySelector(`[data-key="${CSS.escape(key)}"]`))
+      .filter((el) => el instanceof HTMLElement);
+    let words = part;
+    for (const [from, to] of PLAIN) words = words.replace(from, to);
+    for (const control of controls) words = words.replace(`"${control.getAttribute('data-key')}"`, labelOf(control));
+    words = capitalized(words);
+    if (controls.length) for (const control of controls) problems.push({ control, message: words });
+    else general.push(lead && parts.length > 1 ? `${lead[0]}${words}` : capitalized(part === message ? words : part));
   }
-  const top = form.querySelector('.form-error');
-  if (top && !placed) top.textContent = message;
-  else if (!top && !placed) alertDialog(message);
+  showProblems(form, problems, general);
 }
 
 const SINGLE_SLASH = /^\/(?![/\\])/;
@@ -263,6 +361,9 @@ function safeNext(next) {
  */
 const fill = (template, data) => template.replace(/\{(\w+)\}/g, (_, k) => encodeURIComponent(String(data?.[k] ?? '')));
 
+/** `2026-01-31 12:00 UTC`, as the pages write times. */
+const utc = (/** @type {Date} */ d) => `${d.toISOString().replace('T', ' ').slice(0, 16)} UTC`;
+
 /**
  * What to do after a success, as the element's data-then says.
  * @param {HTMLElement} el
@@ -276,15 +377,24 @@ async function after(el, result) {
   const b = result.body ?? {};
   // The OAuth decision: back to the application (its redirect URI), wherever that is.
   if (then === 'redirect') return location.assign(String(b.redirect_to));
-  if (then === 'reveal') return reveal(el.dataset.revealTitle || 'Copy it now', String(b.key ?? b.token));
+  if (then === 'reveal')
+    return reveal(el.dataset.revealTitle || 'Copy it now', String(b.key ?? b.token), b.snippets ?? [], typeof b.server_id === 'string' ? b.server_id : null);
   if (then === 'sandbox') return showSandbox(/** @type {SandboxSetup} */ (/** @type {unknown} */ (b)));
+  if (then === 'try-result' && el instanceof HTMLFormElement) return showTryResult(el, /** @type {TryAnswer} */ (/** @type {unknown} */ (b)));
   if (then === 'verify') {
-    const out = el.closest('[data-verify-scope]')?.querySelector('[data-verify-result]');
+    const scope = el.closest('[data-verify-scope]');
+    const out = scope?.querySelector('[data-verify-result]');
     if (!out) return;
-    out.className = `alert ${b.verified ? 'ok' : 'error'}`;
+    out.className = `alert small ${b.verified ? 'ok' : 'error'}`;
     out.textContent = b.verified
       ? `Verified: ${b.detail ?? 'the provider accepted these credentials.'}`
       : `Not verified: ${b.error?.message ?? 'the provider refused the credentials'}${b.error?.provider_status ? ` (HTTP ${b.error.provider_status})` : ''}`;
+    // The badge says what is stored now: verified at this moment (a failure leaves an earlier success standing).
+    const badge = scope?.querySelector('[data-verify-badge]');
+    if (badge && b.verified) {
+      badge.className = 'badge ok';
+      badge.textContent = `verified ${utc(new Date())}`;
+    }
   }
 }
 
@@ -313,17 +423,8 @@ document.addEventListener('submit', async (event) => {
   if (!(form instanceof HTMLFormElement)) return;
   event.preventDefault();
   clearErrors(form);
-  let body;
-  try {
-    body = formBody(form);
-  } catch (err) {
-    if (err instanceof FieldProblem) {
-      showFieldError(err.control, err.message);
-      err.control.focus();
-      return;
-    }
-    throw err;
-  }
+  const { body, problems } = formBody(form);
+  if (problems.length) return showProblems(form, problems);
   if (form.dataset.confirm && !(await confirmDialog(form.dataset.confirm, form.dataset.confirmLabel))) return;
   busy(form, true);
   const [method, template] = splitApi(form.dataset.api ?? '');
@@ -342,12 +443,17 @@ document.addEventListener('submit', async (event) => {
 document.addEventListener('click', async (event) => {
   const target = eventElement(event)?.closest('button, a');
   if (!(target instanceof HTMLElement)) return;
+  if (target.hasAttribute('data-menu')) return toggleMenu(target);
   if (target.dataset.open) {
     const dialog = document.getElementById(target.dataset.open);
     if (!(dialog instanceof HTMLDialogElement)) return;
     dialog.showModal();
     dialog.querySelector(/** @type {'input'} */ ('input:not([type=hidden]), select, textarea'))?.focus();
     return;
+  }
+  if (target instanceof HTMLAnchorElement && target.dataset.dialogPart) {
+    event.preventDefault();
+    return openPart(target);
   }
   if (target.hasAttribute('data-close')) return target.closest('dialog')?.close();
   if (target.dataset.copy !== undefined) return copy(target);
@@ -404,7 +510,17 @@ function selectTab(tab) {
 const tabsBeside = (tab) => [...(tab.closest('[role="tablist"]')?.querySelectorAll('[role="tab"]') ?? [])].filter((t) => t instanceof HTMLElement);
 
 document.addEventListener('keydown', (event) => {
-  const tab = eventElement(event)?.closest('[role="tab"]');
+  const at = eventElement(event);
+  if (event.key === 'Escape') {
+    const open = document.querySelector('[data-menu][aria-expanded="true"]');
+    if (open instanceof HTMLElement && !document.querySelector('dialog[open]')) {
+      toggleMenu(open, false);
+      open.focus();
+    }
+  }
+  const bar = at?.closest('.chart .bar');
+  if (bar instanceof SVGElement) return moveInChart(bar, event);
+  const tab = at?.closest('[role="tab"]');
   if (!(tab instanceof HTMLElement) || !['ArrowLeft', 'ArrowRight'].includes(event.key)) return;
   const tabs = tabsBeside(tab);
   const next = tabs[(tabs.indexOf(tab) + (event.key === 'ArrowRight' ? 1 : tabs.length - 1)) % tabs.length];
@@ -413,8 +529,70 @@ document.addEventListener('keydown', (event) => {
 });
 
 /**
+ * The navigation menu of narrow screens: a disclosure button that shows or hides the links.
+ * @param {HTMLElement} button
+ * @param {boolean} [open]
+ */
+function toggleMenu(button, open = button.getAttribute('aria-expanded') !== 'true') {
+  button.setAttribute('aria-expanded', String(open));
+  document.getElementById(button.getAttribute('aria-controls') ?? '')?.classList.toggle('open', open);
+}
+
+// Charts: each day's figures in a tip over its bar, on hover and on keyboard focus; the arrow keys, Home and
+// End move between days (one tab stop per chart).
+/** @param {Element} bar */
+function showTip(bar) {
+  const chart = bar.closest('.chart');
+  const tip = chart?.querySelector('.chart-tip');
+  const plot = chart?.querySelector('.plot');
+  if (!(tip instanceof HTMLElement) || !(plot instanceof HTMLElement)) return;
+  tip.textContent = bar.getAttribute('aria-label') ?? '';
+  tip.hidden = false;
+  const box = bar.getBoundingClientRect();
+  const frame = plot.getBoundingClientRect();
+  const top = bar.querySelector('rect:not(.hit)')?.getBoundingClientRect().top ?? box.bottom;
+  const left = Math.min(Math.max(box.left + box.width / 2 - frame.left - tip.offsetWidth / 2, 0), frame.width - tip.offsetWidth);
+  tip.style.left = `${left}px`;
+  tip.style.top = `${Math.max(top - frame.top - tip.offsetHeight - 6, 0)}px`;
+}
+/** @param {Element} bar */
+function hideTip(bar) {
+  const tip = bar.closest('.chart')?.querySelector('.chart-tip');
+  if (tip instanceof HTMLElement) tip.hidden = true;
+}
+document.addEventListener('mouseover', (event) => {
+  const bar = eventElement(event)?.closest('.chart .bar');
+  if (bar) showTip(bar);
+});
+document.addEventListener('mouseout', (event) => {
+  const bar = eventElement(event)?.closest('.chart .bar');
+  if (bar && !(event instanceof MouseEvent && event.relatedTarget instanceof Element && bar.contains(event.relatedTarget))) hideTip(bar);
+});
+document.addEventListener('focusin', (event) => {
+  const bar = eventElement(event)?.closest('.chart .bar');
+  if (bar) showTip(bar);
+});
+document.addEventListener('focusout', (event) => {
+  const bar = eventElement(event)?.closest('.chart .bar');
+  if (bar) hideTip(bar);
+});
+/**
+ * @param {SVGElement} bar
+ * @param {KeyboardEvent} event
+ */
+function moveInChart(bar, event) {
+  const bars = [...(bar.closest('svg')?.querySelectorAll('.bar') ?? [])].filter((b) => b instanceof SVGElement);
+  const i = bars.indexOf(bar);
+  const to = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: bars.length - 1 }[event.key];
+  if (to === undefined || !bars[to]) return;
+  event.preventDefault();
+  for (const b of bars) b.setAttribute('tabindex', b === bars[to] ? '0' : '-1');
+  bars[to].focus();
+}
+
+/**
  * Sets the text of the element of a dialog that `selector` finds.
- * @param {HTMLDialogElement} dialog
+ * @param {HTMLElement} dialog
  * @param {string} selector
  * @param {string} text
  */
@@ -445,20 +623,6 @@ function alertDialog(message) {
 }
 
 /**
- * Shows a new secret exactly once; closing the dialog reloads the page, and the value is gone.
- * @param {string} title
- * @param {string} value
- */
-function reveal(title, value) {
-  document.querySelectorAll('dialog[open]').forEach((d) => d instanceof HTMLDialogElement && d.close());
-  const dialog = required('reveal-dialog', HTMLDialogElement);
-  setText(dialog, '[data-title]', title);
-  setText(dialog, '#reveal-value', value);
-  dialog.addEventListener('close', () => location.reload(), { once: true });
-  dialog.showModal();
-}
-
-/**
  * An element with attributes and text (never HTML: values from the API are text).
  * @param {string} tag
  * @param {Record<string, string>} [attributes]
@@ -469,6 +633,105 @@ function element(tag, attributes = {}, text) {
   for (const [name, value] of Object.entries(attributes)) el.setAttribute(name, value);
   if (text !== undefined) el.textContent = text;
   return el;
+}
+
+/**
+ * Client commands as tabs, each with its copy button ("Copy the Claude Code command").
+ * @param {Element} tabs the tab list
+ * @param {Element} panels where the panels go
+ * @param {Snippet[]} snippets
+ * @param {string} prefix ids of this set
+ */
+function renderSnippets(tabs, panels, snippets, prefix) {
+  tabs.replaceChildren();
+  panels.replaceChildren();
+  snippets.forEach((snippet, i) => {
+    const first = i === 0;
+    const ids = { tab: `${prefix}-tab-${snippet.id}`, panel: `${prefix}-panel-${snippet.id}`, code: `${prefix}-snippet-${snippet.id}` };
+    tabs.append(
+      element(
+        'button',
+        { type: 'button', role: 'tab', id: ids.tab, 'aria-controls': ids.panel, 'aria-selected': String(first), tabindex: first ? '0' : '-1' },
+        snippet.client,
+      ),
+    );
+    const panel = element('div', { role: 'tabpanel', id: ids.panel, 'aria-labelledby': ids.tab });
+    panel.hidden = !first;
+    // The copy button sits beside the words, not over the command's end.
+    const head = element('div', { class: 'snippet-head' });
+    head.append(
+      element('p', { class: 'small muted' }, snippet.where),
+      element('button', { type: 'button', class: 'btn small', 'data-copy': ids.code, 'aria-label': `Copy the ${snippet.client} command` }, 'Copy'),
+    );
+    // A long command scrolls in its box, which the keyboard can reach.
+    const code = element('div', { class: 'code', tabindex: '0', role: 'region', 'aria-label': `${snippet.client} command` });
+    code.append(element('pre', { id: ids.code }, snippet.code));
+    panel.append(head, code);
+    panels.append(panel);
+  });
+}
+
+/**
+ * Shows a new secret exactly once, with client commands containing it when it is a server's key. Closing the
+ * dialog reloads the page (the value is gone) — except on that server's page, whose client set-up keeps the
+ * key until the person leaves the page, while its list of keys is brought up to date.
+ * @param {string} title
+ * @param {string} value
+ * @param {Snippet[]} snippets
+ * @param {string | null} serverId the key's server, for a server key
+ */
+function reveal(title, value, snippets, serverId) {
+  document.querySelectorAll('dialog[open]').forEach((d) => d instanceof HTMLDialogElement && d.close());
+  const dialog = required('reveal-dialog', HTMLDialogElement);
+  setText(dialog, '[data-title]', title);
+  setText(dialog, '#reveal-value', value);
+  const connect = dialog.querySelector('[data-reveal-connect]');
+  const tabs = dialog.querySelector('[data-snippet-tabs]');
+  const panels = dialog.querySelector('[data-snippet-panels]');
+  if (connect instanceof HTMLElement && tabs && panels) {
+    connect.hidden = snippets.length === 0;
+    renderSnippets(tabs, panels, snippets, 'reveal');
+  }
+  const setUp = document.querySelector('[data-connect-snippets]');
+  const keepsKey = setUp instanceof HTMLElement && serverId !== null && setUp.dataset.server === serverId;
+  dialog.addEventListener(
+    'close',
+    () => {
+      setText(dialog, '#reveal-value', '');
+      tabs?.replaceChildren();
+      panels?.replaceChildren();
+      if (keepsKey) return withKey(/** @type {HTMLElement} */ (setUp), value);
+      location.reload();
+    },
+    { once: true },
+  );
+  dialog.showModal();
+}
+
+/**
+ * The server page's client set-up with the new key in its commands; then the page's parts that list keys are
+ * fetched again (the new key appears) without a reload, which would take the key away.
+ * @param {HTMLElement} setUp
+ * @param {string} key
+ */
+async function withKey(setUp, key) {
+  for (const pre of setUp.querySelectorAll('pre')) if (pre.textContent) pre.textContent = pre.textContent.replaceAll(KEY_PLACEHOLDER, key);
+  const note = setUp.querySelector('[data-key-note]');
+  if (note) note.textContent = 'These commands contain your new key until you leave this page: copy one now.';
+  setUp.classList.add('has-key');
+  const res = await fetch(location.href, { headers: { accept: 'text/html' }, credentials: 'same-origin' });
+  if (!res.ok) return location.reload();
+  const fresh = new DOMParser().parseFromString(await res.text(), 'text/html');
+  for (const part of document.querySelectorAll('[data-refresh]')) {
+    const replacement = part.id ? fresh.getElementById(part.id) : null;
+    if (replacement) part.replaceWith(document.importNode(replacement, true));
+  }
+  document.querySelectorAll('form').forEach((form) => form.querySelector('[data-server-select]') && showChosenServer(form));
+  const heading = document.querySelector('[data-refresh] h2');
+  if (heading instanceof HTMLElement) {
+    heading.tabIndex = -1;
+    heading.focus();
+  }
 }
 
 /**
@@ -488,35 +751,70 @@ function showSandbox(setup) {
   const tabs = dialog.querySelector('[data-snippet-tabs]');
   const panels = dialog.querySelector('[data-snippet-panels]');
   if (!tabs || !panels) return;
-  tabs.replaceChildren();
-  panels.replaceChildren();
-  setup.snippets.forEach((snippet, i) => {
-    const first = i === 0;
-    const ids = { tab: `sandbox-tab-${snippet.id}`, panel: `sandbox-panel-${snippet.id}`, code: `sandbox-snippet-${snippet.id}` };
-    tabs.append(
-      element(
-        'button',
-        { type: 'button', role: 'tab', id: ids.tab, 'aria-controls': ids.panel, 'aria-selected': String(first), tabindex: first ? '0' : '-1' },
-        snippet.client,
-      ),
-    );
-    const panel = element('div', { role: 'tabpanel', id: ids.panel, 'aria-labelledby': ids.tab });
-    panel.hidden = !first;
-    // The copy button sits beside the words, not over the command's end.
-    const head = element('div', { class: 'snippet-head' });
-    head.append(
-      element('p', { class: 'small muted' }, snippet.where),
-      element('button', { type: 'button', class: 'btn small', 'data-copy': ids.code, 'aria-label': `Copy the ${snippet.client} command` }, 'Copy'),
-    );
-    const code = element('div', { class: 'code' });
-    code.append(element('pre', { id: ids.code }, snippet.code));
-    panel.append(head, code);
-    panels.append(panel);
-  });
+  renderSnippets(tabs, panels, setup.snippets, 'sandbox');
   for (const link of dialog.querySelectorAll('a[data-server-link]'))
     if (link instanceof HTMLAnchorElement) link.href = `/servers/${encodeURIComponent(setup.server.id)}`;
   dialog.addEventListener('close', () => location.reload(), { once: true });
   dialog.showModal();
+}
+
+/**
+ * A part of another page (a tool's "Try" or its settings) in the page's dialog: fetched, shown, its first field
+ * focused. Without JavaScript the link goes to that page.
+ * @param {HTMLAnchorElement} link
+ */
+async function openPart(link) {
+  const dialog = document.getElementById(link.dataset.dialog ?? '');
+  if (!(dialog instanceof HTMLDialogElement)) return location.assign(link.href);
+  busy(link, true);
+  const res = await fetch(link.href, { headers: { accept: 'text/html' }, credentials: 'same-origin' });
+  busy(link, false);
+  if (!res.ok) return location.assign(link.href);
+  const page = new DOMParser().parseFromString(await res.text(), 'text/html');
+  const part = page.querySelector(`[data-part="${CSS.escape(link.dataset.dialogPart ?? '')}"]`);
+  if (!part) return location.assign(link.href);
+  const body = dialog.querySelector('[data-dialog-body]') ?? dialog;
+  body.replaceChildren(document.importNode(part, true));
+  const heading = body.querySelector('h2[id]');
+  if (heading) dialog.setAttribute('aria-labelledby', heading.id);
+  dialog.showModal();
+  body.querySelector(/** @type {'input'} */ ('input:not([type=hidden]), select, textarea'))?.focus();
+}
+
+/**
+ * A tool's answer as its client gets it: isError, the text content, structuredContent; arguments it refused
+ * are also said next to their fields.
+ * @param {HTMLFormElement} form
+ * @param {TryAnswer} answer
+ */
+function showTryResult(form, answer) {
+  const out = form.querySelector('[data-try-result]');
+  if (!(out instanceof HTMLElement)) return;
+  const { result } = answer;
+  const error = /** @type {{ error?: { code?: string, message?: string, provider_status?: number | null } } | undefined} */ (result.structuredContent)?.error;
+  const text = result.content
+    .filter((c) => c.type === 'text')
+    .map((c) => c.text ?? '')
+    .join('\n');
+  const head = element('p', { class: `alert ${result.isError ? 'error' : 'ok'}` });
+  head.append(
+    element('strong', {}, result.isError ? `isError: true${error?.code ? ` · ${error.code}` : ''}` : 'isError: false'),
+    document.createTextNode(
+      result.isError
+        ? ` ${error?.message ?? text}${error?.provider_status ? ` (provider answered HTTP ${error.provider_status})` : ''}`
+        : ` The call succeeded. Balance: ${answer.balance.toLocaleString('en-US')} credits.`,
+    ),
+  );
+  // Each answer scrolls in its box, which the keyboard can reach.
+  const block = (/** @type {string} */ label, /** @type {string} */ text) =>
+    element('pre', { class: 'result-text', tabindex: '0', role: 'region', 'aria-label': label }, text);
+  const parts = [head, element('h3', {}, 'content[0].text'), block('The text content of the result', text)];
+  if (result.structuredContent !== undefined)
+    parts.push(element('h3', {}, 'structuredContent'), block('The structured content of the result', JSON.stringify(result.structuredContent, null, 2)));
+  out.replaceChildren(...parts);
+  out.hidden = false;
+  if (error?.code === 'invalid_arguments' && error.message) showApiError(form, error.message);
+  out.scrollIntoView({ block: 'nearest' });
 }
 
 // Invitation links carry their one-time token in the fragment (never sent to a server log).
