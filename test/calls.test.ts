@@ -1,12 +1,13 @@
 // The call log over the management API (GET /api/calls, GET /api/calls/{id}) with the fixture provider: filters,
 // cursor paging newest first, CSV and JSON downloads, a call's detail with its error and what it meant for its
 // credits, an interrupted call told honestly; the dashboard's "Try" (POST .../tools/{id}/call) charged and
-// recorded like any call; the owner's low-balance alert (PATCH /api/me).
+// recorded like any call; the owner's low-balance alert (PATCH /api/me) and the operator's words about credits.
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Credits } from '../runtime/billing/credits.ts';
+import { ConfigError, DEFAULT_CREDITS_HELP, loadConfig } from '../runtime/config.ts';
 import { type Owner, type TestService, createOwner, createServer, startTestService } from './support/service.ts';
 import { rpc } from './support/tool-calls.ts';
 import { DEMO_SPECS, type DemoUpstream, demoAccounts, startDemoUpstream } from './support/upstream.ts';
@@ -244,5 +245,27 @@ describe('the low-balance alert (PATCH /api/me)', () => {
       { credit_alert: { from: 120, to: 'default' } },
       { credit_alert: { from: 'default', to: 120 } },
     ]);
+  });
+});
+
+describe('CREDITS_HELP_TEXT and CREDITS_HELP_URL', () => {
+  it('are the words and link of the credits banner, checked at start with the other settings', () => {
+    expect(loadConfig({}).creditsHelp).toEqual({ text: DEFAULT_CREDITS_HELP, url: undefined });
+    expect(loadConfig({ CREDITS_HELP_TEXT: ' Write to billing. ', CREDITS_HELP_URL: 'mailto:billing@example.com' }).creditsHelp).toEqual({
+      text: 'Write to billing.',
+      url: 'mailto:billing@example.com',
+    });
+    let message = '';
+    try {
+      loadConfig({ CREDITS_HELP_TEXT: 'line one\nline two', CREDITS_HELP_URL: 'javascript:alert(1)' });
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      message = (err as Error).message;
+    }
+    expect(message).toContain('CREDITS_HELP_TEXT must be one line of at most 500 characters, without control characters');
+    expect(message).toContain('CREDITS_HELP_URL must be an http(s) or mailto: URL (got "javascript:alert(1)")');
+    for (const bad of ['ftp://example.com', 'billing.example.com', 'https://'])
+      expect(() => loadConfig({ CREDITS_HELP_URL: bad })).toThrow(/CREDITS_HELP_URL must be an http\(s\) or mailto: URL/);
+    expect(() => loadConfig({ CREDITS_HELP_TEXT: 'x'.repeat(501) })).toThrow(/CREDITS_HELP_TEXT/);
   });
 });

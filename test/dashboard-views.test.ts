@@ -6,6 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Demo, startDemo } from '../runtime/demo-data.ts';
 import { s256 } from '../runtime/oauth/grants.ts';
 import { providerTitles } from '../runtime/toolspec/catalog.ts';
+import type { UsageRow } from '../runtime/billing/ledger.ts';
+import { creditOutlook, outlookText } from '../runtime/dashboard/credits.ts';
+import { niceStep, overviewFigures } from '../runtime/dashboard/overview.ts';
 import { connectV2 } from './support/mcp-clients.ts';
 
 let demo: Demo;
@@ -127,6 +130,23 @@ describe('dashboard views with the demo data set', () => {
       '/settings?changed=1',
     ];
     for (const path of paths) expectPage(await page(path, true));
+    // The call log, filtered and not, with a problem, a call's page, and a tool's page of every base tool.
+    const auth = { headers: { authorization: `Bearer ${demo.owner.token}` } };
+    const calls = ((await (await fetch(`${base}/api/calls`, auth)).json()) as { calls: Array<{ id: string }> }).calls;
+    for (const path of [
+      '/calls',
+      '/calls?outcome=tool_error&tool=database_read_records',
+      '/calls?from=someday',
+      '/calls?cursor=nonsense',
+      `/calls/${calls[0].id}`,
+    ])
+      expectPage(await page(path, true));
+    expect((await page('/calls?from=someday', true)).html).toContain('&quot;from&quot; must be an ISO 8601 time');
+    const tools = ((await (await fetch(`${base}/api/servers/${demo.serverId}/tools`, auth)).json()) as { tools: Array<{ id: string }> }).tools;
+    expect(tools.length).toBeGreaterThan(20);
+    for (const t of tools) expectPage(await page(`/servers/${demo.serverId}/tools/${t.id}`, true));
+    expectPage(await page('/calls/call_nobody', true), 404);
+    expectPage(await page(`/servers/${demo.serverId}/tools/tool_nobody`, true), 404);
     expectPage(await page('/no-such-page', true), 404);
     expectPage(await page(`/oauth/authorize?${consentQuery}`, true));
   });
@@ -152,5 +172,46 @@ describe('dashboard views with the demo data set', () => {
     expect(keys).toContain('Views test client');
     expect(keys).toContain('agent everywhere');
     expect(keys).toContain('old server key');
+  });
+});
+
+describe('overview figures', () => {
+  const NOW = Date.parse('2026-03-10T12:00:00Z');
+  const row = (hoursAgo: number, tool: string, calls: number, credits: number): UsageRow => ({
+    owner_id: 'o',
+    server_id: 's',
+    key_id: 'k',
+    tool,
+    hour: new Date(NOW - hoursAgo * 3_600_000),
+    calls,
+    credits,
+    errors: 0,
+    refunds: 0,
+  });
+
+  it('draws a value axis in round steps and says each day in words; no use is an empty chart, not "max 1"', () => {
+    expect([0, 1, 3, 4, 7, 9, 130, 999].map(niceStep)).toEqual([1, 1, 1, 1, 2, 5, 50, 500]);
+    const [calls] = overviewFigures([row(1, 'a', 5, 5), row(2, 'b', 2, 4), row(30, 'a', 1, 1)], NOW).charts;
+    expect(calls.empty).toBe(false);
+    expect(calls.yTicks.map((t) => [t.label, t.at])).toEqual([
+      ['0', 0],
+      ['2', 25],
+      ['4', 50],
+      ['6', 75],
+      ['8', 100],
+    ]);
+    expect(calls.bars.at(-1)!.label).toBe('2026-03-10: 7 calls (a 5, b 2)');
+    expect(calls.bars.at(-2)!.label).toBe('2026-03-09: 1 call (a 1)');
+    expect(calls.bars.at(-3)!.label).toBe('2026-03-08: 0 calls');
+    const empty = overviewFigures([], NOW).charts;
+    expect(empty.map((c) => c.empty)).toEqual([true, true]);
+  });
+
+  it("tells how long the balance lasts at the last 7 days' rate, or nothing without use", () => {
+    const rows = [row(5, 'a', 10, 14), row(100, 'a', 10, 7)];
+    expect(creditOutlook(rows, 30, NOW)).toEqual({ perDay: 3, daysLeft: 10 });
+    expect(outlookText(creditOutlook(rows, 30, NOW))).toBe("At the last 7 days' rate (about 3 credits a day) they last about 10 days.");
+    expect(outlookText(creditOutlook(rows, 2, NOW))).toBe("At the last 7 days' rate (about 3 credits a day) they last less than a day.");
+    expect(outlookText(creditOutlook([row(200, 'a', 1, 1)], 30, NOW))).toBe('');
   });
 });

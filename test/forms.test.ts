@@ -1,7 +1,9 @@
 // The dashboard's generated forms (runtime/dashboard/forms.ts), on their own: account fields from a
-// provider.yaml's account section, tool parameters from a JSON Schema, new and on edit.
+// provider.yaml's account section, tool parameters from a JSON Schema, new and on edit; the catalog's
+// descriptions as the pages render them (markdown.ts).
 import { describe, expect, it } from 'vitest';
-import { accountFields, schemaFields } from '../runtime/dashboard/forms.ts';
+import { accountFields, patternMessage, schemaFields } from '../runtime/dashboard/forms.ts';
+import { markdownBlock, markdownInline } from '../runtime/dashboard/markdown.ts';
 import type { AccountFieldSpec } from '../runtime/toolspec/types.ts';
 
 const ACCOUNT: AccountFieldSpec[] = [
@@ -104,5 +106,56 @@ describe('schemaFields', () => {
     expect(byKey.labels.value).toBe('a\nb');
     expect(byKey.filter.value).toBe('{\n  "status": "open"\n}');
     expect(byKey.ratio.value).toBeUndefined();
+  });
+});
+
+describe('hints and messages', () => {
+  it('says a range and a default once: not again when the description gives them', () => {
+    const fields = schemaFields(
+      {
+        properties: {
+          max_results: { type: 'integer', minimum: 1, maximum: 1000, default: 50, description: 'Most issues to return (1-1000, default 50)' },
+          offset: { type: 'integer', minimum: 0, description: 'Rows to skip' },
+          page: { type: 'integer', maximum: 9, default: 1 },
+          mode: { type: 'string', default: 'fast', description: 'How to search' },
+        },
+        required: ['mode'],
+      },
+      'arguments',
+      'try',
+      {},
+      { required: true },
+    );
+    expect(fields.map((f) => [f.key, f.description, f.required])).toEqual([
+      ['max_results', 'Most issues to return (1-1000, default 50)', false],
+      ['offset', 'Rows to skip. At least 0.', false],
+      ['page', 'At most 9. Default: 1.', false],
+      ['mode', 'How to search. Default: "fast".', true],
+    ]);
+  });
+
+  it("puts a pattern's message after the field's label without running into it", () => {
+    expect(patternMessage('Integration Token', 'must be a Notion internal integration token')).toBe(
+      'Integration Token must be a Notion internal integration token',
+    );
+    expect(patternMessage('Key', 'Use a legacy anon/service_role key')).toBe('Key: Use a legacy anon/service_role key');
+  });
+});
+
+describe('descriptions in the pages (markdown)', () => {
+  it('escapes everything and keeps only inline code and written-out safe links as markup', () => {
+    const text = 'Use `a<b>` and [the docs](https://example.com/x?a=1&b="2") <img src=x onerror=alert(1)> <script>alert(1)</script>';
+    expect(markdownBlock(text)).toBe(
+      '<p>Use <code>a&#60;b&#62;</code> and <a href="https://example.com/x?a=1&#38;b=&#34;2&#34;" rel="noopener noreferrer">the docs</a> &#60;img src=x onerror=alert(1)&#62; &#60;script&#62;alert(1)&#60;/script&#62;</p>',
+    );
+    for (const link of ['[x](javascript:alert(1))', '[x](data:text/html,hi)', '[x](vbscript:msgbox)', '[x](/relative)']) expect(markdownInline(link)).toBe('x');
+  });
+
+  it('leaves asterisks, underscores and bare URLs as written, and keeps paragraphs and lists', () => {
+    expect(markdownInline('e.g. "*milk*" or * for all, snake_case_name, https://abc.supabase.co')).toBe(
+      'e.g. &#34;*milk*&#34; or * for all, snake_case_name, https://abc.supabase.co',
+    );
+    expect(markdownBlock('One.\n\n- a `b`\n- c')).toBe('<p>One.</p><ul><li>a <code>b</code></li><li>c</li></ul>');
+    expect(markdownInline('One.\n\nTwo.')).toBe('One. Two.');
   });
 });

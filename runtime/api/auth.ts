@@ -173,7 +173,7 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
       current.length <= 1024 &&
       owner.password_hash !== undefined &&
       (await notChecked(d.owners.checkPassword(owner.email, current), () => d.signInLimits.passwordChangeNotChecked(owner._id))) !== null;
-    if (!right) throw new ApiError(400, '"current_password" is not your current password');
+    if (!right) throw new ApiError(400, '"current_password" does not match your password');
     await d.signInLimits.passwordChanged(owner._id);
     await d.owners.setPassword(owner._id, password);
     // Every other session ends: whoever knew the old password is signed out; by default their scripts' tokens too.

@@ -270,7 +270,9 @@ function clearErrors(form) {
 function showProblems(form, problems, general = []) {
   /** @type {Map<Element, string[]>} */
   const byControl = new Map();
-  for (const p of problems) byControl.set(p.control, [...(byControl.get(p.control) ?? []), p.message]);
+  // In the order of the form, whichever check found them.
+  const ordered = [...problems].sort((a, b) => (a.control.compareDocumentPosition(b.control) & Node.DOCUMENT_POSITION_FOLLOWING ? -1 : 1));
+  for (const p of ordered) byControl.set(p.control, [...(byControl.get(p.control) ?? []), p.message]);
   const unplaced = [...general];
   for (const [control, messages] of byControl) {
     const slot = document.getElementById(`${control.id}-error`);
