@@ -160,9 +160,18 @@ function choices(values: string[], selected: string) {
 function describe(s: JsonSchema): string | undefined {
   const text = s.description?.trim();
   const says = (words: RegExp) => text !== undefined && words.test(text);
-  const parts = [text && !/[.!?)]$/.test(text) && (s.minimum !== undefined || s.maximum !== undefined || s.default !== undefined) ? `${text}.` : text];
+  let hint = text;
   if ((s.minimum !== undefined || s.maximum !== undefined) && !says(/\d\s*[-–]\s*\d|\brange\b|\bbetween\b|\bat (least|most)\b/i))
-    parts.push(s.maximum === undefined ? `At least ${s.minimum}.` : s.minimum === undefined ? `At most ${s.maximum}.` : `Range ${s.minimum}–${s.maximum}.`);
-  if (s.default !== undefined && !says(/\bdefault/i)) parts.push(`Default: ${JSON.stringify(s.default)}.`);
-  return parts.filter(Boolean).join(' ') || undefined;
+    hint = sentences(
+      hint,
+      s.maximum === undefined ? `At least ${s.minimum}.` : s.minimum === undefined ? `At most ${s.maximum}.` : `Range ${s.minimum}–${s.maximum}.`,
+    );
+  if (s.default !== undefined && !says(/\bdefault/i)) hint = sentences(hint, `Default: ${JSON.stringify(s.default)}.`);
+  return hint || undefined;
+}
+
+/** A hint with one more sentence: the first ends with a full stop before the next begins. */
+export function sentences(first: string | undefined, next: string): string {
+  if (!first) return next;
+  return `${/[.!?]$/.test(first) ? first : `${first}.`} ${next}`;
 }

@@ -15,7 +15,7 @@ import { publicGrant } from '../oauth/grants.ts';
 import { providerTitles } from '../toolspec/catalog.ts';
 import { connectSnippets, oauthSnippet } from '../servers/client-setup.ts';
 import { consentView } from './consent.ts';
-import { accountFields, schemaFields } from './forms.ts';
+import { accountFields, schemaFields, sentences } from './forms.ts';
 import { CHART_DAYS, CHART_SIZE, overviewFigures, usageBy } from './overview.ts';
 import { activityView } from './activity.ts';
 import { callView, callsView } from './calls.ts';
@@ -332,7 +332,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
           ? {
               ...f,
               placeholder: JSON.stringify(tool.defaults[f.key]),
-              description: `${f.description ? `${f.description} ` : ''}This server's default: ${JSON.stringify(tool.defaults[f.key])}.`,
+              description: sentences(f.description, `This server's default: ${JSON.stringify(tool.defaults[f.key])}.`),
             }
           : f,
       );

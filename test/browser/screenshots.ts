@@ -1,6 +1,7 @@
 // `npm run screenshots`: the demo data set, a few real MCP calls, then a PNG of every dashboard page and its
-// main states in docs/screenshots/ as a person sees them in Chromium, on a laptop (1440x900: `<page>.png`)
-// and on a phone (390x844: `<page>-phone.png`).
+// main states in docs/screenshots/ as a person sees them in Chromium: on a laptop (1440x900, the whole page:
+// `<page>.png`) and on a phone (390x844, the first screen as the phone shows it: `<page>-phone.png`; the rest
+// of each page at that width is checked by test/dashboard-layout.browser.test.ts).
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -48,33 +49,32 @@ async function main(): Promise<void> {
   const browser = await launchChromium();
   const page = await browser.newPage({ viewport: SIZES.laptop });
   /** One state of a page at both sizes: `prepare` brings the page into it (opens a dialog...) after loading. */
-  const shot = async (file: string, url: string, o: { fullPage?: boolean; prepare?: (page: Page) => Promise<void> } = {}) => {
-    for (const [size, viewport] of Object.entries(SIZES)) {
+  const shot = async (
+    file: string,
+    url: string,
+    o: { fullPage?: boolean; prepare?: (page: Page) => Promise<void>; sizes?: Array<keyof typeof SIZES> } = {},
+  ) => {
+    for (const [size, viewport] of Object.entries(SIZES).filter(([size]) => !o.sizes || o.sizes.includes(size as keyof typeof SIZES))) {
       await page.setViewportSize(viewport);
       await page.goto(base + url);
       await o.prepare?.(page);
       // A field focused lower down scrolled the page: a whole-page picture starts at its top.
-      if (o.fullPage ?? !o.prepare) await page.evaluate(() => window.scrollTo(0, 0));
+      const fullPage = size === 'laptop' && (o.fullPage ?? !o.prepare);
+      if (fullPage || !o.prepare) await page.evaluate(() => window.scrollTo(0, 0));
       const name = size === 'laptop' ? `${file}.png` : `${file}-phone.png`;
-      await page.screenshot({ path: path.join(OUT, name), fullPage: o.fullPage ?? !o.prepare });
+      await page.screenshot({ path: path.join(OUT, name), fullPage });
       console.log(`docs/screenshots/${name}`);
     }
     await page.setViewportSize(SIZES.laptop);
   };
   await shot('login', '/login');
   await shot('signup', '/signup');
-  await shot('not-found-signed-out', '/no-such-page');
   await page.goto(base + '/login');
   await page.fill('#email', demo.owner.email);
   await page.fill('#password', demo.owner.password);
   await Promise.all([page.waitForURL(base + '/'), page.click('button[type=submit]')]);
   await shot('overview', '/');
-  await shot('menu', '/', {
-    prepare: async (p) => {
-      const menu = p.getByRole('button', { name: 'Menu' });
-      if (await menu.isVisible()) await menu.click();
-    },
-  });
+  await shot('menu', '/', { sizes: ['phone'], prepare: (p) => p.getByRole('button', { name: 'Menu' }).click() });
   await shot('accounts', '/accounts');
   await shot('servers', '/servers');
   await shot('server', `/servers/${demo.serverId}`);
@@ -129,7 +129,6 @@ async function main(): Promise<void> {
     },
   });
   await shot('calls', '/calls');
-  await shot('calls-filtered', `/calls?server=${demo.serverId}&outcome=tool_error`);
   await shot('call', `/calls/${failed.id}`);
   await connectApp(page, base, demo.serverId);
   await shot('keys', '/keys');
