@@ -1,6 +1,7 @@
 // Environment -> typed, validated configuration. Every problem is reported at once, by variable name.
 import path from 'node:path';
 import { type AllowList, parseAllowList } from './http/guard.ts';
+import { type TracingConfig, parseTracingConfig } from './tracing/config.ts';
 
 export interface Config {
   port: number;
@@ -55,6 +56,8 @@ export interface Config {
   /** Lifetimes of OAuth access tokens and refresh tokens. */
   oauthAccessMinutes: number;
   oauthRefreshDays: number;
+  /** OpenTelemetry traces over OTLP/HTTP; undefined (no SDK at all) unless an OTLP endpoint is set. */
+  tracing?: TracingConfig;
 }
 
 export class ConfigError extends Error {}
@@ -137,6 +140,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     outboundCaFile: env.OUTBOUND_CA_FILE ? path.resolve(env.OUTBOUND_CA_FILE) : undefined,
     oauthAccessMinutes: int('OAUTH_ACCESS_TOKEN_MINUTES', 60, 1, 24 * 60),
     oauthRefreshDays: int('OAUTH_REFRESH_TOKEN_DAYS', 30, 1, 365),
+    tracing: parseTracingConfig(env, problems),
   };
   config.publicUrl = env.PUBLIC_URL ? new URL(env.PUBLIC_URL).origin : defaultPublicUrl(config.host, config.port);
   if (config.headersTimeoutMs > config.requestTimeoutMs) problems.push('HEADERS_TIMEOUT_MS must not be larger than REQUEST_TIMEOUT_MS');

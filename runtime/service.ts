@@ -83,6 +83,8 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       await drain(server, lifecycle, config.upstreamTimeoutMs + 5000);
       await flush();
       for (const client of c.http) client.close();
+      // The spans of the last calls, bounded by the export timeout.
+      await c.tracing?.shutdown();
       await store.close();
     },
   };
