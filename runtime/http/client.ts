@@ -6,6 +6,7 @@ import https from 'node:https';
 import tls from 'node:tls';
 import got, { type Got, type Method, type Response, RequestError } from 'got';
 import { ToolError } from '../tool-error.ts';
+import { type OutboundTrace, attemptSpans } from '../tracing/outbound.ts';
 import { type AllowList, BadHeaderError, OutboundRefusedError, checkOutboundHeaders, checkUrl, guardedLookup } from './guard.ts';
 
 export interface UpstreamRequest {
@@ -20,6 +21,8 @@ export interface UpstreamRequest {
   retry?: boolean;
   /** Follow redirects (each hop through the guard); false returns a 3xx answer as it is. Default true. */
   followRedirects?: boolean;
+  /** The call's trace: each attempt becomes a span and sends its traceparent (runtime/tracing/outbound.ts). */
+  trace?: OutboundTrace;
 }
 
 export interface UpstreamResponse {
@@ -96,6 +99,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         throw networkFailure(err, req);
       }
       const hasBody = req.body !== undefined && req.method !== 'GET' && req.method !== 'DELETE';
+      const attempts = req.trace && attemptSpans(req.trace, req.method);
       const promise = client(req.url, {
         method: req.method as Method,
         headers: req.headers,
@@ -104,6 +108,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         ...(req.signal ? { signal: req.signal } : {}),
         ...(req.retry === false ? { retry: { limit: 0 } } : {}),
         ...(req.followRedirects === false ? { followRedirect: false } : {}),
+        ...(attempts ? { hooks: attempts.hooks } : {}),
       });
       let cut = false;
       const cutOff = () => {
@@ -125,9 +130,11 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       try {
         res = (await promise) as unknown as Response<Buffer>;
       } catch (err) {
+        attempts?.done(cut ? 'response_too_large' : err);
         if (cut) throw tooLarge();
         throw networkFailure(err, req);
       }
+      attempts?.done();
       if (res.body.length > options.maxResponseBytes) {
         throw tooLarge();
       }

@@ -4,6 +4,7 @@
 // execute -> refund or keep -> record usage).
 import type { ToolError } from '../tool-error.ts';
 import type { ToolAnnotations } from '../toolspec/types.ts';
+import type { CallTrace } from '../tracing/spans.ts';
 
 export interface Principal {
   /** The API key, or the OAuth grant of an access token (limits and the ledger count per credential). */
@@ -37,6 +38,8 @@ export type ToolCallResult = { ok: true; result: Record<string, unknown> } | { o
 export interface CallOptions {
   signal: AbortSignal;
   progress: (message: string) => void;
+  /** The call's span when tracing is on (runtime/tracing/spans.ts). */
+  trace?: CallTrace;
 }
 
 export interface McpBackend {
