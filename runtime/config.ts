@@ -2,6 +2,7 @@
 import path from 'node:path';
 import { type AllowList, parseAllowList } from './http/guard.ts';
 import { DEFAULT_MONGO_OPTIONS, type MongoOptions, WeakWriteConcernError, writeConcernFor } from './store/mongo-options.ts';
+import { type TracingConfig, parseTracingConfig } from './tracing/config.ts';
 
 export interface Config {
   port: number;
@@ -69,6 +70,8 @@ export interface Config {
   auditRetentionDays: number;
   /** The service's own provider sandboxes ("Try it with sandbox accounts"): on, or off for a hosted service. */
   sandboxes: { enabled: boolean; idleMinutes: number; maxSets: number };
+  /** OpenTelemetry traces over OTLP/HTTP; undefined (no SDK at all) unless an OTLP endpoint is set. */
+  tracing?: TracingConfig;
 }
 
 export class ConfigError extends Error {}
@@ -175,6 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     oauthRefreshReuseSeconds: int('OAUTH_REFRESH_REUSE_SECONDS', 60, 0, 3600),
     auditRetentionDays: int('AUDIT_RETENTION_DAYS', 365, 1, 3650),
     sandboxes: { enabled: sandboxes !== 'off', idleMinutes: int('SANDBOX_IDLE_MINUTES', 30, 1, 1440), maxSets: int('SANDBOX_MAX_SETS', 50, 1, 10_000) },
+    tracing: parseTracingConfig(env, problems),
   };
   config.publicUrl = env.PUBLIC_URL ? new URL(env.PUBLIC_URL).origin : defaultPublicUrl(config.host, config.port);
   if (config.headersTimeoutMs > config.requestTimeoutMs) problems.push('HEADERS_TIMEOUT_MS must not be larger than REQUEST_TIMEOUT_MS');

@@ -94,6 +94,8 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       await flush();
       for (const client of c.http) client.close();
       await c.sandboxes?.close();
+      // The spans of the last calls, bounded by the export timeout.
+      await c.tracing?.shutdown();
       await store.close();
     },
   };
