@@ -12,11 +12,10 @@ const RUN_MS = 120_000;
 const WINDOW_MS = 10_000;
 
 describe.runIf(Boolean(MONGODB_URL))('rate limits across three instances', () => {
-  const { url: databaseUrl } = mongoTestUrl('rate_limit_scale');
   const instances: Array<{ proc: ServiceProcess; url: string }> = [];
 
   beforeAll(async () => {
-    const env = { MONGODB_URL: databaseUrl, MASTER_KEY: randomBytes(32).toString('hex'), OPERATOR_TOKEN, STARTING_CREDITS: '0' };
+    const env = { MONGODB_URL: mongoTestUrl('rate_limit_scale').url, MASTER_KEY: randomBytes(32).toString('hex'), OPERATOR_TOKEN, STARTING_CREDITS: '0' };
     for (let i = 0; i < 3; i++) {
       const proc = startServiceProcess(env);
       instances.push({ proc, url: await proc.url });
