@@ -22,8 +22,7 @@ export const STORE_INDEXES: IndexSpec[] = [
   { collection: 'tools', fields: ['account_id'] },
   { collection: 'usage', fields: ['owner_id', 'hour'] },
   { collection: 'calls', fields: ['owner_id', 'at'] },
-  // Settlement walks an owner's charged records in the order of the credit line; one record per range.
-  { collection: 'calls', fields: ['owner_id', 'from'] },
+  // One record per range of an owner's credit line; settlement walks an owner's charged records in its order.
   { collection: 'calls', fields: ['charge_key'], unique: true, sparse: true },
   { collection: 'credits', fields: ['unsettled'] },
   { collection: 'calls', fields: ['at'] },
