@@ -106,6 +106,7 @@ export function createApp(config: Config, c: Components, logs: { logger: Logger;
         `Tools of this server act on third-party accounts (${providerTitles(c.catalog.current, 'and')}). Each call costs credits, shown in the tool description.`,
       resourceMetadataUrl: (serverId) => resourceMetadataUrl(c.site.publicUrl, serverId),
       scope: SCOPE,
+      tracing: c.tracing,
     }),
   );
   router.all('/mcp/:serverId', (ctx) => {

@@ -13,6 +13,7 @@ import { Sessions } from './access/sessions.ts';
 import { SignInLimits } from './access/sign-in-limits.ts';
 import type { ApiDeps } from './api/context.ts';
 import { AuditTrail } from './audit/audit-trail.ts';
+import { SERVICE_INFO } from './app.ts';
 import { Credits } from './billing/credits.ts';
 import { Ledger } from './billing/ledger.ts';
 import type { Config } from './config.ts';
@@ -31,6 +32,7 @@ import { CustomTools } from './servers/custom-tools.ts';
 import { Servers } from './servers/servers.ts';
 import type { Store } from './store/port.ts';
 import type { LiveCatalog } from './toolspec/live.ts';
+import { type Tracing, startTracing } from './tracing/tracing.ts';
 
 /** No call lasts longer: the longest webhook wait (300 s) plus the retries and the answer, with margin. */
 export const MAX_CALL_MS = 15 * 60_000;
@@ -42,6 +44,8 @@ export interface Components extends ApiDeps {
   metrics: Metrics;
   /** The outbound clients, closed at shutdown. */
   http: HttpClient[];
+  /** OpenTelemetry traces; undefined (no SDK loaded) unless an OTLP endpoint is configured. Flushed at shutdown. */
+  tracing?: Tracing;
 }
 
 /** The master key (encrypting stored accounts) and the operator token: from the config, or generated once into DATA_DIR. */
@@ -125,6 +129,7 @@ export async function buildComponents(
     pipeline,
     metrics,
     http: [http, metadataHttp],
+    tracing: config.tracing && (await startTracing(config.tracing, logger, SERVICE_INFO.version)),
     owners: new Owners(store),
     servers,
     keys,

@@ -2,6 +2,7 @@
 import path from 'node:path';
 import { type AllowList, parseAllowList } from './http/guard.ts';
 import { DEFAULT_MONGO_OPTIONS, type MongoOptions, WeakWriteConcernError, writeConcernFor } from './store/mongo-options.ts';
+import { type TracingConfig, parseTracingConfig } from './tracing/config.ts';
 
 export interface Config {
   port: number;
@@ -71,6 +72,8 @@ export interface Config {
   sandboxes: { enabled: boolean; idleMinutes: number; maxSets: number };
   /** What the dashboard tells an owner whose credits run low or out: the operator's words and an optional link. */
   creditsHelp: { text: string; url?: string };
+  /** OpenTelemetry traces over OTLP/HTTP; undefined (no SDK at all) unless an OTLP endpoint is set. */
+  tracing?: TracingConfig;
 }
 
 /** What the dashboard says about getting credits when the operator says nothing. */
@@ -188,6 +191,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     auditRetentionDays: int('AUDIT_RETENTION_DAYS', 365, 1, 3650),
     sandboxes: { enabled: sandboxes !== 'off', idleMinutes: int('SANDBOX_IDLE_MINUTES', 30, 1, 1440), maxSets: int('SANDBOX_MAX_SETS', 50, 1, 10_000) },
     creditsHelp: { text: helpText, url: helpUrl },
+    tracing: parseTracingConfig(env, problems),
   };
   config.publicUrl = env.PUBLIC_URL ? new URL(env.PUBLIC_URL).origin : defaultPublicUrl(config.host, config.port);
   if (config.headersTimeoutMs > config.requestTimeoutMs) problems.push('HEADERS_TIMEOUT_MS must not be larger than REQUEST_TIMEOUT_MS');

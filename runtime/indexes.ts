@@ -22,13 +22,14 @@ export const STORE_INDEXES: IndexSpec[] = [
   { collection: 'tools', fields: ['account_id'] },
   { collection: 'usage', fields: ['owner_id', 'hour'] },
   { collection: 'calls', fields: ['owner_id', 'at'] },
-  // The call log (runtime/api/calls.ts): newest first, by server, key, tool or outcome.
-  { collection: 'calls', fields: ['owner_id', 'server_id', 'at'] },
-  { collection: 'calls', fields: ['owner_id', 'key_id', 'at'] },
-  { collection: 'calls', fields: ['owner_id', 'tool', 'at'] },
-  { collection: 'calls', fields: ['owner_id', 'outcome', 'at'] },
-  // Settlement walks an owner's charged records in the order of the credit line; one record per range.
-  { collection: 'calls', fields: ['owner_id', 'from'] },
+  // The call log (runtime/api/calls.ts): newest first, by server, key, tool or outcome. Not on the embedded
+  // store, which scans the records it keeps in memory (at most LEDGER_MAX_RECORDS) and would pay for these
+  // on every record written (measured: 45 -> 145 µs per record with the four).
+  { collection: 'calls', fields: ['owner_id', 'server_id', 'at'], embedded: false },
+  { collection: 'calls', fields: ['owner_id', 'key_id', 'at'], embedded: false },
+  { collection: 'calls', fields: ['owner_id', 'tool', 'at'], embedded: false },
+  { collection: 'calls', fields: ['owner_id', 'outcome', 'at'], embedded: false },
+  // One record per range of an owner's credit line; settlement walks an owner's charged records in its order.
   { collection: 'calls', fields: ['charge_key'], unique: true, sparse: true },
   { collection: 'credits', fields: ['unsettled'] },
   { collection: 'calls', fields: ['at'] },

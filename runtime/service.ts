@@ -40,7 +40,7 @@ export interface RunningService {
   logger: Logger;
   /** The service's own provider sandboxes (absent when SANDBOXES=off). */
   sandboxes?: Sandboxes;
-  /** Writes buffered last-used times of keys and prunes settled charges now. */
+  /** Writes buffered last-used times of keys and OAuth grants, and waits for the ledger records being written. */
   flush(): Promise<void>;
   /** Runs the hourly sweeps now (retention of sessions, OAuth tokens, audit events, budget counters). */
   housekeeping(): Promise<void>;
@@ -94,6 +94,8 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       await flush();
       for (const client of c.http) client.close();
       await c.sandboxes?.close();
+      // The spans of the last calls, bounded by the export timeout.
+      await c.tracing?.shutdown();
       await store.close();
     },
   };

@@ -4,18 +4,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { randomId, randomToken } from '../runtime/secrets.ts';
 import { type Owner, type TestService, createOwner, createServer, startTestService } from './support/service.ts';
 import { rpc } from './support/tool-calls.ts';
-import { DEMO_SPECS as SPECS, type DemoUpstream, demoAccounts, startDemoUpstream } from './support/upstream.ts';
+import { DEMO_SPECS as SPECS, useDemoUpstream } from './support/upstream.ts';
 
-let upstream: DemoUpstream;
-
-beforeAll(async () => {
-  upstream = await startDemoUpstream();
-});
-afterAll(async () => {
-  await upstream?.close();
-});
-
-const demoAccount = () => demoAccounts(upstream);
+const demo = useDemoUpstream();
+const demoAccount = demo.account;
 const mcp = (svc: TestService, serverId: string, key: string | undefined, method?: string) => rpc(svc.url, serverId, key, method);
 
 describe('random tokens (keys, ids)', () => {

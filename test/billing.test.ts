@@ -4,18 +4,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Owner, type TestService, createOwner, createServer, startTestService } from './support/service.ts';
 import { rpc } from './support/tool-calls.ts';
-import { DEMO_SPECS as SPECS, type DemoUpstream, demoAccounts, startDemoUpstream } from './support/upstream.ts';
+import { DEMO_SPECS as SPECS, useDemoUpstream } from './support/upstream.ts';
 
-let upstream: DemoUpstream;
-
-beforeAll(async () => {
-  upstream = await startDemoUpstream();
-});
-afterAll(async () => {
-  await upstream?.close();
-});
-
-const demoAccount = () => demoAccounts(upstream);
+const demo = useDemoUpstream();
+const demoAccount = demo.account;
 const echo = (svc: TestService, serverId: string, key: string, args: Record<string, unknown>) =>
   rpc(svc.url, serverId, key, 'tools/call', { name: 'demo_echo', arguments: args });
 
@@ -33,10 +25,10 @@ describe('credits', () => {
   afterAll(() => svc?.close());
 
   it('50 concurrent calls of a 2-credit tool with balance 61: exactly 30 succeed, balance 1', async () => {
-    upstream.delayMs = 20;
-    const before = upstream.requests.length;
+    demo.upstream.delayMs = 20;
+    const before = demo.upstream.requests.length;
     const results = await Promise.all(Array.from({ length: 50 }, (_, i) => echo(svc, server.serverId, server.key, { message: `m${i}` })));
-    upstream.delayMs = 0;
+    demo.upstream.delayMs = 0;
     const ok = results.filter((r) => r.body.result.isError === false);
     const refused = results.filter((r) => r.body.result.isError === true);
     expect(ok.length).toBe(30);
@@ -49,14 +41,14 @@ describe('credits', () => {
     ).toBe(true);
     expect(await balance()).toBe(1);
     // Insufficient balance never reaches the upstream.
-    expect(upstream.requests.length - before).toBe(30);
+    expect(demo.upstream.requests.length - before).toBe(30);
   });
 
   it('an insufficient balance calls no upstream and charges nothing', async () => {
-    const before = upstream.requests.length;
+    const before = demo.upstream.requests.length;
     const r = await echo(svc, server.serverId, server.key, { message: 'x' });
     expect(r.body.result.isError).toBe(true);
-    expect(upstream.requests.length).toBe(before);
+    expect(demo.upstream.requests.length).toBe(before);
     expect(await balance()).toBe(1);
   });
 

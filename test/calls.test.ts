@@ -7,12 +7,17 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Credits } from '../runtime/billing/credits.ts';
+import { listCalls } from '../runtime/api/calls.ts';
+import type { CallDoc } from '../runtime/billing/ledger.ts';
 import { ConfigError, DEFAULT_CREDITS_HELP, loadConfig } from '../runtime/config.ts';
+import { STORE_INDEXES } from '../runtime/indexes.ts';
+import { storeTargets } from './support/stores.ts';
 import { type Owner, type TestService, createOwner, createServer, startTestService } from './support/service.ts';
 import { rpc } from './support/tool-calls.ts';
-import { DEMO_SPECS, type DemoUpstream, demoAccounts, startDemoUpstream } from './support/upstream.ts';
+import { DEMO_SPECS, useDemoUpstream } from './support/upstream.ts';
 
-let upstream: DemoUpstream;
+const demo = useDemoUpstream();
+const targets = storeTargets('call_log');
 let svc: TestService;
 let owner: Owner;
 let a: { serverId: string; key: string };
@@ -23,11 +28,10 @@ const echo = (server: { serverId: string; key: string }, args: Record<string, un
 const get = (p: string, token = owner.token) => svc.call('GET', p, { token });
 
 beforeAll(async () => {
-  upstream = await startDemoUpstream();
   svc = await startTestService(DEMO_SPECS);
   owner = await createOwner(svc, 1000);
-  a = await createServer(svc, owner, { id: 'alpha', accounts: demoAccounts(upstream), tools: [{ base_tool: 'demo_echo', account: 'demo' }] });
-  b = await createServer(svc, owner, { id: 'beta', accounts: demoAccounts(upstream), tools: [{ base_tool: 'demo_echo', account: 'demo' }] });
+  a = await createServer(svc, owner, { id: 'alpha', accounts: demo.account(), tools: [{ base_tool: 'demo_echo', account: 'demo' }] });
+  b = await createServer(svc, owner, { id: 'beta', accounts: demo.account(), tools: [{ base_tool: 'demo_echo', account: 'demo' }] });
   // In order: ok on alpha, a provider failure (refunded), a provider 404 (kept), a refusal before any charge, then beta.
   await echo(a, { message: 'one' });
   await echo(a, { message: 'two', status: 503 });
@@ -37,7 +41,6 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   await svc?.close();
-  await upstream?.close();
 });
 
 describe('GET /api/calls', () => {
@@ -269,3 +272,49 @@ describe('CREDITS_HELP_TEXT and CREDITS_HELP_URL', () => {
     expect(() => loadConfig({ CREDITS_HELP_TEXT: 'x'.repeat(501) })).toThrow(/CREDITS_HELP_TEXT/);
   });
 });
+
+for (const target of targets) {
+  describe.runIf(target.enabled)(`the call log's query on ${target.name}`, () => {
+    it('pages newest first on (at, _id), records written together included, each filter alone and combined', async () => {
+      const store = await target.open();
+      try {
+        await store.ensureIndexes(STORE_INDEXES);
+        const calls = store.collection<CallDoc>('calls');
+        const at = (i: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, Math.floor(i / 3))); // three records share each time
+        const docs: CallDoc[] = Array.from({ length: 30 }, (_, i) => ({
+          _id: `call_${String(i).padStart(2, '0')}`,
+          at: at(i),
+          owner_id: i % 10 === 9 ? 'someone else' : 'me',
+          server_id: i % 2 ? 'odd' : 'even',
+          key_id: `key_${i % 3}`,
+          tool: i % 5 ? 'read' : 'write',
+          outcome: i % 4 ? 'ok' : 'refunded',
+          code: i % 4 ? 'ok' : 'timeout',
+          charged: 1,
+          credits: i % 4 ? 1 : 0,
+          latency_ms: i,
+        }));
+        await calls.insertMany(docs);
+        const mine = docs.filter((d) => d.owner_id === 'me').sort((a, b) => b.at.getTime() - a.at.getTime() || (a._id < b._id ? 1 : -1));
+        const walk = async (q: Parameters<typeof listCalls>[2], limit: number) => {
+          const seen: string[] = [];
+          let cursor: string | undefined;
+          do {
+            const page = await listCalls(calls, 'me', q, { limit, cursor });
+            seen.push(...page.calls.map((c) => c._id));
+            cursor = page.next_cursor ?? undefined;
+          } while (cursor);
+          return seen;
+        };
+        expect(await walk({}, 4)).toEqual(mine.map((d) => d._id));
+        expect(await walk({ server: 'odd', key: 'key_1' }, 2)).toEqual(mine.filter((d) => d.server_id === 'odd' && d.key_id === 'key_1').map((d) => d._id));
+        expect(await walk({ tool: 'write', outcomes: ['refunded', 'ok'] }, 1)).toEqual(mine.filter((d) => d.tool === 'write').map((d) => d._id));
+        expect(await walk({ outcomes: ['refunded'], from: at(6), to: at(20) }, 3)).toEqual(
+          mine.filter((d) => d.outcome === 'refunded' && d.at >= at(6) && d.at <= at(20)).map((d) => d._id),
+        );
+      } finally {
+        await store.close();
+      }
+    });
+  });
+}

@@ -4,21 +4,13 @@
 import { mkdtemp, readFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { connectV1 } from './support/mcp-clients.ts';
 import { createOwner, createServer, startTestService } from './support/service.ts';
-import { DEMO_SPECS as SPECS, type DemoUpstream, demoAccounts, startDemoUpstream } from './support/upstream.ts';
+import { DEMO_SPECS as SPECS, useDemoUpstream } from './support/upstream.ts';
 
-let upstream: DemoUpstream;
-
-beforeAll(async () => {
-  upstream = await startDemoUpstream();
-});
-afterAll(async () => {
-  await upstream?.close();
-});
-
-const demoAccount = () => demoAccounts(upstream);
+const demo = useDemoUpstream();
+const demoAccount = demo.account;
 
 describe('stored accounts, custom tools and restarts', () => {
   it('validates account fields, masks secrets, and keeps everything across a restart on the same DATA_DIR', async () => {
@@ -28,7 +20,10 @@ describe('stored accounts, custom tools and restarts', () => {
 
     const bad = await svc.call('POST', '/api/accounts', { token: owner.token, body: { kind: 'demo', name: 'x', base_url: 'ftp://nope', token: 'tok_1' } });
     expect(bad.body).toEqual({ error: 'Bad Request', message: '"base_url" (Base URL) must be an http(s) URL' });
-    const pattern = await svc.call('POST', '/api/accounts', { token: owner.token, body: { kind: 'demo', name: 'x', base_url: upstream.url, token: 'nope' } });
+    const pattern = await svc.call('POST', '/api/accounts', {
+      token: owner.token,
+      body: { kind: 'demo', name: 'x', base_url: demo.upstream.url, token: 'nope' },
+    });
     expect(pattern.body.message).toBe('"token" (Token) must start with tok_');
     const kind = await svc.call('POST', '/api/accounts', { token: owner.token, body: { kind: 'mail', name: 'x' } });
     expect(kind.body.message).toMatch(/^"kind" must be one of: demo/);
@@ -38,8 +33,8 @@ describe('stored accounts, custom tools and restarts', () => {
       tools: [{ base_tool: 'demo_echo', name: 'shout', account: 'demo', defaults: { status: 200, channel: 'random', message: 'hello' }, locked: ['channel'] }],
     });
     const shown = await svc.call('GET', `/api/accounts/${accountIds.demo}`, { token: owner.token });
-    expect(shown.body).toMatchObject({ id: accountIds.demo, kind: 'demo', name: 'Demo', base_url: upstream.url, secret_hint: 'token: ••••1234' });
-    expect(JSON.stringify(shown.body)).not.toContain(upstream.token);
+    expect(shown.body).toMatchObject({ id: accountIds.demo, kind: 'demo', name: 'Demo', base_url: demo.upstream.url, secret_hint: 'token: ••••1234' });
+    expect(JSON.stringify(shown.body)).not.toContain(demo.upstream.token);
     const verified = await svc.call('POST', `/api/accounts/${accountIds.demo}/verify`, { token: owner.token });
     expect(verified.body).toMatchObject({ id: accountIds.demo, verified: true, detail: 'Demo upstream accepted the credentials (GET /me).' });
 
@@ -73,9 +68,9 @@ describe('stored accounts, custom tools and restarts', () => {
     const files = await readdir(dataDir);
     const disk = (await Promise.all(files.map((f) => readFile(path.join(dataDir, f), 'utf8')))).join('\n');
     expect(disk).not.toContain(key);
-    expect(disk).not.toContain(upstream.token);
+    expect(disk).not.toContain(demo.upstream.token);
     expect(svc.logs.join('\n')).not.toContain(key);
-    expect(svc.logs.join('\n')).not.toContain(upstream.token);
+    expect(svc.logs.join('\n')).not.toContain(demo.upstream.token);
 
     svc = await startTestService(SPECS, { onDisk: dataDir });
     const again = await connectV1(svc.url, serverId, key);

@@ -12,23 +12,22 @@ import { chromiumAvailable, launchChromium } from './browser/chromium.ts';
 import { connectV1 } from './support/mcp-clients.ts';
 import { type Owner, type TestService, createServer, startTestService } from './support/service.ts';
 import { rpc } from './support/tool-calls.ts';
-import { DEMO_SPECS, type DemoUpstream, demoAccounts, startDemoUpstream } from './support/upstream.ts';
+import { DEMO_SPECS, useDemoUpstream } from './support/upstream.ts';
 
 const PASSWORD = 'a long enough passphrase';
 const HELP = { CREDITS_HELP_TEXT: 'Top up in the billing portal; credits arrive within a minute.', CREDITS_HELP_URL: 'https://billing.example.com/top-up' };
 
 describe.skipIf(!chromiumAvailable)('the dashboard in daily use', () => {
+  const demo = useDemoUpstream();
   let svc: TestService;
-  let upstream: DemoUpstream;
   let browser: Browser;
 
   beforeAll(async () => {
-    [upstream, browser] = await Promise.all([startDemoUpstream(), launchChromium()]);
-    svc = await startTestService({ ...DEMO_SPECS, ...HELP, STARTING_CREDITS: '40' });
+    [svc, browser] = await Promise.all([startTestService({ ...DEMO_SPECS, ...HELP, STARTING_CREDITS: '40' }), launchChromium()]);
   });
   afterAll(async () => {
     await browser?.close();
-    await Promise.all([svc?.close(), upstream?.close()]);
+    await svc?.close();
   });
 
   /** An owner who signed up (a session for the browser, a management token for set-up) with a server of demo_echo. */
@@ -64,7 +63,7 @@ describe.skipIf(!chromiumAvailable)('the dashboard in daily use', () => {
 
   it('filters the call log down to a failing call, whose page gives its error, provider status and what became of its credits', async () => {
     const { owner, cookie } = await signedUpOwner(svc);
-    const server = await createServer(svc, owner, { accounts: demoAccounts(upstream), tools: [{ base_tool: 'demo_echo', account: 'demo' }] });
+    const server = await createServer(svc, owner, { accounts: demo.account(), tools: [{ base_tool: 'demo_echo', account: 'demo' }] });
     const client = await connectV1(svc.url, server.serverId, server.key);
     await client.callTool({ name: 'demo_echo', arguments: { message: 'fine' } });
     const failed = await client.callTool({ name: 'demo_echo', arguments: { message: 'down', status: 503 } });
@@ -132,7 +131,7 @@ describe.skipIf(!chromiumAvailable)('the dashboard in daily use', () => {
 
   it('warns on every page once spending takes the balance below the alert, and at 0 says what to do', async () => {
     const { owner, cookie } = await signedUpOwner(svc);
-    const server = await createServer(svc, owner, { accounts: demoAccounts(upstream), tools: [{ base_tool: 'demo_echo', account: 'demo' }] });
+    const server = await createServer(svc, owner, { accounts: demo.account(), tools: [{ base_tool: 'demo_echo', account: 'demo' }] });
     const { context, page, problems } = await browse(svc, cookie);
     // 40 starting credits: the default alert is a tenth of them. The owner raises it on Settings.
     await page.goto(`${svc.url}/settings`);
@@ -172,7 +171,7 @@ describe.skipIf(!chromiumAvailable)('the dashboard in daily use', () => {
 
   it("edits a tool's defaults, lock and description in place, then tries it from the page like a client would", async () => {
     const { owner, cookie } = await signedUpOwner(svc);
-    const server = await createServer(svc, owner, { accounts: demoAccounts(upstream), tools: [{ base_tool: 'demo_echo', account: 'demo' }] });
+    const server = await createServer(svc, owner, { accounts: demo.account(), tools: [{ base_tool: 'demo_echo', account: 'demo' }] });
     const { context, page, problems } = await browse(svc, cookie);
     await page.goto(`${svc.url}/servers/${server.serverId}`);
 

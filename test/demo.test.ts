@@ -37,8 +37,9 @@ wait`;
     const shell = spawn('bash', ['-c', script], {
       cwd: process.cwd(),
       stdio: ['ignore', out, out],
-      // The demo gets the suite's network safety net; a free port; its env file where the line expects it.
-      env: { ...process.env, PORT: '0', DEMO_ENV_FILE: envFile, NODE_OPTIONS: '--import tsx --import ./test/support/loopback-only.ts' },
+      // The demo gets the suite's network safety net; a free port; its env file where the line expects it; the
+      // shell of a fresh machine (no MONGODB_URL: the test runs export one for the suites that need it).
+      env: { ...withoutMongo(process.env), PORT: '0', DEMO_ENV_FILE: envFile, NODE_OPTIONS: '--import tsx --import ./test/support/loopback-only.ts' },
     });
     const exited = new Promise<number | null>((resolve) => shell.once('exit', resolve));
     try {
@@ -75,3 +76,8 @@ wait`;
     await rm(dir, { recursive: true, force: true });
   }, 200_000);
 });
+
+function withoutMongo(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { MONGODB_URL: _mongo, ...rest } = env;
+  return rest;
+}

@@ -72,6 +72,17 @@ for (const target of storeTargets('ledger')) {
       await store.close();
     });
 
+    it('keeps the owner document the same size however many charges are open (1,000 concurrent calls)', async () => {
+      const { credits, store } = await setup(10_000);
+      const size = async () => JSON.stringify(await credits.docs.findOne({ _id: OWNER })).length;
+      await credits.charge(OWNER, 1);
+      const before = await size();
+      const starts = await Promise.all(Array.from({ length: 1000 }, () => credits.charge(OWNER, 1)));
+      expect(new Set(starts).size).toBe(1000);
+      expect(await size()).toBeLessThanOrEqual(before + 3); // the line's end grew from 1 to 1001: three more digits
+      await store.close();
+    });
+
     it('refunds a range once, however often the refund is applied', async () => {
       const { credits, store } = await setup(10);
       const from = (await credits.charge(OWNER, 4))!;

@@ -11,12 +11,24 @@ const OPERATOR_TOKEN = 'op_test_token_0123456789abcdef';
 
 describe('configuration', () => {
   it('refuses to start and names every bad variable', async () => {
-    const p = start({ PORT: 'eighty', LOG_LEVEL: 'loud', MASTER_KEY: 'short', ALLOW_PRIVATE_NETWORKS: '10.0.0.0/99' });
+    const p = start({
+      PORT: 'eighty',
+      LOG_LEVEL: 'loud',
+      MASTER_KEY: 'short',
+      ALLOW_PRIVATE_NETWORKS: '10.0.0.0/99',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
+    });
     p.url.catch(() => undefined);
     expect(await p.exit).toBe(1);
     const out = p.output();
     expect(out).toContain('Invalid configuration:');
-    for (const name of ['PORT must be an integer', 'LOG_LEVEL must be one of', 'MASTER_KEY must be 32 bytes', 'ALLOW_PRIVATE_NETWORKS:'])
+    for (const name of [
+      'PORT must be an integer',
+      'LOG_LEVEL must be one of',
+      'MASTER_KEY must be 32 bytes',
+      'ALLOW_PRIVATE_NETWORKS:',
+      'OTEL_EXPORTER_OTLP_ENDPOINT must be',
+    ])
       expect(out).toContain(name);
   });
 

@@ -11,7 +11,6 @@ import { MONGODB_URL, dropTestDatabases, mongoTestUrl } from './support/mongo.ts
 const LIMITS = { burstPoints: 100, burstSeconds: 10, minutePoints: 1000 };
 
 describe.runIf(Boolean(MONGODB_URL))('rate limits shared through MongoDB', () => {
-  const { url, dbName } = mongoTestUrl('rate_limit');
   const clients: MongoClient[] = [];
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.close()));
@@ -19,6 +18,7 @@ describe.runIf(Boolean(MONGODB_URL))('rate limits shared through MongoDB', () =>
   });
 
   it('three instances together admit the limit of a window within 10%, never more, with few store operations', async () => {
+    const { url, dbName } = mongoTestUrl('rate_limit');
     const store = await openMongoStore(url, { dbName });
     await store.ensureIndexes(RATE_LIMIT_INDEXES);
     await store.close();

@@ -23,7 +23,7 @@ interface Instance {
 }
 
 describe.runIf(Boolean(MONGODB_URL))('several instances on one MongoDB', () => {
-  const { url: databaseUrl } = mongoTestUrl('scale_out');
+  let databaseUrl = '';
   let upstream: DemoUpstream;
   const instances: Instance[] = [];
 
@@ -50,6 +50,7 @@ describe.runIf(Boolean(MONGODB_URL))('several instances on one MongoDB', () => {
   }
 
   beforeAll(async () => {
+    databaseUrl = mongoTestUrl('scale_out').url;
     upstream = await startDemoUpstream();
     upstream.delayMs = 10; // calls are in flight when an instance dies
     instances.push(await start('a'));

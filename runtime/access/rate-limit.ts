@@ -163,6 +163,8 @@ class ReservedWindow implements Window {
         await a.reserving;
         continue;
       }
+      // The reservation this call waited for may have found the store down.
+      if (Date.now() < this.degradedUntil) return this.fallback.consume(key, requests);
       const block = Math.max(requests, Math.floor(a.sharedLeft * BLOCK_FRACTION));
       const reservation = this.reserve(key, a, block);
       a.reserving = reservation.then(() => undefined);

@@ -38,7 +38,7 @@ export interface CallDoc extends Doc {
   latency_ms: number | null;
   /** Start of the call's range on the owner's credit line; absent when nothing was charged. */
   from?: ChargeStart;
-  /** `<owner>:<from>`, unique: one record per range, even if a call outlived the time after which it counts as interrupted. */
+  /** `<owner>:<from, padded>` (chargeKey), unique: one record per range, even if a call outlived the time after which it counts as interrupted. */
   charge_key?: string;
   /** The error's message as the client got it (it never holds argument values or secrets). */
   message?: string;
@@ -259,7 +259,13 @@ export function recordOf(
   };
 }
 
-export const chargeKey = (ownerId: string, from: ChargeStart) => `${ownerId}:${from}`;
+/**
+ * A charged record's key: the owner, then its place on the line zero-padded, so that one unique index both keeps
+ * one record per range and walks an owner's records in the line's order (settlement.ts).
+ */
+export const chargeKey = (ownerId: string, from: ChargeStart) => `${ownerId}:${String(from).padStart(16, '0')}`;
+/** Above every charge key of the owner (';' follows ':'). */
+export const chargeKeysEnd = (ownerId: string) => `${ownerId};`;
 export const hourOf = (at: Date) => new Date(Math.floor(at.getTime() / HOUR) * HOUR);
 export const bucketId = (c: Pick<CallDoc, 'owner_id' | 'server_id' | 'key_id' | 'tool' | 'at'>) =>
   `${c.owner_id}|${c.server_id}|${c.key_id}|${c.tool}|${hourOf(c.at).toISOString()}`;

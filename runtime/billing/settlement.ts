@@ -9,7 +9,7 @@
 // by compare-and-set.
 import { DuplicateKeyError, type Collection } from '../store/port.ts';
 import type { CreditDoc, Credits } from './credits.ts';
-import { type CallDoc, chargeKey } from './ledger.ts';
+import { type CallDoc, chargeKey, chargeKeysEnd } from './ledger.ts';
 
 /** Records read at a time while walking an owner's line; owners read at a time. */
 const PAGE = 1000;
@@ -118,8 +118,8 @@ export class Settlement {
     let next = start;
     for (;;) {
       const page = (await this.calls.find(
-        { owner_id: ownerId, from: { $gte: next } },
-        { sort: { from: 1 }, limit: PAGE, projection: { _id: 1, from: 1, charged: 1, outcome: 1 } },
+        { charge_key: { $gte: chargeKey(ownerId, next), $lt: chargeKeysEnd(ownerId) } },
+        { sort: { charge_key: 1 }, limit: PAGE, projection: { _id: 1, from: 1, charged: 1, outcome: 1 } },
       )) as Array<CallDoc & { from: number }>;
       yield* page;
       if (page.length < PAGE) return;

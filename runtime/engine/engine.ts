@@ -12,6 +12,7 @@ import { createArgumentsAjv } from '../toolspec/loader.ts';
 import { type CompiledTemplate, RenderError, truthy } from '../template/template.ts';
 import { renderTree } from '../template/tree.ts';
 import { ToolError } from '../tool-error.ts';
+import type { OutboundTrace } from '../tracing/outbound.ts';
 import { mapUpstreamError, redactor } from './errors.ts';
 
 /** A stored account, decrypted. */
@@ -24,6 +25,8 @@ export interface AccountCredentials {
 export interface RunOptions {
   signal?: AbortSignal;
   progress?: (message: string) => void;
+  /** The call's trace, when tracing is on: every provider request of the call becomes a span of it. */
+  outbound?: OutboundTrace;
 }
 
 export interface EngineOptions {
@@ -88,11 +91,11 @@ export class Engine {
     const facts = accountFacts(provider, account);
     const redact = facts.redact;
     const view: View = { args, account: facts.publicFields, steps: {} };
-    const resolved = account ? await this.resolveBase(provider, account, opts.signal) : undefined;
+    const resolved = account ? await this.resolveBase(provider, account, opts.signal, false, opts.outbound) : undefined;
     // Once the provider answered one request of this call, a later cancellation still leaves that work paid for.
     let answered = false;
     const paidFor = (failure: ToolError) => (failure.code === 'cancelled' && failure.refund && answered ? cancelled(true) : failure);
-    const http = this.bind(provider, account, opts.signal, tool.spec.annotations.idempotentHint, resolved?.base, undefined, () => {
+    const http = this.bind(provider, account, opts, tool.spec.annotations.idempotentHint, resolved?.base, undefined, () => {
       answered = true;
     });
     const ctxBase = {
@@ -172,7 +175,7 @@ export class Engine {
     try {
       const request = this.render(chosen.request, view);
       if (way.from === 'instance') request.url = new URL(accountRoot(provider, account) + request.path);
-      const res = await this.bind(provider, account, signal, true, resolved?.base).send(request, { expectOk: false });
+      const res = await this.bind(provider, account, { signal }, true, resolved?.base).send(request, { expectOk: false });
       const accepted = (res.status >= 200 && res.status < 300) || way.accept_status?.includes(res.status);
       if (!accepted) throw new UpstreamStatusError(res);
       const body = (res.body ?? {}) as Record<string, unknown>;
@@ -200,7 +203,13 @@ export class Engine {
    * The account's API base found by the provider's base_url.resolve plugin, cached per account; undefined for
    * providers without one. The plugin may send the account's credentials to the URLs of its own fields only.
    */
-  private resolveBase(provider: Provider, account: AccountCredentials, signal?: AbortSignal, fresh = false): Promise<BaseResolution> | undefined {
+  private resolveBase(
+    provider: Provider,
+    account: AccountCredentials,
+    signal?: AbortSignal,
+    fresh = false,
+    outbound?: OutboundTrace,
+  ): Promise<BaseResolution> | undefined {
     const resolver = provider.baseResolver;
     if (!resolver) return undefined;
     const facts = accountFacts(provider, account);
@@ -209,7 +218,7 @@ export class Engine {
     if (cached) return cached;
     const urls = Object.entries(facts.publicFields).filter(([k]) => provider.spec.account.fields.find((f) => f.name === k)?.format === 'url');
     const origins = new Set(urls.flatMap(([, v]) => (URL.canParse(v) ? [new URL(v).origin] : [])));
-    const http = this.bind(provider, account, signal, true, undefined, origins);
+    const http = this.bind(provider, account, { signal, outbound }, true, undefined, origins);
     const pending = resolver.plugin
       .apply(facts.base!, { options: resolver.options as never, account: facts.publicFields, http, signal: signal ?? new AbortController().signal })
       .catch((err: unknown): BaseResolution => {
@@ -227,7 +236,7 @@ export class Engine {
   private bind(
     provider: Provider,
     account: AccountCredentials | null,
-    signal?: AbortSignal,
+    { signal, outbound }: RunOptions,
     idempotent = true,
     resolvedBase?: string,
     authOrigins?: ReadonlySet<string>,
@@ -256,6 +265,7 @@ export class Engine {
           retry,
           followRedirects,
           sandboxOwner: account?.sandboxOwner,
+          trace: outbound,
         });
         onAnswer?.();
         if (expectOk && (res.status < 200 || res.status > 299)) throw new UpstreamStatusError(res);

@@ -8,6 +8,7 @@ import got, { type Got, type Method, type Response, RequestError } from 'got';
 import type { SandboxLease, SandboxRouter } from '../sandbox/sandboxes.ts';
 import { isSandboxHost } from '../../sandboxes/in-service.ts';
 import { ToolError } from '../tool-error.ts';
+import { type OutboundTrace, attemptSpans } from '../tracing/outbound.ts';
 import { type AllowList, BadHeaderError, OutboundRefusedError, checkOutboundHeaders, checkUrl, guardedLookup } from './guard.ts';
 
 export interface UpstreamRequest {
@@ -27,6 +28,8 @@ export interface UpstreamRequest {
    * under the sandbox domain reaches. Without it such a URL fails like any name that does not resolve.
    */
   sandboxOwner?: string;
+  /** The call's trace: each attempt becomes a span and sends its traceparent (runtime/tracing/outbound.ts). */
+  trace?: OutboundTrace;
 }
 
 export interface UpstreamResponse {
@@ -103,6 +106,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
   /** One request (and its redirects) through the guarded client, or through a sandbox's own connection. */
   async function exchange(req: UpstreamRequest, sandbox: SandboxLease | undefined): Promise<UpstreamResponse> {
     const hasBody = req.body !== undefined && req.method !== 'GET' && req.method !== 'DELETE';
+    const attempts = req.trace && attemptSpans(req.trace, req.method);
     const promise = client(req.url, {
       method: req.method as Method,
       headers: req.headers,
@@ -112,6 +116,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       ...(req.retry === false ? { retry: { limit: 0 } } : {}),
       ...(req.followRedirects === false ? { followRedirect: false } : {}),
       ...(sandbox ? { agent: sandbox.agents, context: { sandboxHost: req.url.hostname } } : {}),
+      ...(attempts ? { hooks: attempts.hooks } : {}),
     });
     // The request counts as received by the provider once all of it was handed to the network (its
     // 'finish'): a cancellation after that is paid for, since the provider may act on it.
@@ -141,9 +146,11 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     try {
       res = (await promise) as unknown as Response<Buffer>;
     } catch (err) {
+      attempts?.done(cut ? 'response_too_large' : err);
       if (cut) throw tooLarge();
       throw networkFailure(err, req, sent);
     }
+    attempts?.done();
     if (res.body.length > options.maxResponseBytes) {
       throw tooLarge();
     }

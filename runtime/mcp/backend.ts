@@ -5,6 +5,7 @@
 // the charge (docs/architecture.md, "Refunds").
 import type { ToolError } from '../tool-error.ts';
 import type { ToolAnnotations } from '../toolspec/types.ts';
+import type { CallTrace } from '../tracing/spans.ts';
 
 /** Who is calling, as the backend authenticated it; the endpoint passes it back unread (the backend may add to it). */
 export interface Principal {
@@ -39,6 +40,8 @@ export type ToolCallResult = { ok: true; result: Record<string, unknown> } | { o
 export interface CallOptions {
   signal: AbortSignal;
   progress: (message: string) => void;
+  /** The call's span when tracing is on (runtime/tracing/spans.ts). */
+  trace?: CallTrace;
 }
 
 export interface McpBackend {

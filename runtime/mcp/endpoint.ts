@@ -7,6 +7,8 @@ import { readBody, BodyTooLargeError } from '../http/body.ts';
 import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from '../json-depth.ts';
 import type { Logger } from '../log.ts';
 import { ToolError } from '../tool-error.ts';
+import { RequestTrace, type SpanCallTrace } from '../tracing/spans.ts';
+import type { Tracing } from '../tracing/tracing.ts';
 import type { McpBackend, Principal } from './backend.ts';
 import {
   type Classified,
@@ -40,6 +42,8 @@ export interface McpEndpointOptions {
   resourceMetadataUrl: (serverId: string) => string;
   /** The OAuth scope a client should ask for, named in every 401. */
   scope: string;
+  /** Spans of tools/call requests (runtime/tracing/spans.ts); undefined when tracing is off. */
+  tracing?: Tracing;
 }
 
 const AUTH_BODIES = {
@@ -54,6 +58,7 @@ interface Exchange extends Negotiated {
   /** The client accepts an SSE answer (needed for progress notifications). */
   acceptsSse: boolean;
   ctx: Context;
+  trace?: RequestTrace;
 }
 
 /** Methods of each era; anything else is -32601 (HTTP 404 in the modern era). */
@@ -85,16 +90,23 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       return sendHttpError(ctx, 406, { error: 'Not Acceptable', message: 'Accept must allow application/json or text/event-stream' });
     }
 
+    const trace = opts.tracing && new RequestTrace(opts.tracing, ctx.params.serverId, ctx.req.headers);
     const auth = await backend.authenticate(ctx.params.serverId, ctx.get('authorization') || undefined);
+    trace?.authenticated(auth);
     if (!auth.ok) {
+      trace?.refused(auth.status);
       if (auth.status === 401) ctx.set('WWW-Authenticate', bearerChallenge(opts.resourceMetadataUrl(ctx.params.serverId), opts.scope, auth.tokenError));
       return sendHttpError(ctx, auth.status, AUTH_BODIES[auth.status]);
     }
     const principal = auth.principal;
     ctx.state.keyId = principal.keyId;
     const rate = await backend.rateLimit(principal);
+    trace?.limited(rate.allowed);
     ctx.set(rate.headers);
-    if (!rate.allowed) return sendHttpError(ctx, 429, AUTH_BODIES[429]);
+    if (!rate.allowed) {
+      trace?.refused(429);
+      return sendHttpError(ctx, 429, AUTH_BODIES[429]);
+    }
 
     let payload: unknown;
     try {
@@ -117,7 +129,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       const id = (payload as { id?: unknown } | null)?.id;
       return sendJson(ctx, err.httpStatus, rpcError(typeof id === 'string' || typeof id === 'number' ? id : null, err.code, err.message, err.data));
     }
-    const exchange: Exchange = { ...negotiated, principal, acceptsSse: /text\/event-stream/i.test(accept), ctx };
+    const exchange: Exchange = { ...negotiated, principal, acceptsSse: /text\/event-stream/i.test(accept), ctx, trace };
 
     if (Array.isArray(payload)) return handleBatch(exchange, payload);
     const msg = classify(payload);
@@ -224,17 +236,34 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
   ): Promise<Record<string, unknown>> {
     const name = params.name;
     if (typeof name !== 'string' || name === '') throw new RpcError(ErrorCode.InvalidParams, 'Invalid params: "name" must be the name of a tool');
-    const args = params.arguments;
+    const trace = exchange.trace?.call(name, params._meta, exchange.version);
+    if (!trace) return runTool(exchange, id, name, params.arguments, progress);
+    try {
+      return await runTool(exchange, id, name, params.arguments, progress, trace);
+    } finally {
+      trace?.end();
+    }
+  }
+
+  async function runTool(
+    exchange: Exchange,
+    id: JsonRpcRequest['id'],
+    name: string,
+    args: unknown,
+    progress?: (message: string) => void,
+    trace?: SpanCallTrace,
+  ): Promise<Record<string, unknown>> {
+    const refuse = (error: ToolError) => {
+      trace?.refuse(error.code);
+      return errorResult(error, exchange.version);
+    };
     if (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args))) {
       // 2025-11-25 and later: input validation errors are tool results, so the model can correct itself.
-      return errorResult(new ToolError('invalid_arguments', 'Invalid arguments: "arguments" must be an object'), exchange.version);
+      return refuse(new ToolError('invalid_arguments', 'Invalid arguments: "arguments" must be an object'));
     }
     // Checked before anything else (validation, charge, templates): deep values exhaust recursive code.
     if (args !== undefined && nestedDeeperThan(args, MAX_ARGUMENT_DEPTH)) {
-      return errorResult(
-        new ToolError('invalid_arguments', `Invalid arguments: values are nested more than ${MAX_ARGUMENT_DEPTH} levels deep (the limit)`),
-        exchange.version,
-      );
+      return refuse(new ToolError('invalid_arguments', `Invalid arguments: values are nested more than ${MAX_ARGUMENT_DEPTH} levels deep (the limit)`));
     }
     // The upstream call stops when the client goes away or cancels the request.
     const controller = new AbortController();
@@ -246,8 +275,11 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     const key = inflightKey(exchange.principal, id);
     inflight.set(key, controller);
     try {
-      const outcome = await backend.callTool(exchange.principal, name, args ?? {}, { signal: controller.signal, progress: progress ?? (() => {}) });
-      if (!outcome) throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+      const outcome = await backend.callTool(exchange.principal, name, args ?? {}, { signal: controller.signal, progress: progress ?? (() => {}), trace });
+      if (!outcome) {
+        trace?.refuse('unknown_tool');
+        throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+      }
       exchange.ctx.state.tool = name;
       return callResult(outcome, exchange.version);
     } finally {

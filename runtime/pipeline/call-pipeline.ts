@@ -16,6 +16,7 @@ import type { AuthOutcome, CallOptions, ToolCallResult, ToolListing, McpBackend,
 import { ToolError } from '../tool-error.ts';
 import type { Servers } from '../servers/servers.ts';
 import type { CustomTool, CustomTools } from '../servers/custom-tools.ts';
+import { UNTRACED } from '../tracing/spans.ts';
 
 /** A principal with what the pipeline needs beyond the endpoint's view of it. */
 interface Caller extends Principal {
@@ -105,9 +106,11 @@ export class CallPipeline implements McpBackend {
     const started = performance.now();
     const call: CallCharge = { id: randomId('call_'), cost, server_id: principal.serverId, key_id: principal.keyId, tool: name, via: principal.via };
     const latency = () => Math.round(performance.now() - started);
+    const trace = options.trace ?? UNTRACED;
     /** A call refused before any charge: recorded, nothing to settle. */
     const rejected = async (error: ToolError): Promise<ToolCallResult> => {
-      await this.d.ledger.record(recordOf(call, principal.ownerId, 'rejected', error.code, 0, latency(), errorOf(error)));
+      trace.settle({ callId: call.id, outcome: 'rejected', code: error.code, charged: 0, kept: 0 });
+      await trace.step('ledger record', () => this.d.ledger.record(recordOf(call, principal.ownerId, 'rejected', error.code, 0, latency(), errorOf(error))));
       this.d.metrics.toolCall(name, error.code, 0);
       return { ok: false, error };
     };
@@ -132,7 +135,14 @@ export class CallPipeline implements McpBackend {
     const chargedAt = new Date();
     const overBudget = await this.d.budgets.reserve(principal.keyId, limit, cost, chargedAt, principal.holder ?? 'key', name);
     if (overBudget) return rejected(overBudget);
-    const from = cost > 0 ? await this.d.credits.charge(principal.ownerId, cost) : undefined;
+    const from =
+      cost > 0
+        ? await trace.step(
+            'charge',
+            () => this.d.credits.charge(principal.ownerId, cost),
+            (at) => ({ 'toolserver.credits.cost': cost, 'toolserver.charge.accepted': at !== null }),
+          )
+        : undefined;
     if (from === null) {
       await this.d.budgets.release(principal.keyId, limit, cost, chargedAt);
       const balance = await this.d.credits.balance(principal.ownerId);
@@ -146,7 +156,8 @@ export class CallPipeline implements McpBackend {
     let outcome: ToolCallResult;
     let failure: ToolError | undefined;
     try {
-      outcome = { ok: true, result: await this.d.engine.run(tool.base, validated, account, options) };
+      const run = { signal: options.signal, progress: options.progress, outbound: trace.outbound(validated) };
+      outcome = { ok: true, result: await this.d.engine.run(tool.base, validated, account, run) };
     } catch (err) {
       failure = err instanceof ToolError ? err : new ToolError('internal_error', 'The tool failed inside the service', { refund: true });
       if (!(err instanceof ToolError)) this.d.logger.error({ err, tool: name, keyId: principal.keyId }, 'tool failed unexpectedly');
@@ -155,7 +166,12 @@ export class CallPipeline implements McpBackend {
     const refund = failure?.refund === true;
     const kept = refund ? 0 : cost;
     const outcomeName = !failure ? 'ok' : refund ? 'refunded' : 'tool_error';
-    await this.d.ledger.finish(recordOf(call, principal.ownerId, outcomeName, failure?.code ?? 'ok', kept, latency(), failure && errorOf(failure)), refund);
+    trace.settle({ callId: call.id, outcome: outcomeName, code: failure?.code ?? 'ok', charged: cost, kept });
+    await trace.step(
+      'ledger record',
+      () => this.d.ledger.finish(recordOf(call, principal.ownerId, outcomeName, failure?.code ?? 'ok', kept, latency(), failure && errorOf(failure)), refund),
+      () => ({ 'toolserver.refund': refund }),
+    );
     if (refund) await this.d.budgets.release(principal.keyId, limit, cost, chargedAt);
     this.d.metrics.toolCall(name, failure?.code ?? 'ok', kept);
     return outcome;

@@ -103,7 +103,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
     kind: 'embedded',
     collection: <T extends Doc>(name: string) => collection(name) as unknown as Collection<T>,
     async ensureIndexes(specs: IndexSpec[]) {
-      for (const spec of specs) await collection(spec.collection).ensureIndex(spec);
+      for (const spec of specs) if (spec.embedded !== false) await collection(spec.collection).ensureIndex(spec);
     },
     async close() {
       if (closed) return;
@@ -362,16 +362,20 @@ function applyOperators(doc: Doc, update: Update, inserting: boolean): Doc {
 }
 
 /**
- * $inc and $push on top-level fields (every credit charge): the new document shares what it does not
- * change with the stored one, which is replaced, never changed in place. nedb's modify would copy and check
- * the whole document, all open charges included, on every call. Anything else, or anything nedb would
+ * $inc, $push and $set of a boolean, number or string on top-level fields (a credit charge, a refund): the new
+ * document shares what it does not change with the stored one, which is replaced, never changed in place.
+ * nedb's modify would copy and check the whole document on every call. Anything else, or anything nedb would
  * refuse, is left to nedb (undefined), so its rules and error messages stay the only ones.
  */
 function incAndPush(doc: Doc, update: Update): Doc | undefined {
-  const { $inc, $push, ...others } = update;
+  const { $inc, $push, $set, ...others } = update;
   if (Object.keys(others).length > 0) return undefined;
   const changed: Doc = { ...doc };
-  const plainField = (field: string) => field !== '_id' && !field.includes('.');
+  const plainField = (field: string) => field !== '_id' && !field.includes('.') && !field.startsWith('$');
+  for (const [field, value] of Object.entries($set ?? {})) {
+    if (!plainField(field) || !['boolean', 'number', 'string'].includes(typeof value)) return undefined;
+    changed[field] = value;
+  }
   for (const [field, by] of Object.entries($inc ?? {})) {
     const current = changed[field];
     if (!plainField(field) || typeof by !== 'number' || (field in changed && typeof current !== 'number')) return undefined;

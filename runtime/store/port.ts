@@ -131,6 +131,11 @@ export interface IndexSpec {
    * that time), within about a minute. Ignored where TTL indexes do not exist (embedded store, FerretDB).
    */
   expireAfterSeconds?: number;
+  /**
+   * false: built on MongoDB only. The embedded store holds every document in memory and scans them for a find
+   * of several conditions; an index there would only cost every insert (a compound one about 25 µs a record).
+   */
+  embedded?: false;
 }
 
 export interface Store {

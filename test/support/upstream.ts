@@ -1,6 +1,7 @@
 // A tiny loopback upstream for the demo provider of test/fixtures/specs (engine, access, billing, custom tools, bench).
 import type { ServerResponse } from 'node:http';
 import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { type RecordedRequest, type RunningSandbox, listenOnLoopback, readBody, sendJson } from '../../sandboxes/harness.ts';
 
 /** The service's environment for the fixture provider's specs. */
@@ -14,16 +15,38 @@ export interface DemoUpstream extends RunningSandbox {
   requests: RecordedRequest[];
   /** Answers after this many milliseconds (for concurrency tests). */
   delayMs: number;
+  /** The next this many requests are answered 503 (a provider's passing outage; retries). */
+  failNext: number;
+}
+
+/**
+ * The fixture provider's upstream for a whole suite: started before its tests, closed after. The returned
+ * object is filled in once it runs: read `upstream.url` inside tests and hooks, not at the top of the file.
+ */
+export function useDemoUpstream(): { upstream: DemoUpstream; account: () => ReturnType<typeof demoAccounts> } {
+  const holder = {} as { upstream: DemoUpstream; account: () => ReturnType<typeof demoAccounts> };
+  holder.account = () => demoAccounts(holder.upstream);
+  beforeAll(async () => {
+    holder.upstream = await startDemoUpstream();
+  });
+  afterAll(async () => {
+    await holder.upstream?.close();
+  });
+  return holder;
 }
 
 export async function startDemoUpstream(token = 'tok_demo_secret_value_1234'): Promise<DemoUpstream> {
-  const upstream = { token, requests: [] as RecordedRequest[], delayMs: 0 } as DemoUpstream;
+  const upstream = { token, requests: [] as RecordedRequest[], delayMs: 0, failNext: 0 } as DemoUpstream;
   const running = await listenOnLoopback(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://upstream');
     const body = await readBody(req);
     upstream.requests.push({ method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body });
     if (upstream.delayMs) await new Promise((r) => setTimeout(r, upstream.delayMs));
     if (req.headers.authorization !== `Bearer ${token}`) return sendJson(res, 401, { message: 'bad token' });
+    if (upstream.failNext > 0) {
+      upstream.failNext--;
+      return sendJson(res, 503, { message: 'unavailable for a moment' });
+    }
     const echo = /^\/echo\/(\d{3})$/.exec(url.pathname);
     if (req.method === 'POST' && echo) {
       const status = Number(echo[1]);
