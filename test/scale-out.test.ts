@@ -152,7 +152,7 @@ describe.runIf(Boolean(MONGODB_URL))('several instances on one MongoDB', () => {
     expect(check.body.owners.find((r: { owner_id: string }) => r.owner_id === owners[1].id).kept).toBeLessThanOrEqual(150);
     const kept = owners.map((o) => check.body.owners.find((r: { owner_id: string }) => r.owner_id === o.id).kept);
     console.log(
-      `scale-out: 4 processes (one with WORKERS=2), 24 clients, 1 kill -9 and restart, roll-ups forced 3 times on every instance; successes seen per owner ${owners.map((o) => o.succeeded).join('/')}, credits kept ${kept.join('/')}, ledger check ok`,
+      `scale-out: 3 instances (one with WORKERS=2: 4 serving processes), 24 clients, 1 kill -9 and restart, roll-ups forced 3 times on every instance; successes seen per owner ${owners.map((o) => o.succeeded).join('/')}, credits kept ${kept.join('/')}, ledger check ok`,
     );
   }, 240_000);
 
