@@ -4,7 +4,6 @@ import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { createApiRouter } from './api/router.ts';
-import { requestContext } from './audit/request-context.ts';
 import type { Components } from './components.ts';
 import type { Config } from './config.ts';
 import { createDashboardRouter, pageNotFound } from './dashboard/routes.ts';
@@ -116,8 +115,6 @@ export function createApp(config: Config, c: Components, logs: { logger: Logger;
   });
   const api = createApiRouter(c);
   app.use(router.routes()).use(router.allowedMethods());
-  // Below this line requests may be recorded in the audit trail (MCP calls are in the ledger instead).
-  app.use(requestContext);
   app.use(createOAuthRouter({ ...c.oauth, signInLimits: c.signInLimits, site: c.site, maxBodyBytes: config.maxBodyBytes }).routes());
   app.use(api.routes()).use(api.allowedMethods());
   app.use(createDashboardRouter(c).routes());

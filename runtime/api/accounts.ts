@@ -2,6 +2,7 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { publicAccount } from '../accounts/accounts.ts';
+import { requestInfo } from '../audit/request-context.ts';
 import { ToolError } from '../tool-error.ts';
 import { type ApiDeps, type Guards, me } from './context.ts';
 import { ApiError, jsonBody, notFound, str } from './http.ts';
@@ -30,7 +31,12 @@ export function accountsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     d.accounts.providerFor(kind);
     const label = str({ name }, 'name', { required: true })!;
     const doc = await d.accounts.create(me(ctx)._id, kind as string, label, fields);
-    await d.audit.record({ action: 'account.create', owner_id: me(ctx)._id, target: accountTarget(doc), changes: { kind, ...fieldChanges(doc.kind, fields) } });
+    await d.audit.record(requestInfo(ctx), {
+      action: 'account.create',
+      owner_id: me(ctx)._id,
+      target: accountTarget(doc),
+      changes: { kind, ...fieldChanges(doc.kind, fields) },
+    });
     ctx.status = 201;
     ctx.body = showAccount(doc);
   });
@@ -46,7 +52,7 @@ export function accountsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const label = name === undefined ? undefined : str({ name }, 'name', { required: true });
     const doc = await d.accounts.update(me(ctx)._id, ctx.params.id, label, fields);
     if (!doc) throw notFound('Account');
-    await d.audit.record({
+    await d.audit.record(requestInfo(ctx), {
       action: 'account.update',
       owner_id: me(ctx)._id,
       target: accountTarget(doc),
@@ -60,7 +66,7 @@ export function accountsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     if (users.length)
       throw new ApiError(409, `The account is bound to tools: ${users.map((t) => `${t.name} on ${t.server_id}`).join(', ')}; rebind or delete them first`);
     await d.accounts.delete(me(ctx)._id, ctx.params.id);
-    await d.audit.record({ action: 'account.delete', owner_id: me(ctx)._id, target: accountTarget(account) });
+    await d.audit.record(requestInfo(ctx), { action: 'account.delete', owner_id: me(ctx)._id, target: accountTarget(account) });
     ctx.status = 204;
   });
   router.post('/accounts/:id/verify', g.owner, async (ctx) => {
@@ -72,12 +78,17 @@ export function accountsRoutes(router: Router, d: ApiDeps, g: Guards): void {
       detail = await d.engine.verify(provider, creds);
     } catch (err) {
       if (!(err instanceof ToolError)) throw err;
-      await d.audit.record({ action: 'account.verify', owner_id: me(ctx)._id, target: accountTarget(doc), changes: { verified: false, error: err.code } });
+      await d.audit.record(requestInfo(ctx), {
+        action: 'account.verify',
+        owner_id: me(ctx)._id,
+        target: accountTarget(doc),
+        changes: { verified: false, error: err.code },
+      });
       ctx.body = { id: doc._id, verified: false, error: err.toJSON() };
       return;
     }
     await d.accounts.markVerified(doc._id);
-    await d.audit.record({ action: 'account.verify', owner_id: me(ctx)._id, target: accountTarget(doc), changes: { verified: true } });
+    await d.audit.record(requestInfo(ctx), { action: 'account.verify', owner_id: me(ctx)._id, target: accountTarget(doc), changes: { verified: true } });
     ctx.body = { id: doc._id, verified: true, detail };
   });
 }

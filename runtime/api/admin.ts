@@ -1,5 +1,6 @@
 // Operator routes: owners and their credits.
 import type Router from '@koa/router';
+import { requestInfo } from '../audit/request-context.ts';
 import { type ApiDeps, type Guards } from './context.ts';
 import { ApiError, jsonBody, notFound, str } from './http.ts';
 
@@ -20,7 +21,7 @@ export function adminRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const email = str(body, 'email', { required: true, pattern: /^[^\s@]+@[^\s@]+\.[^\s@]+$/, what: 'an e-mail address' })!;
     const { owner, token, invite } = await d.owners.create(email);
     await grantCredits(d, owner._id, d.site.startingCredits);
-    await d.audit.record({
+    await d.audit.record(requestInfo(ctx), {
       action: 'owner.create',
       owner_id: owner._id,
       target: { type: 'owner', id: owner._id, name: owner.email },
@@ -39,7 +40,12 @@ export function adminRoutes(router: Router, d: ApiDeps, g: Guards): void {
       throw new ApiError(400, `"amount" must be a whole number from -${MAX_GRANT} to ${MAX_GRANT} (negative to debit)`);
     }
     const balance = await grantCredits(d, ctx.params.id, amount);
-    await d.audit.record({ action: 'credits.grant', owner_id: ctx.params.id, target: { type: 'owner', id: ctx.params.id }, changes: { amount, balance } });
+    await d.audit.record(requestInfo(ctx), {
+      action: 'credits.grant',
+      owner_id: ctx.params.id,
+      target: { type: 'owner', id: ctx.params.id },
+      changes: { amount, balance },
+    });
     ctx.body = { balance };
   });
 

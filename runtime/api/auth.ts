@@ -5,6 +5,7 @@ import type { Context } from 'koa';
 import { creditAlert, normalizeEmail, publicOwnerToken, type OwnerDoc } from '../access/owners.ts';
 import { PasswordsBusyError, passwordProblem } from '../access/passwords.ts';
 import { SESSION_COOKIE, csrfTokenOf } from '../access/sessions.ts';
+import { requestInfo } from '../audit/request-context.ts';
 import { DuplicateKeyError } from '../store/port.ts';
 import { MAX_GRANT, grantCredits } from './admin.ts';
 import { type ApiDeps, type Guards, crossSiteProblem, me, sessionActor, sessionOwner } from './context.ts';
@@ -72,7 +73,7 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     }
     await grantCredits(d, owner._id, d.site.startingCredits);
     const session = await signIn(ctx, owner, 201);
-    await d.audit.record({
+    await d.audit.record(requestInfo(ctx), {
       action: 'owner.create',
       owner_id: owner._id,
       target: ownerTarget(owner),
@@ -94,12 +95,16 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
       password.length <= 1024 ? await notChecked(d.owners.checkPassword(email, password), () => d.signInLimits.signInNotChecked(email, ctx.ip)) : null;
     if (!owner) {
       const known = await d.owners.byEmail(email);
-      await d.audit.record({ action: 'signin.fail', owner_id: known?._id ?? null, target: known ? ownerTarget(known) : { type: 'email', id: email } });
+      await d.audit.record(requestInfo(ctx), {
+        action: 'signin.fail',
+        owner_id: known?._id ?? null,
+        target: known ? ownerTarget(known) : { type: 'email', id: email },
+      });
       throw new ApiError(401, WRONG_CREDENTIALS);
     }
     await d.signInLimits.signedIn(email, ctx.ip);
     const session = await signIn(ctx, owner, 200);
-    await d.audit.record({ action: 'signin.ok', owner_id: owner._id, target: ownerTarget(owner), actor: sessionActor(session) });
+    await d.audit.record(requestInfo(ctx), { action: 'signin.ok', owner_id: owner._id, target: ownerTarget(owner), actor: sessionActor(session) });
   });
 
   router.post('/auth/invitation', async (ctx) => {
@@ -111,13 +116,13 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const owner = await d.owners.acceptInvite(token, password);
     if (!owner) throw new ApiError(400, 'This invitation link is not valid: it was used already or has expired. Ask the operator for a new one');
     const session = await signIn(ctx, owner, 200);
-    await d.audit.record({ action: 'invitation.accept', owner_id: owner._id, target: ownerTarget(owner), actor: sessionActor(session) });
+    await d.audit.record(requestInfo(ctx), { action: 'invitation.accept', owner_id: owner._id, target: ownerTarget(owner), actor: sessionActor(session) });
   });
 
   router.post('/auth/logout', g.owner, async (ctx) => {
     const session = await sessionOwner(d, ctx);
     if (session) await d.sessions.end(session.sessionId);
-    await d.audit.record({ action: 'signout', owner_id: me(ctx)._id, target: ownerTarget(me(ctx)) });
+    await d.audit.record(requestInfo(ctx), { action: 'signout', owner_id: me(ctx)._id, target: ownerTarget(me(ctx)) });
     setCookie(ctx, '', 0);
     ctx.status = 204;
   });
@@ -149,7 +154,7 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const updated = { ...owner, credit_alert: value ?? undefined };
     const after = creditAlert(updated);
     if (before.threshold !== after.threshold || before.custom !== after.custom)
-      await d.audit.record({
+      await d.audit.record(requestInfo(ctx), {
         action: 'owner.update',
         owner_id: owner._id,
         target: ownerTarget(owner),
@@ -179,7 +184,7 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     // Every other session ends: whoever knew the old password is signed out; by default their scripts' tokens too.
     const ended = await d.sessions.endAll(owner._id, (await sessionOwner(d, ctx))?.sessionId);
     if (revokeTokens) await d.owners.revokeAllTokens(owner._id);
-    await d.audit.record({
+    await d.audit.record(requestInfo(ctx), {
       action: 'password.change',
       owner_id: owner._id,
       target: ownerTarget(owner),
@@ -190,7 +195,12 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
 
   router.post('/me/sessions/revoke-all', g.owner, async (ctx) => {
     const ended = await d.sessions.endAll(me(ctx)._id);
-    await d.audit.record({ action: 'session.revoke_all', owner_id: me(ctx)._id, target: ownerTarget(me(ctx)), changes: { sessions_ended: ended } });
+    await d.audit.record(requestInfo(ctx), {
+      action: 'session.revoke_all',
+      owner_id: me(ctx)._id,
+      target: ownerTarget(me(ctx)),
+      changes: { sessions_ended: ended },
+    });
     if (ctx.cookies.get(SESSION_COOKIE)) setCookie(ctx, '', 0);
     ctx.status = 204;
   });
@@ -202,14 +212,18 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const body = await jsonBody(ctx, d.maxBodyBytes, true);
     onlyFields(body, ['name']);
     const { doc, token } = await d.owners.issueToken(me(ctx)._id, str(body, 'name') ?? 'token');
-    await d.audit.record({ action: 'token.create', owner_id: me(ctx)._id, target: { type: 'token', id: doc._id, name: doc.name } });
+    await d.audit.record(requestInfo(ctx), { action: 'token.create', owner_id: me(ctx)._id, target: { type: 'token', id: doc._id, name: doc.name } });
     ctx.status = 201;
     ctx.body = { ...publicOwnerToken(doc), token };
   });
   router.delete('/me/tokens/:id', g.owner, async (ctx) => {
     const revoked = (await d.owners.listTokens(me(ctx)._id)).find((t) => t._id === ctx.params.id);
     if (!(await d.owners.revokeToken(me(ctx)._id, ctx.params.id))) throw notFound('Token');
-    await d.audit.record({ action: 'token.revoke', owner_id: me(ctx)._id, target: { type: 'token', id: ctx.params.id, name: revoked?.name } });
+    await d.audit.record(requestInfo(ctx), {
+      action: 'token.revoke',
+      owner_id: me(ctx)._id,
+      target: { type: 'token', id: ctx.params.id, name: revoked?.name },
+    });
     ctx.status = 204;
   });
 }

@@ -71,7 +71,7 @@ export function guards(d: ApiDeps): Guards {
         ctx.set('WWW-Authenticate', 'Bearer');
         throw new ApiError(401, 'An operator token is required');
       }
-      setActor({ type: 'operator' });
+      setActor(ctx, { type: 'operator' });
       await next();
     },
     async owner(ctx, next) {
@@ -80,7 +80,7 @@ export function guards(d: ApiDeps): Guards {
       if (token) {
         const auth = await d.owners.authenticateToken(token);
         found = auth?.owner ?? null;
-        if (auth) setActor({ type: 'token', id: auth.token._id, name: auth.token.name });
+        if (auth) setActor(ctx, { type: 'token', id: auth.token._id, name: auth.token.name });
       } else if (ctx.cookies.get(SESSION_COOKIE)) {
         const session = await sessionOwner(d, ctx);
         if (session && !SAFE_METHODS.has(ctx.method)) {
@@ -90,7 +90,7 @@ export function guards(d: ApiDeps): Guards {
             throw new ApiError(403, 'Missing or wrong CSRF token (X-CSRF-Token header): reload the page and try again');
         }
         found = session?.owner ?? null;
-        if (session) setActor(sessionActor(session.sessionId));
+        if (session) setActor(ctx, sessionActor(session.sessionId));
       }
       if (!found) {
         ctx.set('WWW-Authenticate', 'Bearer');

@@ -1,6 +1,7 @@
 // Custom tools of a server: a base tool bound to an account, with defaults and locked parameters.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
+import { requestInfo } from '../audit/request-context.ts';
 import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from '../json-depth.ts';
 import { type CustomToolDoc, publicTool } from '../servers/custom-tools.ts';
 import { type ApiDeps, type Guards, me, ownServer } from './context.ts';
@@ -26,7 +27,7 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const tool = await d.tools.create({ owner_id: me(ctx)._id, server_id: ctx.params.id, ...binding });
     // What was set: the empty defaults, locks and description of a plain binding say nothing.
     const set = Object.entries(bindingView(binding)).filter(([, v]) => v !== null && !(typeof v === 'object' && Object.keys(v as object).length === 0));
-    await d.audit.record({ action: 'tool.create', owner_id: me(ctx)._id, target: toolTarget(tool), changes: Object.fromEntries(set) });
+    await d.audit.record(requestInfo(ctx), { action: 'tool.create', owner_id: me(ctx)._id, target: toolTarget(tool), changes: Object.fromEntries(set) });
     ctx.status = 201;
     ctx.body = publicTool(tool);
   });
@@ -56,7 +57,7 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
         .filter((k) => JSON.stringify(before[k]) !== JSON.stringify(after[k]))
         .map((k) => [k, { from: before[k], to: after[k] }]),
     );
-    await d.audit.record({ action: 'tool.update', owner_id: me(ctx)._id, target: toolTarget(updated), changes });
+    await d.audit.record(requestInfo(ctx), { action: 'tool.update', owner_id: me(ctx)._id, target: toolTarget(updated), changes });
     ctx.body = publicTool(updated);
   });
   // "Try": the owner calls the tool as a client would, through the call pipeline (charged, recorded as from the
@@ -98,7 +99,7 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
   router.delete('/servers/:id/tools/:toolId', g.owner, async (ctx) => {
     const doc = await ownTool(ctx);
     await d.tools.delete(me(ctx)._id, ctx.params.id, doc._id);
-    await d.audit.record({ action: 'tool.delete', owner_id: me(ctx)._id, target: toolTarget(doc) });
+    await d.audit.record(requestInfo(ctx), { action: 'tool.delete', owner_id: me(ctx)._id, target: toolTarget(doc) });
     ctx.status = 204;
   });
 }

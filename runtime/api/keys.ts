@@ -4,6 +4,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { type ApiKeyDoc, type ApiKeys, publicKey } from '../access/keys.ts';
 import { RESTRICTION_MESSAGES, RESTRICTION_PROPERTIES, type RestrictionInput, applyRestrictions, restrictionChanges } from '../access/restrictions.ts';
+import { requestInfo } from '../audit/request-context.ts';
 import { connectSnippets } from '../servers/client-setup.ts';
 import { bodyChecker } from './body-schema.ts';
 import { type ApiDeps, type Guards, me, ownServer } from './context.ts';
@@ -40,7 +41,7 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const restrictions = applyRestrictions(undefined, body, await toolNames(ownerId, scope.kind === 'server' ? scope.serverId : null));
     const made = await d.keys.create(ownerId, body.name ?? 'Global key', scope, restrictions);
     const { tools, access, expires_at, credit_limit } = publicKey(made.doc);
-    await d.audit.record({
+    await d.audit.record(requestInfo(ctx), {
       action: 'key.create',
       owner_id: ownerId,
       target: { type: 'key', id: made.doc._id, name: made.doc.name },
@@ -60,11 +61,11 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const doc = (await d.keys.update(ownerId, key._id, { name: body.name, restrictions }))!;
     const changes: Record<string, unknown> = restrictionChanges(key.restrictions, restrictions);
     if (body.name !== undefined && body.name !== key.name) changes.name = { from: key.name, to: body.name };
-    await d.audit.record({ action: 'key.update', owner_id: ownerId, target: { type: 'key', id: doc._id, name: doc.name }, changes });
+    await d.audit.record(requestInfo(ctx), { action: 'key.update', owner_id: ownerId, target: { type: 'key', id: doc._id, name: doc.name }, changes });
     ctx.body = (await listed([doc]))[0];
   };
   const revoked = (ctx: Context, doc: ApiKeyDoc, serverId?: string) =>
-    d.audit.record({
+    d.audit.record(requestInfo(ctx), {
       action: 'key.revoke',
       owner_id: me(ctx)._id,
       target: { type: 'key', id: doc._id, name: doc.name },
@@ -76,7 +77,7 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
     // Connected apps hold credentials for the server too: "revoke all" leaves nothing that can call it.
     const keys = await d.keys.revokeAll(me(ctx)._id, ctx.params.id);
     const result = { ...keys, oauth_grants_revoked: await d.oauth.grants.revokeForServer(me(ctx)._id, ctx.params.id, 'all keys of the server revoked') };
-    await d.audit.record({ action: 'key.revoke_all', owner_id: me(ctx)._id, target: { type: 'server', id: ctx.params.id }, changes: result });
+    await d.audit.record(requestInfo(ctx), { action: 'key.revoke_all', owner_id: me(ctx)._id, target: { type: 'server', id: ctx.params.id }, changes: result });
     ctx.body = result;
   });
   router.post('/servers/:id/api-keys', g.owner, async (ctx) => {
@@ -131,7 +132,7 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
     await ownServer(d, ctx, ctx.params.serverId);
     if (key.revoked_at) throw new ApiError(409, 'This key is revoked');
     const doc = (await d.keys.link(me(ctx)._id, key._id, ctx.params.serverId))!;
-    await d.audit.record({
+    await d.audit.record(requestInfo(ctx), {
       action: 'key.link',
       owner_id: me(ctx)._id,
       target: { type: 'key', id: doc._id, name: doc.name },
@@ -143,7 +144,7 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const key = await globalKey(ctx);
     if (!key.linked_server_ids.includes(ctx.params.serverId)) throw notFound('Link to this server');
     const doc = (await d.keys.unlink(me(ctx)._id, key._id, ctx.params.serverId))!;
-    await d.audit.record({
+    await d.audit.record(requestInfo(ctx), {
       action: 'key.unlink',
       owner_id: me(ctx)._id,
       target: { type: 'key', id: doc._id, name: doc.name },

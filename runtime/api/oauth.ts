@@ -11,6 +11,7 @@ import {
   restrictionChanges,
   restrictionsView,
 } from '../access/restrictions.ts';
+import { requestInfo } from '../audit/request-context.ts';
 import { REQUEST_FIELDS, checkAuthorizationRequest, withParams } from '../oauth/authorize.ts';
 import { type GrantDoc, publicGrant } from '../oauth/grants.ts';
 import { bodyChecker } from './body-schema.ts';
@@ -40,7 +41,7 @@ export function oauthRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const answer = (extra: Record<string, string>) => ({ redirect_to: withParams(r.redirectUri, { ...extra, state: r.state, iss: d.site.publicUrl }) });
     const client = { type: 'oauth_client', id: r.client.client_id, name: r.client.client_name };
     if (body.decision === 'deny') {
-      await d.audit.record({ action: 'grant.deny', owner_id: me(ctx)._id, target: client });
+      await d.audit.record(requestInfo(ctx), { action: 'grant.deny', owner_id: me(ctx)._id, target: client });
       ctx.body = answer({ error: 'access_denied', error_description: 'The owner denied the request' });
       return;
     }
@@ -64,7 +65,7 @@ export function oauthRoutes(router: Router, d: ApiDeps, g: Guards): void {
       restrictions,
     });
     const { tools, access, expires_at, credit_limit } = restrictionsView(restrictions);
-    await d.audit.record({
+    await d.audit.record(requestInfo(ctx), {
       action: 'grant.approve',
       owner_id: me(ctx)._id,
       target: client,
@@ -93,7 +94,7 @@ export function oauthRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const grant = await ownGrant(ctx);
     const restrictions = applyRestrictions(grant.restrictions, body, await toolNames(me(ctx)._id, grant.server_id));
     const updated = (await d.oauth.grants.restrict(me(ctx)._id, grant._id, restrictions))!;
-    await d.audit.record({
+    await d.audit.record(requestInfo(ctx), {
       action: 'grant.update',
       owner_id: me(ctx)._id,
       target: grantTarget(grant),
@@ -105,7 +106,12 @@ export function oauthRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const before = await ownGrant(ctx);
     const grant = (await d.oauth.grants.revokeGrant(me(ctx)._id, ctx.params.id))!;
     if (!before.revoked_at)
-      await d.audit.record({ action: 'grant.revoke', owner_id: me(ctx)._id, target: grantTarget(grant), changes: { reason: 'revoked by the owner' } });
+      await d.audit.record(requestInfo(ctx), {
+        action: 'grant.revoke',
+        owner_id: me(ctx)._id,
+        target: grantTarget(grant),
+        changes: { reason: 'revoked by the owner' },
+      });
     ctx.body = publicGrant(grant);
   });
 }

@@ -1,5 +1,6 @@
 // Tool servers, and what an owner needs to compose them (the catalog).
 import type Router from '@koa/router';
+import { requestInfo } from '../audit/request-context.ts';
 import { SERVER_ID_PATTERN, publicServer } from '../servers/servers.ts';
 import { type ApiDeps, type Guards, me, ownServer } from './context.ts';
 import { ApiError, jsonBody, notFound, onlyFields, str } from './http.ts';
@@ -25,7 +26,7 @@ export function serversRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const name = str(body, 'name', { required: true })!;
     const id = str(body, 'id', { pattern: SERVER_ID_PATTERN, what: '1-64 letters, digits, "_" or "-", starting with a letter or digit' });
     const server = await d.servers.create(me(ctx)._id, name, id);
-    await d.audit.record({ action: 'server.create', owner_id: me(ctx)._id, target: { type: 'server', id: server._id, name } });
+    await d.audit.record(requestInfo(ctx), { action: 'server.create', owner_id: me(ctx)._id, target: { type: 'server', id: server._id, name } });
     ctx.status = 201;
     ctx.body = publicServer(server);
   });
@@ -47,7 +48,7 @@ export function serversRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const before = await ownServer(d, ctx, ctx.params.id);
     const updated = await d.servers.update(me(ctx)._id, ctx.params.id, changes);
     if (!updated) throw notFound('Server');
-    await d.audit.record({
+    await d.audit.record(requestInfo(ctx), {
       action: 'server.update',
       owner_id: me(ctx)._id,
       target: { type: 'server', id: updated._id, name: updated.name },
@@ -62,7 +63,7 @@ export function serversRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const grants = await d.oauth.grants.revokeForServer(me(ctx)._id, ctx.params.id, 'server deleted');
     await d.tools.deleteForServer(me(ctx)._id, ctx.params.id);
     await d.servers.delete(me(ctx)._id, ctx.params.id);
-    await d.audit.record({
+    await d.audit.record(requestInfo(ctx), {
       action: 'server.delete',
       owner_id: me(ctx)._id,
       target: { type: 'server', id: server._id, name: server.name },

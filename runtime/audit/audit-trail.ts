@@ -4,7 +4,7 @@
 import type { Logger } from '../log.ts';
 import { randomId } from '../secrets.ts';
 import type { Collection, Doc, Filter, Store } from '../store/port.ts';
-import { type Actor, currentRequest } from './request-context.ts';
+import type { Actor, RequestInfo } from './request-context.ts';
 
 export const AUDIT_ACTIONS = [
   'signin.ok',
@@ -105,11 +105,11 @@ export class AuditTrail {
   }
 
   /**
-   * Records an event with the request's address, user agent and actor. A failure to write is logged, never
-   * thrown: the change it describes is already made, and its caller must learn that it was.
+   * Records an event with the address, user agent and actor of the request that caused it (none for the
+   * service's own doings). A failure to write is logged, never thrown: the change it describes is already
+   * made, and its caller must learn that it was.
    */
-  async record(event: AuditEvent): Promise<void> {
-    const request = currentRequest();
+  async record(request: RequestInfo | undefined, event: AuditEvent): Promise<void> {
     // A field set to nothing (no expiry, no budget...) says nothing: only what was set or changed is kept.
     const given = event.changes && Object.fromEntries(Object.entries(event.changes).filter(([, v]) => v !== null && v !== undefined));
     let changes = given && Object.keys(given).length ? (scrub(given) as Record<string, unknown>) : null;

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { type Restrictions, UNRESTRICTED, isExpired, restrictionsView } from '../access/restrictions.ts';
 import type { AuditTrail } from '../audit/audit-trail.ts';
+import type { RequestInfo } from '../audit/request-context.ts';
 import { randomId, randomToken, sha256 } from '../secrets.ts';
 import { flushLastUsed } from '../store/last-used.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
@@ -170,7 +171,14 @@ export class OAuthGrants {
   }
 
   /** The authorization_code grant (RFC 6749 section 4.1.3 with PKCE, RFC 7636 section 4.6). */
-  async redeemCode(p: { code: string; client: OAuthClient; redirectUri?: string; verifier?: string; resource?: string }): Promise<TokenResponse> {
+  async redeemCode(p: {
+    code: string;
+    client: OAuthClient;
+    redirectUri?: string;
+    verifier?: string;
+    resource?: string;
+    request?: RequestInfo;
+  }): Promise<TokenResponse> {
     if (!p.verifier) throw new OAuthError('invalid_request', 'code_verifier is required (PKCE with S256)');
     if (!/^[A-Za-z0-9\-._~]{43,128}$/.test(p.verifier))
       throw new OAuthError('invalid_request', 'code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, "-", ".", "_" and "~"');
@@ -183,7 +191,7 @@ export class OAuthGrants {
     const code = await this.codes.findOneAndUpdate({ _id: id, used_at: null }, { $set: { used_at: new Date() } }, { returnDocument: 'before' });
     if (!code) {
       const used = await this.codes.findOne({ _id: id });
-      if (used?.grant_id) await this.revokeForClient(used.grant_id, 'authorization code used twice');
+      if (used?.grant_id) await this.revokeForClient(used.grant_id, 'authorization code used twice', p.request);
       throw new OAuthError(
         'invalid_grant',
         'This authorization code was already used; any token issued with it is now revoked. Start the authorization again.',
@@ -222,7 +230,7 @@ export class OAuthGrants {
    * by its client within the reuse window of its first use it gets another valid pair (concurrent refreshes,
    * a retried refresh whose answer was lost); after the window the reuse revokes the grant.
    */
-  async refreshTokens(p: { refreshToken: string; client: OAuthClient; resource?: string; scope?: string }): Promise<TokenResponse> {
+  async refreshTokens(p: { refreshToken: string; client: OAuthClient; resource?: string; scope?: string; request?: RequestInfo }): Promise<TokenResponse> {
     const id = sha256(p.refreshToken);
     const token = await this.refresh.findOne({ _id: id });
     if (!token) throw new OAuthError('invalid_grant', 'Unknown refresh token');
@@ -244,7 +252,7 @@ export class OAuthGrants {
       const usedAt = (await this.refresh.findOne({ _id: id }))?.used_at;
       if (!usedAt || now.getTime() - usedAt.getTime() > this.opts.reuseMs) {
         // A rotated-out token came back long after its use: it was copied. Whoever holds the newer one loses it too.
-        await this.revokeForClient(grant._id, 'refresh token reused');
+        await this.revokeForClient(grant._id, 'refresh token reused', p.request);
         throw new OAuthError(
           'invalid_grant',
           'This refresh token was already used. For safety every token of this authorization is now revoked; authorize the client again.',
@@ -279,12 +287,12 @@ export class OAuthGrants {
   }
 
   /** RFC 7009: revokes the grant of an access or refresh token of this client; unknown tokens are ignored. */
-  async revokeToken(token: string, client: OAuthClient): Promise<void> {
+  async revokeToken(token: string, client: OAuthClient, request?: RequestInfo): Promise<void> {
     const hash = sha256(token);
     const doc = (await this.refresh.findOne({ _id: hash })) ?? (await this.access.findOne({ _id: hash }));
     if (!doc) return;
     if (doc.client_id !== client.client_id) throw new OAuthError('unauthorized_client', 'This token was issued to another client', 400);
-    await this.revokeForClient(doc.grant_id, 'revoked by the client');
+    await this.revokeForClient(doc.grant_id, 'revoked by the client', request);
   }
 
   list(ownerId: string): Promise<GrantDoc[]> {
@@ -360,11 +368,11 @@ export class OAuthGrants {
   }
 
   /** A revocation the client's own request caused, recorded in the audit trail with the client as actor. */
-  private async revokeForClient(id: string, reason: string): Promise<void> {
+  private async revokeForClient(id: string, reason: string, request: RequestInfo | undefined): Promise<void> {
     const grant = await this.grants.findOne({ _id: id });
     if (!grant || grant.revoked_at) return;
     await this.revokeGrantById(id, reason);
-    await this.opts.audit?.record({
+    await this.opts.audit?.record(request, {
       action: 'grant.revoke',
       owner_id: grant.owner_id,
       target: { type: 'grant', id, name: grant.client_name },

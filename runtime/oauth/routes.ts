@@ -4,7 +4,7 @@
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import type { SignInLimits } from '../access/sign-in-limits.ts';
-import { setActor } from '../audit/request-context.ts';
+import { requestInfo, setActor } from '../audit/request-context.ts';
 import { BodyTooLargeError, readBody } from '../http/body.ts';
 import { serverResource } from './authorize.ts';
 import { type OAuthClients, TOKEN_AUTH_METHODS } from './clients.ts';
@@ -94,7 +94,7 @@ export function createOAuthRouter(d: OAuthRouteDeps): Router {
   router.post('/oauth/token', async (ctx) => {
     const form = await formBody(ctx, d.maxBodyBytes);
     const client = await d.clients.authenticate(clientCredentials(ctx, form), ctx.ip);
-    setActor({ type: 'oauth_client', id: client.client_id, name: client.client_name });
+    setActor(ctx, { type: 'oauth_client', id: client.client_id, name: client.client_name });
     const resource = form.get('resource') ?? undefined;
     noStore(ctx);
     switch (form.get('grant_type')) {
@@ -107,13 +107,14 @@ export function createOAuthRouter(d: OAuthRouteDeps): Router {
           redirectUri: form.get('redirect_uri') ?? undefined,
           verifier: form.get('code_verifier') ?? undefined,
           resource,
+          request: requestInfo(ctx),
         });
         return;
       }
       case 'refresh_token': {
         const refreshToken = form.get('refresh_token');
         if (!refreshToken) throw new OAuthError('invalid_request', 'refresh_token is required');
-        ctx.body = await d.grants.refreshTokens({ refreshToken, client, resource, scope: form.get('scope') ?? undefined });
+        ctx.body = await d.grants.refreshTokens({ refreshToken, client, resource, scope: form.get('scope') ?? undefined, request: requestInfo(ctx) });
         return;
       }
       case null:
@@ -127,10 +128,10 @@ export function createOAuthRouter(d: OAuthRouteDeps): Router {
   router.post('/oauth/revoke', async (ctx) => {
     const form = await formBody(ctx, d.maxBodyBytes);
     const client = await d.clients.authenticate(clientCredentials(ctx, form), ctx.ip);
-    setActor({ type: 'oauth_client', id: client.client_id, name: client.client_name });
+    setActor(ctx, { type: 'oauth_client', id: client.client_id, name: client.client_name });
     const token = form.get('token');
     if (!token) throw new OAuthError('invalid_request', 'token is required');
-    await d.grants.revokeToken(token, client);
+    await d.grants.revokeToken(token, client, requestInfo(ctx));
     ctx.status = 200;
     ctx.body = '';
   });
