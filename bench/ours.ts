@@ -3,9 +3,10 @@
 // at info and written to /dev/null, so their cost is measured. BENCH_FAMILY=workspace instead serves the real
 // Notion tools (tool-specs/workspace, all 13 on one server) with a Notion account on the fake upstream, to
 // compare with the official Notion MCP server doing the same calls.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
-import { createServer } from 'node:http';
+import { createServer, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { MongoClient } from 'mongodb';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,7 @@ import { answerSignals } from './signals.ts';
 const upstream = process.argv[2];
 const notion = process.env.BENCH_FAMILY === 'workspace';
 const mongodbUrl = process.env.BENCH_STORE === 'mongodb' ? process.env.BENCH_MONGODB_URL : undefined;
+const inRequest = mongodbUrl ? answerInRequestContext() : undefined;
 const config = loadConfig({
   PORT: '0',
   LOG_LEVEL: process.env.BENCH_LOG_LEVEL || 'info',
@@ -47,7 +49,7 @@ const server = await api('/api/servers', owner.token, { name: 'bench', id: 'benc
 const tools = notion ? [...service.catalog.current.tools.values()].filter((t) => t.spec.provider === 'workspace').map((t) => t.spec.id) : ['demo_ping'];
 for (const base_tool of tools) await api(`/api/servers/${server.id}/tools`, owner.token, { base_tool, account_id: account.id });
 const key = await api(`/api/servers/${server.id}/api-keys`, owner.token, { name: 'bench' });
-const commands = mongodbUrl ? await countCommands(service.store.mongo!.client as MongoClient) : undefined;
+const commands = mongodbUrl ? await countCommands(service.store.mongo!.client as MongoClient, inRequest!) : undefined;
 console.log(
   JSON.stringify({ url: `${service.url}/mcp/${server.id}`, key: key.key, metrics: `${service.url}/metrics`, operator: service.operatorToken, commands }),
 );
@@ -62,15 +64,31 @@ function withDatabase(url: string, db: string): string {
 }
 
 /**
- * Counts the commands the service sends to MongoDB (the driver's command monitoring) and serves the counts on a
- * loopback port of its own, for the runner to read around each measure: all commands, and the writes among them.
+ * Every request this process's HTTP servers answer runs in a context of its own, so that a MongoDB command can
+ * be told apart: sent while answering a request (on a call's path: the answer waits for it) or by a timer
+ * (the last-used flush, the roll-up, settlement, lease renewals: in the background).
  */
-async function countCommands(client: MongoClient): Promise<string> {
+function answerInRequestContext(): AsyncLocalStorage<true> {
+  const context = new AsyncLocalStorage<true>();
+  const emit = Server.prototype.emit as (this: Server, event: string, ...args: unknown[]) => boolean;
+  Server.prototype.emit = function (this: Server, event: string, ...args: unknown[]) {
+    return event === 'request' ? context.run(true, () => emit.call(this, event, ...args)) : emit.call(this, event, ...args);
+  };
+  return context;
+}
+
+/**
+ * Counts the commands the service sends to MongoDB (the driver's command monitoring) and serves the counts on a
+ * loopback port of its own, for the runner to read around each measure: all commands, the writes among them,
+ * and those sent while answering a request.
+ */
+async function countCommands(client: MongoClient, inRequest: AsyncLocalStorage<true>): Promise<string> {
   const WRITES = new Set(['insert', 'update', 'delete', 'findAndModify']);
-  const counts = { commands: 0, writes: 0 };
+  const counts = { commands: 0, writes: 0, onPath: 0 };
   client.on('commandStarted', (e) => {
     counts.commands++;
     if (WRITES.has(e.commandName)) counts.writes++;
+    if (inRequest.getStore()) counts.onPath++;
   });
   const counter = createServer((_req, res) => res.end(JSON.stringify(counts)));
   await new Promise<void>((resolve) => counter.listen(0, '127.0.0.1', resolve));
