@@ -651,6 +651,25 @@ describe('embedded store, file-backed specifics', () => {
     await second.close();
   });
 
+  it("drops an index of an older data folder once it is declared MongoDB's only (embedded: false)", async () => {
+    const dir = await tempDir();
+    const byOwner = { collection: 'calls', fields: ['owner_id', 'at'] };
+    const declared = async () => (await lines(path.join(dir, 'calls.db'))).filter((line) => line.includes('"$$indexCreated"') && line.includes('at,owner_id'));
+    const first = await openStore({ dataDir: dir });
+    await first.ensureIndexes([byOwner]);
+    await first.collection<Doc>('calls').insertOne({ _id: 'c1', owner_id: 'o1', at: new Date() });
+    await first.close();
+    expect(await declared()).toHaveLength(1);
+
+    const second = await openStore({ dataDir: dir });
+    await second.ensureIndexes([{ ...byOwner, embedded: false }]);
+    await second.close();
+    expect(await declared()).toEqual([]);
+    const third = await openStore({ dataDir: dir });
+    expect(await third.collection<Doc>('calls').find({ owner_id: 'o1' })).toHaveLength(1);
+    await third.close();
+  });
+
   it('creates its folder 0700 and its files 0600, also after compaction', async () => {
     const dir = path.join(await tempDir(), 'data', 'store');
     const store = await openEmbeddedStore({ dir });

@@ -47,6 +47,8 @@ interface NedbInternals {
   _getRawCandidates(query: NedbQuery): Doc[];
   _updateIndexes(oldDoc: Doc, newDoc: Doc): void;
   executor: { pushAsync<R>(task: () => Promise<R>): Promise<R> };
+  /** By name: the sorted fields joined by commas. */
+  indexes: Record<string, unknown>;
   persistence: { persistNewStateAsync(docs: Doc[]): Promise<void> };
 }
 
@@ -103,7 +105,11 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
     kind: 'embedded',
     collection: <T extends Doc>(name: string) => collection(name) as unknown as Collection<T>,
     async ensureIndexes(specs: IndexSpec[]) {
-      for (const spec of specs) if (spec.embedded !== false) await collection(spec.collection).ensureIndex(spec);
+      for (const spec of specs) {
+        if (spec.embedded !== false) await collection(spec.collection).ensureIndex(spec);
+        // A data folder from before an index became MongoDB's only still builds it at every load.
+        else await collection(spec.collection).dropIndex(spec.fields);
+      }
     },
     async close() {
       if (closed) return;
@@ -205,6 +211,14 @@ class EmbeddedCollection implements Collection<Doc> {
 
   async deleteMany(filter: Filter): Promise<number> {
     return this.remove(filter, true);
+  }
+
+  /** Drops the index on `fields` if the data file declares it. */
+  async dropIndex(fields: string[]): Promise<void> {
+    const name = [...fields].sort().join(','); // nedb's name for it
+    await this.exclusive(async () => {
+      if (name in (this.db as unknown as NedbInternals).indexes) await this.db.removeIndexAsync(name);
+    });
   }
 
   /** expireAfterSeconds is ignored: the code's own sweeps delete what expires (nedb's TTL would do it on reads). */
