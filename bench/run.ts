@@ -209,9 +209,13 @@ async function main(): Promise<void> {
   }
 
   const pad = (s: string | number, n: number) => String(s).padEnd(n);
-  console.log(`\n${pad('target', 22)}${pad('method', 12)}${pad('c', 4)}${pad('req/s', 10)}${pad('p50 ms', 8)}${pad('p99 ms', 8)}errors`);
-  for (const r of rows)
-    console.log(`${pad(r.target, 22)}${pad(r.method, 12)}${pad(r.connections, 4)}${pad(Math.round(r.rps), 10)}${pad(r.p50, 8)}${pad(r.p99, 8)}${r.errors}`);
+  console.log(`\n${pad('target', 22)}${pad('method', 12)}${pad('c', 4)}${pad('req/s', 10)}${pad('p50 ms', 8)}${pad('p99 ms', 8)}${pad('errors', 8)}cpu µs`);
+  for (const r of rows) {
+    const cpu = r.cpuPerCall === undefined ? '' : Math.round(r.cpuPerCall);
+    console.log(
+      `${pad(r.target, 22)}${pad(r.method, 12)}${pad(r.connections, 4)}${pad(Math.round(r.rps), 10)}${pad(r.p50, 8)}${pad(r.p99, 8)}${pad(r.errors, 8)}${cpu}`,
+    );
+  }
   const failed = rows.filter((r) => r.errors > 0);
   if (failed.length)
     throw new Error(`errors in ${failed.map((r) => `${r.target} ${r.method} c=${r.connections}`).join(', ')}: the ratios would not mean anything`);
