@@ -62,7 +62,7 @@ async function main(): Promise<void> {
     `# Soak figures
 
 \`npm run soak\`: ${TOTAL.toLocaleString('en-US')} tools/call through the full pipeline (key authentication, rate limits, credit
-charge with its open entry, the spec's request through the guarded client, the ledger record) on loopback,
+charge on the owner's credit line, the spec's request through the guarded client, the ledger record) on loopback,
 32 connections, store: ${STORE}. Memory of the service process from its \`/metrics\` after each step of
 ${STEP.toLocaleString('en-US')} calls, a full garbage collection and a 1 s pause. ${seconds.toFixed(0)} s in all, on a 2-core machine.
 
