@@ -258,7 +258,7 @@ describe('GET /api/audit', () => {
     };
     expect(await bad('action=key.explode')).toMatch(/^"action": key.explode is not an action/);
     expect(await bad('from=yesterday')).toContain('"from" must be an ISO 8601 time');
-    expect(await bad('limit=1000')).toBe('"limit" must be a whole number from 1 to 200');
+    expect(await bad('limit=1000')).toBe('"limit" must be an integer from 1 to 200');
     expect(await bad('cursor=abc')).toContain('"cursor" is not a cursor of this list');
   });
 

@@ -9,10 +9,9 @@ import type { CallDoc, CallOutcome } from '../billing/ledger.ts';
 import type { Collection, Filter } from '../store/port.ts';
 import { type ApiDeps, type Guards, me } from './context.ts';
 import { ApiError, notFound } from './http.ts';
+import { type ListPage, asDownload, everyPage, listQueryReader } from './list-query.ts';
 
 export const CALL_OUTCOMES: readonly CallOutcome[] = ['ok', 'tool_error', 'refunded', 'rejected'];
-const EXPORT_MAX = 10_000;
-const EXPORT_PAGE = 500;
 
 export interface CallQuery {
   server?: string;
@@ -24,37 +23,13 @@ export interface CallQuery {
 }
 
 /** The filter of a call-log query string; every problem names its parameter. */
-export function callsQuery(query: Record<string, unknown>): CallQuery & { limit: number; cursor?: string; format?: 'csv' | 'json' } {
-  const text = (name: string): string | undefined => {
-    const v = query[name];
-    if (Array.isArray(v)) throw new ApiError(400, `"${name}" is given more than once`);
-    return typeof v === 'string' && v !== '' ? v : undefined;
-  };
-  const date = (name: string) => {
-    const v = text(name);
-    if (v === undefined) return undefined;
-    const t = new Date(v);
-    if (Number.isNaN(t.getTime())) throw new ApiError(400, `"${name}" must be an ISO 8601 time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z`);
-    return t;
-  };
-  const outcomes = text('outcome')
-    ?.split(',')
-    .map((o) => o.trim())
-    .filter(Boolean)
-    .map((o) => {
-      if (!(CALL_OUTCOMES as readonly string[]).includes(o)) throw new ApiError(400, `"outcome": ${o} is not an outcome; use ${CALL_OUTCOMES.join(', ')}`);
-      return o as CallOutcome;
-    });
-  const limitText = text('limit');
-  const limit = limitText === undefined ? 50 : Number(limitText);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new ApiError(400, '"limit" must be an integer from 1 to 500');
-  const format = text('format');
-  if (format !== undefined && format !== 'csv' && format !== 'json')
-    throw new ApiError(400, '"format" must be csv or json (a download of every matching call)');
-  const from = date('from');
-  const to = date('to');
-  if (from && to && from > to) throw new ApiError(400, '"from" must not be after "to"');
-  return { server: text('server'), key: text('key'), tool: text('tool'), outcomes, from, to, limit, cursor: text('cursor'), format };
+export function callsQuery(query: Record<string, unknown>): CallQuery & ListPage {
+  const read = listQueryReader(query, { maxLimit: 500, items: 'call' });
+  const outcomes = read.list('outcome')?.map((o) => {
+    if (!(CALL_OUTCOMES as readonly string[]).includes(o)) throw new ApiError(400, `"outcome": ${o} is not an outcome; use ${CALL_OUTCOMES.join(', ')}`);
+    return o as CallOutcome;
+  });
+  return { ...read.page(), server: read.text('server'), key: read.text('key'), tool: read.text('tool'), outcomes };
 }
 
 /** One page of an owner's calls, newest first; `cursor` is the previous page's next_cursor. */
@@ -196,21 +171,16 @@ export function callsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const ownerId = me(ctx)._id;
     const q = callsQuery(ctx.query);
     if (q.format) {
-      const all: CallDoc[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await listCalls(d.ledger.calls, ownerId, q, { limit: Math.min(EXPORT_PAGE, EXPORT_MAX - all.length), cursor });
-        all.push(...page.calls);
-        cursor = page.next_cursor ?? undefined;
-      } while (cursor && all.length < EXPORT_MAX);
-      const stamp = new Date().toISOString().slice(0, 19).replace(/:/g, '-');
-      ctx.set('Content-Disposition', `attachment; filename="calls-${stamp}.${q.format}"`);
+      const all = await everyPage(async (page) => {
+        const { calls, next_cursor } = await listCalls(d.ledger.calls, ownerId, q, page);
+        return { items: calls, next_cursor };
+      });
+      asDownload(ctx, 'calls', q.format);
       if (q.format === 'json') {
         ctx.body = { calls: all.map(publicCall) };
         return;
       }
       const names = await callNames(d, ownerId);
-      ctx.type = 'text/csv; charset=utf-8';
       ctx.body = csvTable(
         CSV_COLUMNS,
         all.map((c) => [
