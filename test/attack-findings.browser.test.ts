@@ -4,7 +4,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenOnLoopback, type RunningSandbox } from '../sandboxes/harness.ts';
-import { chromiumAvailable, launchChromium } from './browser/chromium.ts';
+import { chromiumAvailable, launchChromium, signInOnPage } from './browser/chromium.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
 const PASSWORD = 'a long enough passphrase';
@@ -79,9 +79,7 @@ describe.skipIf(!chromiumAvailable)('attack findings in Chromium', () => {
     const email = await signUpByApi();
     const page = await newPage();
     await page.goto(`${svc.url}/login?next=%2Fsettings`);
-    await page.getByLabel('E-mail').fill(email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await Promise.all([page.waitForURL(`${svc.url}/settings`), page.getByRole('button', { name: 'Sign in' }).click()]);
+    await signInOnPage(page, { email, password: PASSWORD }, `${svc.url}/settings`);
     /** A management token made by the page's own script path (session cookie and CSRF token). */
     const newToken = () =>
       page.evaluate(async () => {

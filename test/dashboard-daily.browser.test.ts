@@ -5,10 +5,10 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Credits } from '../runtime/billing/credits.ts';
-import { chromiumAvailable, launchChromium } from './browser/chromium.ts';
+import { chromiumAvailable, launchChromium, watchedPage } from './browser/chromium.ts';
 import { connectV1 } from './support/mcp-clients.ts';
 import { type Owner, type TestService, createServer, startTestService } from './support/service.ts';
 import { rpc } from './support/tool-calls.ts';
@@ -48,18 +48,7 @@ describe.skipIf(!chromiumAvailable)('the dashboard in daily use', () => {
     return { owner: { id, token: token.token }, cookie: { name, value } };
   }
 
-  async function browse(service: TestService, cookie: { name: string; value: string }): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(15_000);
-    await context.addCookies([{ ...cookie, url: service.url }]);
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error' && !/status of 4\d\d/.test(m.text())) problems.push(`console error: ${m.text()}`);
-    });
-    return { context, page, problems };
-  }
+  const browse = (service: TestService, session: { name: string; value: string }) => watchedPage(browser, { url: service.url, session, timeoutMs: 15_000 });
 
   it('filters the call log down to a failing call, whose page gives its error, provider status and what became of its credits', async () => {
     const { owner, cookie } = await signedUpOwner(svc);

@@ -9,7 +9,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Demo, startDemo } from '../runtime/demo-data.ts';
 import { s256 } from '../runtime/oauth/grants.ts';
-import { chromiumAvailable, launchChromium } from './browser/chromium.ts';
+import { chromiumAvailable, launchChromium, signInOnPage } from './browser/chromium.ts';
 import { connectV2 } from './support/mcp-clients.ts';
 
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -290,9 +290,7 @@ describe.skipIf(!chromiumAvailable)('every page at 1440 and 390 px wide', () => 
       for (const context of [signedOut, signedIn, newcomers]) context.setDefaultTimeout(20_000);
       const login = await signedIn.newPage();
       await login.goto(`${base}/login`);
-      await login.getByLabel('E-mail').fill(demo.owner.email);
-      await login.getByLabel('Password').fill(demo.owner.password);
-      await Promise.all([login.waitForURL(`${base}/`), login.getByRole('button', { name: 'Sign in' }).click()]);
+      await signInOnPage(login, demo.owner, `${base}/`);
       await login.close();
       const failures: string[] = [];
       for (const state of STATES) {
@@ -327,9 +325,7 @@ describe.skipIf(!chromiumAvailable)('every page at 1440 and 390 px wide', () => 
     context.setDefaultTimeout(20_000);
     const page = await context.newPage();
     await page.goto(`${base}/login`);
-    await page.getByLabel('E-mail').fill(demo.owner.email);
-    await page.getByLabel('Password').fill(demo.owner.password);
-    await Promise.all([page.waitForURL(`${base}/`), page.getByRole('button', { name: 'Sign in' }).click()]);
+    await signInOnPage(page, demo.owner, `${base}/`);
     const menu = page.getByRole('button', { name: 'Menu' });
     const calls = page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Calls' });
     expect(await menu.getAttribute('aria-expanded')).toBe('false');
@@ -359,9 +355,7 @@ describe.skipIf(!chromiumAvailable)('every page at 1440 and 390 px wide', () => 
     context.setDefaultTimeout(20_000);
     const page = await context.newPage();
     await page.goto(`${base}/login`);
-    await page.getByLabel('E-mail').fill(demo.owner.email);
-    await page.getByLabel('Password').fill(demo.owner.password);
-    await Promise.all([page.waitForURL(`${base}/`), page.getByRole('button', { name: 'Sign in' }).click()]);
+    await signInOnPage(page, demo.owner, `${base}/`);
     const chart = page.getByTestId('chart-calls');
     const card = page.locator('.chart', { has: chart });
     const tip = card.locator('.chart-tip');

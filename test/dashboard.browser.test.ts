@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startNotionSandbox, type NotionSandbox } from '../sandboxes/notion/notion-sandbox.ts';
-import { chromiumAvailable, launchChromium } from './browser/chromium.ts';
+import { chromiumAvailable, launchChromium, signInOnPage } from './browser/chromium.ts';
 import { connectV1 } from './support/mcp-clients.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
@@ -291,9 +291,7 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await other.page.goto(`${svc.url}/settings`);
     const email = (await other.page.locator('.who').textContent())!.trim();
     await second.page.goto(`${svc.url}/login`);
-    await second.page.getByLabel('E-mail').fill(email);
-    await second.page.getByLabel('Password').fill(PASSWORD);
-    await Promise.all([second.page.waitForURL(`${svc.url}/`), second.page.getByRole('button', { name: 'Sign in' }).click()]);
+    await signInOnPage(second.page, { email, password: PASSWORD }, `${svc.url}/`);
     await other.page.getByLabel('Current password').fill(PASSWORD);
     await other.page.getByLabel('New password').fill('another long passphrase');
     await Promise.all([other.page.waitForURL(/changed=1/), other.page.getByRole('button', { name: 'Change password' }).click()]);

@@ -8,7 +8,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumAvailable, launchChromium } from './browser/chromium.ts';
+import { chromiumAvailable, launchChromium, signInOnPage } from './browser/chromium.ts';
 import { listenOnLoopback, type RunningSandbox } from '../sandboxes/harness.ts';
 import { type JiraSandbox, startJiraSandbox } from '../sandboxes/jira/jira-sandbox.ts';
 import { type HttpsHost, startHttpsHost } from './support/https-host.ts';
@@ -159,9 +159,7 @@ describe.skipIf(!chromiumAvailable)('an SDK client that knows only the URL, appr
     lastCallback = undefined;
     await page.goto(url.toString());
     expect(new URL(page.url()).pathname).toBe('/login');
-    await page.getByLabel('E-mail').fill(owner.email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await Promise.all([page.waitForURL(/\/oauth\/authorize/), page.getByRole('button', { name: 'Sign in' }).click()]);
+    await signInOnPage(page, { email: owner.email, password: PASSWORD }, /\/oauth\/authorize/);
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toContain(`${clientName} wants to use your tools`);
     const text = await page.locator('main').textContent();
     expect(text).toContain('tracker_get_issue');
@@ -258,9 +256,7 @@ describe.skipIf(!chromiumAvailable)('an SDK client that knows only the URL, appr
     // The owner disconnects it on the Keys page; the client's token stops working at once.
     const page = await browser.newPage();
     await page.goto(`${svc.url}/login?next=/keys`);
-    await page.getByLabel('E-mail').fill(owner.email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await Promise.all([page.waitForURL(`${svc.url}/keys`), page.getByRole('button', { name: 'Sign in' }).click()]);
+    await signInOnPage(page, { email: owner.email, password: PASSWORD }, `${svc.url}/keys`);
     const apps = page.getByRole('region', { name: 'Connected apps' });
     await expect.poll(() => apps.getByRole('row').nth(1).textContent()).toContain('Test agent');
     expect((await mcp(provider.saved!.access_token)).status).toBe(200);

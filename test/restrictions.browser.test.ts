@@ -2,12 +2,12 @@
 // with read/write marked, read-only, expiry, budget), the overview's warning about keys that expire soon, the
 // OAuth consent page with the same choices (destructive tools marked, Approve in view on a laptop screen),
 // connected apps edited afterwards, and the Activity page with its filters, paging and export.
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenOnLoopback, type RunningSandbox } from '../sandboxes/harness.ts';
 import { type JiraSandbox, startJiraSandbox } from '../sandboxes/jira/jira-sandbox.ts';
 import { s256 } from '../runtime/oauth/grants.ts';
-import { chromiumAvailable, launchChromium } from './browser/chromium.ts';
+import { chromiumAvailable, launchChromium, watchedPage } from './browser/chromium.ts';
 import { connectV1 } from './support/mcp-clients.ts';
 import { type TestService, createServer, startTestService } from './support/service.ts';
 
@@ -58,18 +58,7 @@ describe.skipIf(!chromiumAvailable)('restrictions and activity in Chromium', () 
     await Promise.all([svc?.close(), jira?.close(), callback?.close()]);
   });
 
-  async function newPage(viewport = { width: 1280, height: 900 }): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
-    const context = await browser.newContext({ viewport });
-    context.setDefaultTimeout(8_000);
-    await context.addCookies([{ ...session, url: svc.url }]);
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error' && !/status of 4\d\d/.test(m.text())) problems.push(`console error: ${m.text()}`);
-    });
-    return { context, page, problems };
-  }
+  const newPage = (viewport?: { width: number; height: number }) => watchedPage(browser, { url: svc.url, session, viewport, timeoutMs: 8_000 });
 
   const keyByName = async (name: string) =>
     ((await svc.call('GET', `/api/servers/${serverId}/api-keys`, { token })).body.api_keys as Array<Record<string, any>>).find((k) => k.name === name)!;
