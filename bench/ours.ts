@@ -66,7 +66,8 @@ function withDatabase(url: string, db: string): string {
 /**
  * Every request this process's HTTP servers answer runs in a context of its own, so that a MongoDB command can
  * be told apart: sent while answering a request (on a call's path: the answer waits for it) or by a timer
- * (the last-used flush, the roll-up, settlement, lease renewals: in the background).
+ * (the last-used flush, the roll-up, settlement, lease renewals: in the background). Only the MongoDB row does
+ * this: the promise hooks it turns on slow its process, whose rates count for nothing (its command counts do).
  */
 function answerInRequestContext(): AsyncLocalStorage<true> {
   const context = new AsyncLocalStorage<true>();
