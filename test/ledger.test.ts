@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { Credits } from '../runtime/billing/credits.ts';
 import { type CallCharge, type CallOutcome, Ledger, type LedgerOptions, recordOf } from '../runtime/billing/ledger.ts';
 import { STORE_INDEXES } from '../runtime/indexes.ts';
+import type { Collection, Doc, Store } from '../runtime/store/port.ts';
 import { storeTargets } from './support/stores.ts';
 
 const HOUR = 3_600_000;
@@ -196,8 +197,9 @@ for (const target of storeTargets('ledger')) {
     });
 
     it('loses no record and counts none twice when rollers and settlers of two instances run during traffic', async () => {
-      // Records are rolled once 100 ms old (10 s in the service): rolls run against records still being written.
-      const options = { ...OPTIONS, settledMs: 100 };
+      // Records are rolled once 1 s old (10 s in the service, 60 s on MongoDB): the margin for the other instance's
+      // writes on a busy machine; the rolls still run while records are being written.
+      const options = { ...OPTIONS, settledMs: 1000 };
       const { store, credits } = await setup(100_000, options);
       const a = new Ledger(store, credits, { ...options, instance: 'a' });
       const b = new Ledger(store, new Credits(store), { ...options, instance: 'b' });
@@ -232,6 +234,33 @@ for (const target of storeTargets('ledger')) {
       const usage = await b.usage(OWNER, {});
       expect(usage.reduce((s, r) => s + r.credits, 0)).toBe(kept);
       expect(await credits.balance(OWNER)).toBe(100_000 - kept);
+      await store.close();
+    });
+
+    it('a roll-up while this process is still writing records stays behind them (a slow store loses none)', async () => {
+      const { store, credits } = await setup(100);
+      // The store takes the records only when the test says (a write in flight on a slow store); everything else passes through.
+      let releaseRecords!: () => void;
+      const held = new Promise<void>((resolve) => (releaseRecords = resolve));
+      const slow: Store = Object.assign(Object.create(store) as Store, {
+        collection: <T extends Doc>(name: string) => {
+          const collection = store.collection<T>(name);
+          if (name !== 'calls') return collection;
+          return Object.assign(Object.create(collection) as Collection<T>, {
+            insertMany: async (docs: T[]) => (await held, collection.insertMany(docs)),
+          });
+        },
+      });
+      const ledger = new Ledger(slow, credits, { ...OPTIONS, settledMs: 0 });
+      const written = paidCall(credits, ledger, 'refunded');
+      await expect.poll(() => ledger.writingSince()).not.toBeNull();
+      await expect.poll(() => Date.now()).toBeGreaterThan(ledger.writingSince()!.getTime()); // the record's stamp is in the past
+      await ledger.rollUp.run();
+      releaseRecords();
+      await written;
+      await ledger.rollUp.run();
+      expect(await ledger.usage(OWNER, {})).toMatchObject([{ calls: 1, refunds: 1, credits: 0 }]);
+      expect((await ledger.check(OWNER))[0]).toMatchObject({ kept: 0, open: 0, difference: 0, ok: true });
       await store.close();
     });
 

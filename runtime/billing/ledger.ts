@@ -89,7 +89,10 @@ export interface LedgerOptions {
   retentionMs: number;
   /** Longer than any call can last: a range without a record older than this is an interrupted call. */
   maxCallMs: number;
-  /** Records are rolled once this old, so that one being written is never missed (a slow store's write time, with margin). */
+  /**
+   * Records are rolled once this old, so that one being written by another instance is never missed (a slow
+   * store's write time, with margin); this process's own writes hold the roll-up back until they are stored.
+   */
   settledMs: number;
   /** Who runs the housekeeping (the lease holder's name in the store). */
   instance: string;
@@ -108,6 +111,7 @@ export class Ledger {
   readonly settlement: Settlement;
   readonly rollUp: RollUp;
   private readonly records = new GroupCommit<CallDoc, void>((docs) => this.insert(docs));
+  private writing: Date | null = null;
   private readonly housekeepingLease: Lease;
   /** The housekeeping under way in this process (one at a time). */
   private housekeeping: Promise<{ refunded: number; rolled: number } | null> | null = null;
@@ -138,13 +142,21 @@ export class Ledger {
     if (refund && doc.from !== undefined) await retried(() => this.credits.refund(doc.owner_id, doc.from!, doc.charged));
   }
 
+  /**
+   * The stamp of the records this process is writing (group commit: one batch at a time), until the store has
+   * them: this process's roll-up stays behind it, whatever settledMs says (rollup.ts).
+   */
+  writingSince(): Date | null {
+    return this.writing;
+  }
+
   private async insert(docs: CallDoc[]): Promise<void> {
     try {
       await retried(
         () => {
           // Stamped as written: a record never lands behind the roll-up's watermark (rollup.ts).
-          const at = new Date();
-          for (const doc of docs) doc.at = at;
+          this.writing = new Date();
+          for (const doc of docs) doc.at = this.writing;
           return this.calls.insertMany(docs);
         },
         (err) => !(err instanceof DuplicateKeyError),
@@ -154,6 +166,8 @@ export class Ledger {
       // A call that outlived maxCallMs had its range settled as interrupted (and refunded) meanwhile: that
       // record stands; the others of the batch are written one by one.
       for (const doc of docs) await this.calls.insertOne(doc).catch((e: unknown) => (e instanceof DuplicateKeyError ? undefined : Promise.reject(e)));
+    } finally {
+      this.writing = null;
     }
     if (this.rollUp.recorded(docs)) this.housekeep().catch((err: unknown) => this.options.onBackgroundError?.(err));
   }

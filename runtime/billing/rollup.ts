@@ -58,7 +58,9 @@ export class RollUp {
   /** Rolls what is old enough, then deletes what retention and maxRecords allow. Returns how many records it rolled. */
   async run(): Promise<number> {
     this.sinceRoll = 0;
-    const target = new Date(Date.now() - this.options.settledMs);
+    // A record stamped before the target but not stored yet would be passed over for good: stop short of this
+    // process's write in flight (other instances' writes: settledMs is their margin).
+    const target = new Date(Math.min(Date.now() - this.options.settledMs, this.ledger.writingSince()?.getTime() ?? Infinity));
     await this.state
       .insertOne({ _id: WATERMARK, through: new Date(0) })
       .catch((err: unknown) => (err instanceof DuplicateKeyError ? undefined : Promise.reject(err)));
