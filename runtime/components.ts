@@ -108,15 +108,23 @@ export async function buildComponents(
       audit,
     }),
   };
+  // A record is made when its call ends and written milliseconds later on the embedded store; a replica set's
+  // write may take seconds (timeouts, a failover): roll only what no pending write can precede.
+  const settledMs = (config.ledgerRollAfterSeconds ?? (store.kind === 'embedded' ? 10 : 60)) * 1000;
+  const slowestWriteMs = config.mongo.serverSelectionMs + config.mongo.socketTimeoutMs;
+  if (store.kind === 'mongodb' && settledMs <= slowestWriteMs) {
+    logger.warn(
+      { ledgerRollAfterSeconds: settledMs / 1000, slowestWriteSeconds: slowestWriteMs / 1000 },
+      'LEDGER_ROLL_AFTER_SECONDS is shorter than a record write may take (MONGODB_SERVER_SELECTION_MS + MONGODB_SOCKET_TIMEOUT_MS): the roll-up may pass over a record another instance is still writing, and usage would miss it',
+    );
+  }
   // The embedded store keeps every document in memory: there the ledger keeps at most LEDGER_MAX_RECORDS
   // records (older ones live on as hourly aggregates).
   const ledger = new Ledger(store, credits, {
     maxRecords: store.kind === 'embedded' ? config.ledgerMaxRecords : Infinity,
     retentionMs: config.ledgerRetentionDays * 86_400_000,
     maxCallMs: MAX_CALL_MS,
-    // A record is made when its call ends and written milliseconds later on the embedded store; a replica set's
-    // write may take seconds (timeouts, a failover): roll only what no pending write can precede.
-    settledMs: (config.ledgerRollAfterSeconds ?? (store.kind === 'embedded' ? 10 : 60)) * 1000,
+    settledMs,
     instance: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
     onBackgroundError: (err) => logger.error({ err }, 'ledger housekeeping failed'),
   });
