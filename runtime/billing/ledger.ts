@@ -20,7 +20,7 @@ import { Settlement } from './settlement.ts';
 export type CallOutcome = 'ok' | 'tool_error' | 'refunded' | 'rejected';
 
 export interface CallDoc extends Doc {
-  /** When the record was written (the end of the call): records arrive in time order, so roll-up never misses one. */
+  /** When the record's write began (the end of the call); the roll-up waits for writes still under way (rollup.ts). */
   at: Date;
   owner_id: string;
   /** Empty for the record of a range a crash interrupted: nothing said which call it was. */
@@ -111,6 +111,7 @@ export class Ledger {
   readonly settlement: Settlement;
   readonly rollUp: RollUp;
   private readonly records = new GroupCommit<CallDoc, void>((docs) => this.insert(docs));
+  /** The stamp of the batch of records being written (one at a time), until the store has it. */
   private writing: Date | null = null;
   private readonly housekeepingLease: Lease;
   /** The housekeeping under way in this process (one at a time). */
@@ -142,10 +143,7 @@ export class Ledger {
     if (refund && doc.from !== undefined) await retried(() => this.credits.refund(doc.owner_id, doc.from!, doc.charged));
   }
 
-  /**
-   * The stamp of the records this process is writing (group commit: one batch at a time), until the store has
-   * them: this process's roll-up stays behind it, whatever settledMs says (rollup.ts).
-   */
+  /** The stamp of the records this process is writing: its roll-up stays behind it, whatever settledMs says (rollup.ts). */
   writingSince(): Date | null {
     return this.writing;
   }
