@@ -2,6 +2,7 @@
 import { type Plugin, type ResponsePlugin, ToolError } from '../../runtime/plugin-api.ts';
 import { convertAt } from '../pointer.ts';
 import { adfToMarkdown, markdownToAdf } from './adf.ts';
+import { accessibleSitesPlugin } from './accessible-sites.ts';
 import { apiGatewayPlugin } from './api-gateway.ts';
 import { offsetPagesPlugin, searchJqlPlugin } from './paging.ts';
 import { transitionToStatusPlugin } from './transitions.ts';
@@ -47,6 +48,7 @@ export const requireOneOfPlugin: ResponsePlugin<{ args: string[] }> = {
 /** Every Jira plugin, for the registry (plugins/registry.ts). */
 export const jiraPlugins: Plugin[] = [
   apiGatewayPlugin,
+  accessibleSitesPlugin,
   markdownToAdfPlugin,
   adfToMarkdownPlugin,
   resolveUsersPlugin,

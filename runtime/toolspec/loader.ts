@@ -11,10 +11,10 @@ import { pointerParts } from '../json-pointer.ts';
 import type { Plugin, PluginHook, PluginRegistry } from '../plugin-api.ts';
 import { type CompiledTemplate, TemplateError, type VariableCheck, compileTemplate, isTemplate } from '../template/template.ts';
 import { TreeTemplateError, compileTree } from '../template/tree.ts';
-import type { BoundPlugin, Catalog, CompiledErrorRule, CompiledRequest, CompiledStep, Provider, BaseTool } from './catalog.ts';
+import type { BoundPlugin, Catalog, CompiledConnect, CompiledErrorRule, CompiledRequest, CompiledStep, Provider, BaseTool } from './catalog.ts';
 import providerSchema from './schemas/provider.schema.json' with { type: 'json' };
 import toolSchema from './schemas/tool.schema.json' with { type: 'json' };
-import type { AccountFieldSpec, ErrorRuleSpec, PluginUseSpec, ProviderSpec, RequestSpec, ToolSpec } from './types.ts';
+import type { AccountFieldSpec, ConnectSpec, ErrorRuleSpec, PluginUseSpec, ProviderSpec, RequestSpec, ToolSpec } from './types.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv | Ajv2020) => void;
 
@@ -317,8 +317,49 @@ function compileProvider(src: SourceFile, spec: ProviderSpec, plugins: PluginReg
   const baseResolver = spec.base_url.resolve
     ? bindPlugins(src, [{ use: spec.base_url.resolve }], ['base_url', 'resolve'], 'base', plugins, true)[0]
     : undefined;
+  const connect = spec.connect && compileConnect(src, spec.connect, fields, plugins);
   if (src.issues.length > before) return undefined;
-  return { spec, file: src.file, secretFields, authHeaders, errors, verify, baseResolver };
+  return { spec, file: src.file, secretFields, authHeaders, errors, verify, baseResolver, connect };
+}
+
+/**
+ * provider.yaml `connect`: the discovery plugin, and the templates of connect.api over the account fields a
+ * connected account has (the provider's, those kept from the token answer, those the plugin sets) and the
+ * access token.
+ */
+function compileConnect(src: SourceFile, spec: ConnectSpec, fields: ReadonlyMap<string, AccountFieldSpec>, plugins: PluginRegistry): CompiledConnect {
+  const at = (...rest: string[]) => ['connect', ...rest];
+  const discover = spec.discover ? bindPlugins(src, [spec.discover], at('discover'), 'connect', plugins, true)[0] : undefined;
+  const connectedFields = new Set([...fields.keys(), ...(spec.keep ?? []), ...(discover?.plugin.fields ?? [])]);
+  const check =
+    (token: boolean): VariableCheck =>
+    ([root, name, ...rest]) => {
+      if (rest.length) return `"${[root, name, ...rest].join('.')}" goes too deep: account fields and the access token are strings`;
+      if (root === 'account')
+        return connectedFields.has(name) ? null : `unknown account field "${name}" (a connected account has: ${[...connectedFields].join(', ')})`;
+      if (root === 'connection' && token) return name === 'access_token' ? null : `"connection.${name}" is not known: only connection.access_token`;
+      return `only account.<field>${token ? ' and connection.access_token' : ''} can be used here, not "${root}"`;
+    };
+  let api: CompiledConnect['api'];
+  if (spec.api) {
+    // Expressions only in the path: the host of a connected account's calls is the provider.yaml's, never a value's.
+    if (!/^https?:\/\/[^/{}]+(\/|$)/.test(spec.api.base_url) || new URL(spec.api.base_url.split('{{')[0]).origin === 'null')
+      src.report(at('api', 'base_url'), 'the host must be written out: expressions may only be in the path');
+    const base = compileLeaf(src, at('api', 'base_url'), spec.api.base_url, check(false));
+    const headers = Object.entries(spec.api.headers).flatMap(([name, text]) => {
+      const template = compileLeaf(src, at('api', 'headers', name), text, check(true));
+      return template ? [{ name, template }] : [];
+    });
+    if (!headers.some((h) => h.template.variables.some(([root]) => root === 'connection')))
+      src.report(at('api', 'headers'), 'no header sends connection.access_token: the calls would not use the connection');
+    if (base) api = { base, headers };
+  } else if (!discover) {
+    src.report(at(), 'without connect.api, calls use base_url and auth like a pasted account: a connect.discover plugin must fill those fields');
+  }
+  const discoveryOrigins = new Set(
+    Object.values(spec.discover?.with ?? {}).flatMap((v) => (typeof v === 'string' && /^https?:\/\//.test(v) && URL.canParse(v) ? [new URL(v).origin] : [])),
+  );
+  return { spec, discover, api, discoveryOrigins };
 }
 
 /**

@@ -83,6 +83,40 @@ export interface ProviderSpec {
   headers?: Record<string, string>;
   errors?: ErrorRuleSpec[];
   verify?: VerifyWay | VerifyWay[];
+  connect?: ConnectSpec;
+}
+
+/**
+ * How an owner connects an account by OAuth 2.0 (authorization code) instead of pasting a secret
+ * (provider.yaml `connect`). The operator registers the app and gives its client id and secret
+ * (OAUTH_<PROVIDER>_CLIENT_ID / _CLIENT_SECRET); without them the provider offers the token form only.
+ */
+export interface ConnectSpec {
+  /** The provider's name for its sign-in, in "Connect with <by>" (Atlassian, Notion, Supabase). */
+  by: string;
+  authorize_url: string;
+  token_url: string;
+  /** How the token endpoint takes its parameters: a JSON object, or an HTML form (application/x-www-form-urlencoded). */
+  token_body: 'json' | 'form';
+  /** Where the client id and secret go: in the body, or as HTTP Basic. */
+  client_auth: 'body' | 'basic';
+  /** PKCE (RFC 7636) with S256, for providers that verify it. */
+  pkce?: boolean;
+  scopes?: string[];
+  /** Constant parameters of the authorize URL (audience, prompt, owner...). */
+  authorize_params?: Record<string, string>;
+  /** Top-level string fields of the token answer kept as the account's (non-secret) fields. */
+  keep?: string[];
+  /** A refresh token expires after this many days unused: the service refreshes well before. */
+  refresh_idle_days?: number;
+  /** A connect plugin: what the grant reaches, and the account fields of the one the owner picks. */
+  discover?: PluginUseSpec;
+  /**
+   * How calls use the connection: the API base and the auth headers, templates over account.<field> and
+   * connection.access_token. Without it, calls use base_url and auth like a pasted account, with the fields
+   * the connection filled in.
+   */
+  api?: { base_url: string; headers: Record<string, string> };
 }
 
 /** One way to check an account (provider.yaml `verify`); the first whose `when` holds is used. */
