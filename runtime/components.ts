@@ -4,6 +4,11 @@ import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { Accounts, Vault, parseMasterKey } from './accounts/accounts.ts';
+import { ConnectFlows } from './accounts/connect-flows.ts';
+import { Connections } from './accounts/connections.ts';
+import { OAuthApps, oauthEnvName } from './accounts/oauth-apps.ts';
+import { StateWebhooks } from './accounts/state-webhooks.ts';
+import { TokenEndpoint } from './accounts/token-endpoint.ts';
 import { Budgets } from './access/budgets.ts';
 import { ApiKeys } from './access/keys.ts';
 import { Owners } from './access/owners.ts';
@@ -32,6 +37,7 @@ import { CustomTools } from './servers/custom-tools.ts';
 import { Servers } from './servers/servers.ts';
 import type { Store } from './store/port.ts';
 import type { LiveCatalog } from './toolspec/live.ts';
+import type { Provider } from './toolspec/catalog.ts';
 import { type Tracing, startTracing } from './tracing/tracing.ts';
 
 /** No call lasts longer: the longest webhook wait (300 s) plus the retries and the answer, with margin. */
@@ -58,6 +64,39 @@ export async function serviceSecrets(config: Config, store: Store): Promise<{ ma
     masterKey: config.masterKey ?? (await secretFile('master.key', () => randomBytes(32).toString('hex'))),
     operatorToken: config.operatorToken ?? (await secretFile('operator-token', () => randomToken('mcpop_'))),
   };
+}
+
+/** Connected accounts: the operator's OAuth apps, the token endpoints, connections, their flows and webhooks. */
+function connectedAccounts(
+  config: Config,
+  c: {
+    store: Store;
+    catalog: LiveCatalog;
+    vault: Vault;
+    accounts: Accounts;
+    engine: Engine;
+    http: HttpClient;
+    audit: AuditTrail;
+    logger: Logger;
+    site: { publicUrl: string };
+    instance: string;
+  },
+): Components['connect'] {
+  const connectable = new Set([...c.catalog.current.providers.values()].filter((p) => p.connect).map((p) => oauthEnvName(p.spec.id)));
+  for (const name of config.oauthApps.keys())
+    if (!connectable.has(name))
+      c.logger.warn(
+        { variable: `OAUTH_${name}_CLIENT_ID` },
+        'no provider with a connect block has this name: the OAuth app is not used (the name is the provider id in upper case)',
+      );
+  const apps = new OAuthApps(c.store, c.vault, config.oauthApps, config.keyCacheMs);
+  const appFor = (provider: Provider) => apps.get(provider.spec.id);
+  const tokens = new TokenEndpoint(c.http);
+  const webhooks = new StateWebhooks(c.store, c.vault, c.http, c.logger);
+  const timeoutMs = config.upstreamTimeoutMs;
+  const connections = new Connections({ ...c, tokens, appFor, webhooks, timeoutMs });
+  const flows = new ConnectFlows({ ...c, connections, tokens, appFor, browserUrl: (url) => url, timeoutMs });
+  return { apps, flows, connections, webhooks };
 }
 
 export async function buildComponents(
@@ -93,10 +132,14 @@ export async function buildComponents(
   const keys = new ApiKeys(store, config.keyCacheMs);
   const servers = new Servers(store, config.keyCacheMs);
   const tools = new CustomTools(store, catalog, config.keyCacheMs);
-  const accounts = new Accounts(store, catalog, new Vault(masterKey), config.keyCacheMs);
+  const vault = new Vault(masterKey);
+  const accounts = new Accounts(store, catalog, vault, config.keyCacheMs);
   const credits = new Credits(store);
   const signInLimits = new SignInLimits(undefined, store.mongo);
   const audit = new AuditTrail(store, logger);
+  const instance = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const site = { publicUrl: config.publicUrl, signup: config.signup, startingCredits: config.startingCredits, creditsHelp: config.creditsHelp };
+  const connect = connectedAccounts(config, { store, catalog, vault, accounts, engine, http, audit, logger, site, instance });
   const budgets = new Budgets(store);
   const oauth = {
     clients: new OAuthClients(store, metadataHttp, (address) => signInLimits.fetchMetadata(address)),
@@ -125,7 +168,7 @@ export async function buildComponents(
     retentionMs: config.ledgerRetentionDays * 86_400_000,
     maxCallMs: MAX_CALL_MS,
     settledMs,
-    instance: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    instance,
     onBackgroundError: (err) => logger.error({ err }, 'ledger housekeeping failed'),
   });
   const metrics = new Metrics(passwordChecks);
@@ -154,8 +197,9 @@ export async function buildComponents(
     sandboxes,
     operatorToken: secrets.operatorToken,
     maxBodyBytes: config.maxBodyBytes,
+    connect,
     // The public URL is completed once the port is known (PORT=0 in tests).
-    site: { publicUrl: config.publicUrl, signup: config.signup, startingCredits: config.startingCredits, creditsHelp: config.creditsHelp },
+    site,
     async tryTool(call) {
       const principal = pipeline.dashboardCaller(call.ownerId, call.serverId);
       const limited = await pipeline.rateLimit(principal);

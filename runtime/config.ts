@@ -74,6 +74,11 @@ export interface Config {
   creditsHelp: { text: string; url?: string };
   /** OpenTelemetry traces over OTLP/HTTP; undefined (no SDK at all) unless an OTLP endpoint is set. */
   tracing?: TracingConfig;
+  /**
+   * OAuth apps the operator registered at providers, by the <PROVIDER> of OAUTH_<PROVIDER>_CLIENT_ID and
+   * _CLIENT_SECRET (the provider id in upper case, "-" as "_"): owners then connect accounts with a button.
+   */
+  oauthApps: Map<string, { clientId: string; clientSecret: string }>;
 }
 
 /** What the dashboard says about getting credits when the operator says nothing. */
@@ -192,11 +197,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sandboxes: { enabled: sandboxes !== 'off', idleMinutes: int('SANDBOX_IDLE_MINUTES', 30, 1, 1440), maxSets: int('SANDBOX_MAX_SETS', 50, 1, 10_000) },
     creditsHelp: { text: helpText, url: helpUrl },
     tracing: parseTracingConfig(env, problems),
+    oauthApps: parseOAuthApps(env, problems),
   };
   config.publicUrl = env.PUBLIC_URL ? new URL(env.PUBLIC_URL).origin : defaultPublicUrl(config.host, config.port);
   if (config.headersTimeoutMs > config.requestTimeoutMs) problems.push('HEADERS_TIMEOUT_MS must not be larger than REQUEST_TIMEOUT_MS');
   if (problems.length) throw new ConfigError(`Invalid configuration:\n- ${problems.join('\n- ')}`);
   return config;
+}
+
+const OAUTH_APP_VARIABLE = /^OAUTH_([A-Z][A-Z0-9_]*)_CLIENT_(ID|SECRET)$/;
+
+/** Every OAUTH_<PROVIDER>_CLIENT_ID with its _CLIENT_SECRET (one without the other is a problem). */
+function parseOAuthApps(env: NodeJS.ProcessEnv, problems: string[]): Config['oauthApps'] {
+  const apps: Config['oauthApps'] = new Map();
+  const names = new Set(Object.keys(env).flatMap((k) => (OAUTH_APP_VARIABLE.test(k) && env[k] ? [OAUTH_APP_VARIABLE.exec(k)![1]] : [])));
+  for (const name of [...names].sort()) {
+    const clientId = env[`OAUTH_${name}_CLIENT_ID`]?.trim() ?? '';
+    const clientSecret = env[`OAUTH_${name}_CLIENT_SECRET`]?.trim() ?? '';
+    if (!clientId || !clientSecret) {
+      problems.push(`OAUTH_${name}_CLIENT_ID and OAUTH_${name}_CLIENT_SECRET go together: set both (the OAuth app's client id and secret) or neither`);
+      continue;
+    }
+    // eslint-disable-next-line no-control-regex -- a value pasted with its line break
+    if ([clientId, clientSecret].some((v) => v.length > 1024 || /[\s\x00-\x1f\x7f]/.test(v)))
+      problems.push(`OAUTH_${name}_CLIENT_ID and _CLIENT_SECRET must be single words of at most 1024 characters, without spaces or control characters`);
+    else apps.set(name, { clientId, clientSecret });
+  }
+  return apps;
 }
 
 function isKey32(text: string): boolean {

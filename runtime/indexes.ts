@@ -17,6 +17,14 @@ export const STORE_INDEXES: IndexSpec[] = [
   { collection: 'api_keys', fields: ['hash'], unique: true },
   { collection: 'api_keys', fields: ['owner_id'] },
   { collection: 'accounts', fields: ['owner_id'] },
+  // Connected accounts (their keep-alive), and each owner's accounts that need them (every page's banner).
+  { collection: 'accounts', fields: ['auth'] },
+  { collection: 'accounts', fields: ['owner_id', 'state'] },
+  // A connect flow's callback finds it by its state; expired flows go (their waiting tokens with them).
+  { collection: 'connect_flows', fields: ['state_hash'] },
+  { collection: 'connect_flows', fields: ['expires_at'], expireAfterSeconds: AT_EXPIRY },
+  { collection: 'webhook_deliveries', fields: ['next_at'] },
+  { collection: 'webhook_deliveries', fields: ['owner_id', 'created_at'] },
   { collection: 'tools', fields: ['server_id', 'name'], unique: true },
   // The tools bound to an account (its deletion is refused while any is).
   { collection: 'tools', fields: ['account_id'] },

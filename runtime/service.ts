@@ -22,6 +22,10 @@ const FLUSH_EVERY_MS = 2000;
 /** Settlement and roll-up of the ledger (by one instance at a time), so pages read aggregates and a minute of records. */
 const LEDGER_EVERY_MS = 60_000;
 const SWEEP_EVERY_MS = 3_600_000;
+/** Connected accounts due for a refresh or a check (connections.ts), by one instance at a time. */
+const KEEPALIVE_EVERY_MS = 3_600_000;
+/** State-change webhook events waiting for a retry. */
+const WEBHOOKS_EVERY_MS = 5000;
 
 export interface ServiceOptions {
   config: Config;
@@ -42,8 +46,10 @@ export interface RunningService {
   sandboxes?: Sandboxes;
   /** Writes buffered last-used times of keys and OAuth grants, and waits for the ledger records being written. */
   flush(): Promise<void>;
-  /** Runs the hourly sweeps now (retention of sessions, OAuth tokens, audit events, budget counters). */
+  /** Runs the hourly sweeps now (retention of sessions, OAuth tokens, audit events, budget counters, connect flows). */
   housekeeping(): Promise<void>;
+  /** Connected accounts: their connections (keepAlive), connect flows and state-change webhooks (deliverDue). */
+  connect: Components['connect'];
   close(): Promise<void>;
 }
 
@@ -85,6 +91,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     sandboxes: c.sandboxes,
     flush,
     housekeeping: sweeps,
+    connect: c.connect,
     async close() {
       if (lifecycle.closing) return;
       lifecycle.closing = true;
@@ -140,12 +147,17 @@ function listen(handler: Parameters<typeof createServer>[1], config: Config): Pr
   });
 }
 
-/** Buffered writes every 2 s; the ledger's housekeeping every minute; hourly sweeps. Returns what stops them. */
+/**
+ * Buffered writes every 2 s; webhook retries every 5 s; the ledger's housekeeping every minute; connections'
+ * keep-alive and the sweeps every hour. Returns what stops them.
+ */
 function startTimers(c: Components, sweeps: () => Promise<void>, flush: () => Promise<void>, logger: Logger): () => void {
   const timers = [
     setInterval(() => flush().catch((err) => logger.error({ err }, 'flush failed')), FLUSH_EVERY_MS),
     setInterval(() => void housekeepLedger(c, logger), LEDGER_EVERY_MS),
     setInterval(() => void sweeps(), SWEEP_EVERY_MS),
+    setInterval(() => c.connect.connections.keepAlive().catch((err) => logger.error({ err }, 'connection keep-alive failed')), KEEPALIVE_EVERY_MS),
+    setInterval(() => c.connect.webhooks.deliverDue().catch((err) => logger.error({ err }, 'webhook delivery failed')), WEBHOOKS_EVERY_MS),
   ];
   for (const timer of timers) timer.unref();
   return () => timers.forEach(clearInterval);
@@ -163,6 +175,7 @@ function sweepsOf(c: Components, config: Config, logger: Logger): () => Promise<
       task('OAuth token sweep', () => c.oauth.grants.sweep()),
       task('audit retention', () => c.audit.sweep(new Date(Date.now() - config.auditRetentionDays * 86_400_000))),
       task('budget sweep', () => c.budgets.sweep()),
+      task('connect flow sweep', () => c.connect.flows.sweep()),
       ...(c.store.kind === 'mongodb' ? [task('rate-limit counter sweep', () => sweepExpiredCounters(c.store))] : []),
     ]);
   };

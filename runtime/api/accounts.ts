@@ -69,6 +69,7 @@ export function accountsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     await d.audit.record(requestInfo(ctx), { action: 'account.delete', owner_id: me(ctx)._id, target: accountTarget(account) });
     ctx.status = 204;
   });
+  // Checks the account with its provider now; what it finds is its health (a refused credential: needs_reauth).
   router.post('/accounts/:id/verify', g.owner, async (ctx) => {
     const doc = await ownAccount(ctx);
     const provider = d.accounts.providerFor(doc.kind);
@@ -78,17 +79,25 @@ export function accountsRoutes(router: Router, d: ApiDeps, g: Guards): void {
       detail = await d.engine.verify(provider, creds);
     } catch (err) {
       if (!(err instanceof ToolError)) throw err;
+      await d.connect.connections.checkFailed(doc._id, err);
       await d.audit.record(requestInfo(ctx), {
         action: 'account.verify',
         owner_id: me(ctx)._id,
         target: accountTarget(doc),
         changes: { verified: false, error: err.code },
       });
-      ctx.body = { id: doc._id, verified: false, error: err.toJSON() };
+      ctx.body = { id: doc._id, verified: false, error: err.toJSON(), ...health(await ownAccount(ctx)) };
       return;
     }
     await d.accounts.markVerified(doc._id);
+    await d.connect.connections.stateChanged(doc, 'connected', null);
     await d.audit.record(requestInfo(ctx), { action: 'account.verify', owner_id: me(ctx)._id, target: accountTarget(doc), changes: { verified: true } });
-    ctx.body = { id: doc._id, verified: true, detail };
+    ctx.body = { id: doc._id, verified: true, detail, ...health(await ownAccount(ctx)) };
   });
 }
+
+/** An account's health as its JSON says it. */
+const health = (doc: Parameters<typeof publicAccount>[0]) => {
+  const { state, state_reason, checked_at } = publicAccount(doc, undefined);
+  return { state, state_reason, checked_at };
+};

@@ -1,6 +1,10 @@
 // What every route module gets: the repositories, the two guards and the current owner.
 import type { Context, Next } from 'koa';
 import type { Accounts } from '../accounts/accounts.ts';
+import type { ConnectFlows } from '../accounts/connect-flows.ts';
+import type { Connections } from '../accounts/connections.ts';
+import type { OAuthApps } from '../accounts/oauth-apps.ts';
+import type { StateWebhooks } from '../accounts/state-webhooks.ts';
 import type { Budgets } from '../access/budgets.ts';
 import type { ApiKeys } from '../access/keys.ts';
 import type { OwnerDoc, Owners } from '../access/owners.ts';
@@ -35,6 +39,8 @@ export interface ApiDeps {
   sessions: Sessions;
   signInLimits: SignInLimits;
   oauth: { clients: OAuthClients; grants: OAuthGrants };
+  /** Connected accounts: the operator's OAuth apps, connect flows, connections' health, state-change webhooks. */
+  connect: { apps: OAuthApps; flows: ConnectFlows; connections: Connections; webhooks: StateWebhooks };
   /** The service's own provider sandboxes; absent when SANDBOXES=off. */
   sandboxes?: Sandboxes;
   operatorToken: string;

@@ -112,3 +112,22 @@ export function storableKeys(value: unknown, field: string): void {
     }
   }
 }
+
+const SINGLE_SLASH = /^\/(?![/\\])/;
+
+/**
+ * Where to go after sign-in: a path of this origin as the browser will read it (tabs and newlines dropped,
+ * backslashes taken for slashes, dot segments resolved), else "/" (no open redirect). assets/app.js applies
+ * the same rule before it follows `next`.
+ */
+export function safeNext(next: unknown, origin: string): string {
+  if (typeof next !== 'string' || !SINGLE_SLASH.test(next)) return '/';
+  let url: URL;
+  try {
+    url = new URL(next, origin);
+  } catch {
+    return '/';
+  }
+  const path = url.pathname + url.search + url.hash;
+  return url.origin === origin && SINGLE_SLASH.test(path) ? path : '/';
+}

@@ -3,6 +3,7 @@ import Router from '@koa/router';
 import { accountsRoutes } from './accounts.ts';
 import { authRoutes } from './auth.ts';
 import { callsRoutes } from './calls.ts';
+import { connectRoutes } from './connect.ts';
 import { adminRoutes } from './admin.ts';
 import { auditRoutes } from './audit.ts';
 import { type ApiDeps, guards } from './context.ts';
@@ -30,6 +31,7 @@ export function createApiRouter(d: ApiDeps): Router {
     adminRoutes,
     serversRoutes,
     keysRoutes,
+    connectRoutes,
     accountsRoutes,
     toolsRoutes,
     usageRoutes,

@@ -28,6 +28,10 @@ export const AUDIT_ACTIONS = [
   'account.update',
   'account.verify',
   'account.delete',
+  'account.connect',
+  'account.reconnect',
+  'account.connect_fail',
+  'account.state',
   'key.create',
   'key.update',
   'key.revoke',
@@ -38,6 +42,10 @@ export const AUDIT_ACTIONS = [
   'grant.deny',
   'grant.update',
   'grant.revoke',
+  'webhook.update',
+  'webhook.delete',
+  'oauth_app.update',
+  'oauth_app.delete',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -5,7 +5,8 @@
 import type { Context } from 'koa';
 
 export interface Actor {
-  type: 'session' | 'token' | 'operator' | 'oauth_client' | 'anonymous';
+  /** `service`: the service itself (a token refresh, a health check). */
+  type: 'session' | 'token' | 'operator' | 'oauth_client' | 'service' | 'anonymous';
   /** A session's short fingerprint, a management token's id, an OAuth client id. */
   id?: string;
   /** A management token's or an OAuth client's name. */

@@ -24,6 +24,8 @@ const FAMILY_NAMES: Record<string, string> = {
   account: 'Accounts',
   key: 'API keys',
   grant: 'Connected apps',
+  webhook: 'Webhooks',
+  oauth_app: 'OAuth apps',
 };
 
 export function actorText(a: Actor): string {
@@ -36,6 +38,8 @@ export function actorText(a: Actor): string {
       return 'Operator';
     case 'oauth_client':
       return `App “${a.name ?? a.id}”`;
+    case 'service':
+      return 'This service';
     default:
       return 'Not signed in';
   }

@@ -6,6 +6,7 @@ import type { Context, Next } from 'koa';
 import { publicKey, type ApiKeyDoc } from '../access/keys.ts';
 import { publicAccount } from '../accounts/accounts.ts';
 import { type ApiDeps, type SignedIn, sessionOwner } from '../api/context.ts';
+import { safeNext } from '../api/http.ts';
 import { publicServer, type ServerDoc } from '../servers/servers.ts';
 import { exposedInputSchema } from '../servers/custom-tools.ts';
 import { creditAlert } from '../access/owners.ts';
@@ -19,43 +20,14 @@ import { accountFields, schemaFields, sentences } from './forms.ts';
 import { CHART_DAYS, CHART_SIZE, overviewFigures, usageBy } from './overview.ts';
 import { activityView } from './activity.ts';
 import { callView, callsView } from './calls.ts';
-import { type CreditBanner, RATE_DAYS, creditBanner, creditOutlook, outlookShort } from './credits.ts';
+import { RATE_DAYS, creditOutlook, outlookShort } from './credits.ts';
 import { type ToolChoice, expiresWithin, restrictionBadges, restrictionForm, toolChoices } from './restrictions-form.ts';
 import { assets, render } from './views.ts';
-
-const CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-  "base-uri 'none'",
-  "object-src 'none'",
-].join('; ');
+import { notFoundPage, securityHeaders, sendPage, signedInPageOf } from './page.ts';
+import { connectPages } from './connect.ts';
 
 /** Paths the dashboard never answers, so their own 404s and errors stay JSON. */
 const NOT_PAGES = /^\/(api|mcp|\.well-known|healthz|readyz|metrics)(\/|$)/;
-
-const SINGLE_SLASH = /^\/(?![/\\])/;
-
-/**
- * Where to go after sign-in: a path of this origin as the browser will read it (tabs and newlines dropped,
- * backslashes taken for slashes, dot segments resolved), else "/" (no open redirect). assets/app.js applies
- * the same rule before it follows `next`.
- */
-export function safeNext(next: unknown, origin: string): string {
-  if (typeof next !== 'string' || !SINGLE_SLASH.test(next)) return '/';
-  let url: URL;
-  try {
-    url = new URL(next, origin);
-  } catch {
-    return '/';
-  }
-  const path = url.pathname + url.search + url.hash;
-  return url.origin === origin && SINGLE_SLASH.test(path) ? path : '/';
-}
 
 export function createDashboardRouter(d: ApiDeps): Router {
   const router = new Router();
@@ -84,14 +56,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
   router.get('/signup', signedOutPage('signup', 'Create your account'));
   router.get('/invite', signedOutPage('invite', 'Set your password'));
 
-  /** A signed-in page: the owner and the frame of the layout (with the credits banner), or a redirect to the sign-in page. */
-  const signedInPage =
-    (handler: (ctx: Context, s: SignedIn, frame: { email: string; csrfToken: string; credits: CreditBanner | null }) => Promise<void>) =>
-    async (ctx: Context) => {
-      const s = await sessionOwner(d, ctx);
-      if (!s) return ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`);
-      await handler(ctx, s, await frameOf(d, s));
-    };
+  const signedInPage = signedInPageOf(d);
 
   router.get(
     '/',
@@ -164,28 +129,42 @@ export function createDashboardRouter(d: ApiDeps): Router {
     signedInPage(async (ctx, s, frame) => {
       const providers = [...d.catalog.current.providers.values()];
       const docs = await d.accounts.list(s.owner._id);
+      const ready = await connectableProviders(d);
       const accounts = docs.map((doc) => {
         const provider = d.accounts.providersByKind.get(doc.kind);
         const view = publicAccount(doc, provider);
+        const oauth = doc.auth === 'oauth';
         return {
           ...view,
           provider: provider?.spec.title ?? doc.kind,
-          // A sandbox account's fields are the service's: its edit form has the name only.
-          fields: provider && !doc.sandbox ? accountFields(provider.spec.account.fields, `edit-${doc._id}`, view) : [],
+          // A sandbox account's fields are the service's, a connected one's its connection's: their edit form has the name only.
+          fields: provider && !doc.sandbox && !oauth ? accountFields(provider.spec.account.fields, `edit-${doc._id}`, view) : [],
+          connectedBy: oauth ? (provider?.connect?.spec.by ?? doc.kind) : null,
+          // What the connection reaches (a site, a workspace, a project), as its fields say.
+          reaches: oauth
+            ? Object.entries(doc.fields)
+                .filter(([k]) => k !== 'scope')
+                .map(([k, v]) => ({ k, v }))
+            : [],
+          reconnectable: provider?.connect !== undefined && (oauth || (!doc.sandbox && ready.has(provider.spec.id))),
+          reconnectBody: { return_to: '/accounts' },
         };
       });
       const kinds = providers.map((p) => ({
         kind: p.spec.account.kind,
         title: p.spec.title,
         fields: accountFields(p.spec.account.fields, `new-${p.spec.account.kind}`),
+        connect: ready.has(p.spec.id) ? { provider: p.spec.id, by: p.connect!.spec.by } : null,
       }));
       const sandboxNote = docs.some((doc) => doc.sandbox) ? sandboxState(d) : null;
+      // Back from a connection: the account it made or reconnected.
+      const connected = accounts[docs.findIndex((doc) => doc._id === ctx.query.connected)];
       sendPage(
         ctx,
         render(
           'accounts',
           { title: 'Accounts', section: 'accounts', ...frame },
-          { accounts, kinds, sandboxNote, providers: providerTitles(d.catalog.current, 'or') },
+          { accounts, kinds, sandboxNote, providers: providerTitles(d.catalog.current, 'or'), connected: connected ?? null },
         ),
       );
     }),
@@ -271,6 +250,9 @@ export function createDashboardRouter(d: ApiDeps): Router {
       if (base) {
         const kind = base.provider.spec.account.kind;
         const accounts = (await d.accounts.list(s.owner._id)).filter((a) => a.kind === kind);
+        // An account can be connected from here too; the connection comes back here with it chosen.
+        const canConnect = (await connectableProviders(d)).has(base.provider.spec.id);
+        const here = `/servers/${encodeURIComponent(server._id)}/tools/new?base=${encodeURIComponent(base.spec.id)}`;
         sendPage(
           ctx,
           render(
@@ -287,7 +269,10 @@ export function createDashboardRouter(d: ApiDeps): Router {
                 kind,
                 needsAccount: (base.spec.account ?? 'required') !== 'none',
               },
-              accounts: accounts.map((a) => ({ id: a._id, name: a.name, sandbox: a.sandbox === true })),
+              accounts: accounts.map((a) => ({ id: a._id, name: a.name, sandbox: a.sandbox === true, selected: a._id === ctx.query.connected })),
+              connect: canConnect
+                ? { by: base.provider.connect!.spec.by, body: { provider: base.provider.spec.id, name: base.provider.spec.title, return_to: here } }
+                : null,
               fields: schemaFields(base.spec.input as never, 'defaults', 'param'),
             },
           ),
@@ -451,6 +436,8 @@ export function createDashboardRouter(d: ApiDeps): Router {
     sendPage(ctx, render('consent', { title: `Authorize ${checked.request.client.client_name}`, csrfToken: s.csrfToken }, view));
   });
 
+  connectPages(router, d);
+
   router.get(
     '/activity',
     signedInPage(async (ctx, s, frame) => {
@@ -513,33 +500,15 @@ export function pageNotFound(d: ApiDeps) {
   };
 }
 
-async function notFoundPage(d: ApiDeps, ctx: Context, s: SignedIn | null): Promise<void> {
-  sendPage(ctx, render('not-found', { title: 'Not found', ...(s ? await frameOf(d, s) : {}) }, { path: ctx.path }));
-  ctx.status = 404;
-}
-
-/** The layout's frame of a signed-in owner's page: who, the CSRF token, and the credits banner when due. */
-async function frameOf(d: ApiDeps, s: SignedIn): Promise<{ email: string; csrfToken: string; credits: CreditBanner | null }> {
-  return { email: s.owner.email, csrfToken: s.csrfToken, credits: await creditBanner(d, s.owner) };
-}
-
-function sendPage(ctx: Context, html: string): void {
-  ctx.type = 'text/html; charset=utf-8';
-  ctx.set('Cache-Control', 'no-store');
-  ctx.body = html;
-}
-
-async function securityHeaders(ctx: Context, next: Next): Promise<void> {
-  ctx.set('Content-Security-Policy', CSP);
-  ctx.set('X-Content-Type-Options', 'nosniff');
-  ctx.set('Referrer-Policy', 'same-origin');
-  ctx.set('X-Frame-Options', 'DENY');
-  ctx.set('Cross-Origin-Opener-Policy', 'same-origin');
-  await next();
-}
-
 function keyView(k: ApiKeyDoc) {
   return { ...publicKey(k), linked_server_ids: k.linked_server_ids };
+}
+
+/** The providers an owner can connect by OAuth on this service now (their operator registered the app). */
+async function connectableProviders(d: ApiDeps): Promise<Set<string>> {
+  const connectable = [...d.catalog.current.providers.values()].filter((p) => p.connect);
+  const ready = await Promise.all(connectable.map((p) => d.connect.apps.has(p.spec.id)));
+  return new Set(connectable.filter((_, i) => ready[i]).map((p) => p.spec.id));
 }
 
 /** What a page says about sandbox accounts: how soon their data resets, or that the operator turned them off. */

@@ -8,7 +8,7 @@ import type { KeyRateLimiter } from '../access/rate-limit.ts';
 import type { Credits } from '../billing/credits.ts';
 import { type CallCharge, type CallVia, type Ledger, recordOf } from '../billing/ledger.ts';
 import { randomId } from '../secrets.ts';
-import type { Engine } from '../engine/engine.ts';
+import type { AccountCredentials, Engine } from '../engine/engine.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import { OAuthGrants } from '../oauth/grants.ts';
@@ -125,9 +125,17 @@ export class CallPipeline implements McpBackend {
       if (!(err instanceof ToolError)) throw err;
       return rejected(err);
     }
-    const account = tool.doc.account_id ? await this.d.accounts.credentials(principal.ownerId, tool.doc.account_id) : null;
-    if (tool.doc.account_id && !account) {
-      return rejected(new ToolError('account_missing', `The account bound to ${name} no longer exists; bind another account to the tool`));
+    // An account that needs its owner refuses the call here, before any charge; a connection about to expire
+    // is renewed first (a renewal the provider refuses ends here too).
+    let account: AccountCredentials | null = null;
+    if (tool.doc.account_id) {
+      try {
+        account = await this.d.accounts.forCall(principal.ownerId, tool.doc.account_id, options.signal);
+      } catch (err) {
+        if (!(err instanceof ToolError)) throw err;
+        return rejected(err);
+      }
+      if (!account) return rejected(new ToolError('account_missing', `The account bound to ${name} no longer exists; bind another account to the tool`));
     }
     // The key's budget first (one conditional increment, given back if the balance refuses or the call is
     // refunded); then a free tool takes nothing from the balance, any other its range of the owner's credit line.
