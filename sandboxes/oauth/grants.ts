@@ -67,6 +67,7 @@ interface RefreshRecord<D> {
 
 interface AccessRecord<D> {
   grant: Grant<D>;
+  issuedAt: number;
   expiresAt: number;
   revoked: boolean;
 }
@@ -122,7 +123,7 @@ export class GrantBook<D> {
   issue(grant: Grant<D>, withRefresh: boolean, chainStart = this.clock.now()): IssuedTokens {
     const now = this.clock.now();
     const accessToken = this.policy.newAccessToken();
-    this.accessTokens.set(accessToken, { grant, expiresAt: now + this.policy.accessTtlMs, revoked: false });
+    this.accessTokens.set(accessToken, { grant, issuedAt: now, expiresAt: now + this.policy.accessTtlMs, revoked: false });
     const issued: IssuedTokens = { accessToken, expiresIn: Math.round(this.policy.accessTtlMs / 1000) };
     if (withRefresh) {
       issued.refreshToken = this.policy.newRefreshToken();
@@ -165,10 +166,13 @@ export class GrantBook<D> {
     return (this.accessTokens.get(token) ?? this.refreshTokens.get(token))?.grant;
   }
 
-  /** Whether a refresh token would be honoured now (for introspection). */
-  refreshTokenLive(token: string): boolean {
-    const record = this.refreshTokens.get(token);
-    return record !== undefined && this.honoured(record);
+  /** A token (access or refresh) of `clientId` that would be honoured now, with when it was issued (RFC 7662). */
+  introspect(token: string, clientId: string): { active: false } | { active: true; issuedAt: number; grant: Grant<D> } {
+    const access = this.accessTokens.get(token);
+    if (access?.grant.clientId === clientId && 'grant' in this.access(token)) return { active: true, issuedAt: access.issuedAt, grant: access.grant };
+    const refresh = this.refreshTokens.get(token);
+    if (refresh?.grant.clientId === clientId && this.honoured(refresh)) return { active: true, issuedAt: refresh.issuedAt, grant: refresh.grant };
+    return { active: false };
   }
 
   /** Ends a grant: its codes, access tokens and refresh tokens are refused from now on. */

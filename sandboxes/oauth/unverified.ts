@@ -81,6 +81,12 @@ export const NOTION_CODE_TTL_MS = 10 * MINUTE;
  */
 export const NOTION_REAUTHORIZATION_ENDS_EARLIER_PAIRS = true;
 
+/**
+ * At consent the user's page picks are the integration's top-level pages from then on: a page shared before and
+ * unticked now is no longer shared (the page picker shows what is shared, ticked).
+ */
+export const NOTION_CONSENT_REPLACES_SHARES = true;
+
 /** POST /v1/oauth/revoke ends the whole authorization (every token of it), not only the token sent. */
 export const NOTION_REVOKE_ENDS_AUTHORIZATION = true;
 
