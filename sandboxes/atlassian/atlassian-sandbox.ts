@@ -9,7 +9,7 @@
 //   too, as the real gateway). A 3LO token is refused at the site's own URL.
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
-import { listen, readBody, recorder, sendJson, type RecordedRequest, type SocketAddress } from '../harness.ts';
+import { listen, readBody, recorder, sendFault, sendJson, takeFault, type Fault, type RecordedRequest, type SocketAddress } from '../harness.ts';
 import { SEED_USERS, startJiraSandbox, type JiraSandbox } from '../jira/jira-sandbox.ts';
 import { DAY, MINUTE, SandboxClock } from '../oauth/clock.ts';
 import { GrantBook, randomToken, type Grant } from '../oauth/grants.ts';
@@ -72,6 +72,8 @@ export interface AtlassianSandbox extends OAuthControls {
   user: { accountId: string; name: string; email: string };
   /** Requests to the auth and API hosts (the sites record their own). */
   requests: RecordedRequest[];
+  /** Scripted failures of the auth and API hosts (the token endpoint's 5xx, garbage...), checked before anything else. */
+  faults: Fault[];
   /** The user changes their password: every grant of every app ends. */
   changePassword(): void;
   close(): Promise<void>;
@@ -175,6 +177,7 @@ export async function startAtlassianSandbox(options: AtlassianSandboxOptions): P
   const consents = new ConsentRequests<AuthorizeRequest>(clock, CONSENT_REQUEST_TTL_MS);
   const log = new TokenLog(clock);
   const requests: RecordedRequest[] = [];
+  const faults: Fault[] = [];
   const record = recorder(requests, options);
 
   const consentPage = (res: http.ServerResponse, request: AuthorizeRequest) => {
@@ -284,12 +287,14 @@ export async function startAtlassianSandbox(options: AtlassianSandboxOptions): P
 
   const authHost = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://sandbox');
-    if (url.pathname === '/authorize' && (req.method === 'GET' || req.method === 'POST')) {
-      record({ method: req.method, path: url.pathname, query: url.searchParams, headers: req.headers, body: '' });
-      return pages(req, res, url);
-    }
-    const raw = await readBody(req);
-    record({ method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body: raw });
+    const method = req.method ?? 'GET';
+    const consentRoute = url.pathname === '/authorize' && (method === 'GET' || method === 'POST');
+    // The consent form is read by the page itself.
+    const raw = consentRoute ? '' : await readBody(req);
+    record({ method, path: url.pathname, query: url.searchParams, headers: req.headers, body: raw });
+    const fault = takeFault(faults, method, url.pathname);
+    if (fault) return sendFault(res, fault);
+    if (consentRoute) return pages(req, res, url);
     if (url.pathname === '/oauth/token' && req.method === 'POST') {
       const { grantType, clientId, answer } = token(raw, req.headers['content-type']);
       return log.answer(res, grantType, clientId, answer);
@@ -303,6 +308,8 @@ export async function startAtlassianSandbox(options: AtlassianSandboxOptions): P
     const jira = /^\/ex\/jira\/([^/]+)(\/.*)$/.exec(url.pathname);
     // A Jira request's body is for the site, which reads and records it.
     record({ method, path: url.pathname, query: url.searchParams, headers: req.headers, body: jira ? '' : await readBody(req) });
+    const fault = takeFault(faults, method, url.pathname);
+    if (fault) return sendFault(res, fault);
     if (url.pathname === '/oauth/token/accessible-resources' && method === 'GET') {
       const grant = bearerGrant(req, res);
       if (!grant) return;
@@ -343,6 +350,7 @@ export async function startAtlassianSandbox(options: AtlassianSandboxOptions): P
     sites,
     user,
     requests,
+    faults,
     clock,
     tokenRequests: log.records,
     tokenRequestCount: (grantType) => log.count(grantType),

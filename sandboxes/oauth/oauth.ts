@@ -55,7 +55,7 @@ export interface GrantView {
 /** What every OAuth sandbox gives a test. */
 export interface OAuthControls {
   readonly clock: SandboxClock;
-  /** Every request to the token endpoint, in arrival order. */
+  /** Every request the token endpoint answered, in arrival order (one a scripted fault answered is not in it). */
   readonly tokenRequests: TokenRequestRecord[];
   /** How many requests reached the token endpoint (with this grant_type, when given). */
   tokenRequestCount(grantType?: string): number;

@@ -335,6 +335,20 @@ describe('Atlassian sandbox: the token endpoint', () => {
     }
   });
 
+  it('answers scripted failures of the token endpoint (provider down, garbage)', async () => {
+    const { refresh: current } = await connect(sim);
+    sim.faults.push({ pathPrefix: '/oauth/token', status: 503, body: '<html>Service Unavailable</html>' });
+    const res = await fetch(`${sim.authUrl}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ grant_type: 'refresh_token', client_id: APP.clientId, client_secret: APP.clientSecret, refresh_token: current }),
+    });
+    expect([res.status, await res.text()]).toEqual([503, '<html>Service Unavailable</html>']);
+    // The failed request never reached the token endpoint: the refresh token is still unspent.
+    expect((await refresh(sim, current)).status).toBe(200);
+    expect(sim.requests.filter((r) => r.path === '/oauth/token')).toHaveLength(3);
+  });
+
   it('counts exactly the token requests that arrive, under concurrency', async () => {
     const { refresh: current } = await connect(sim);
     const answers = await Promise.all(Array.from({ length: 5 }, () => refresh(sim, current)));
