@@ -4,7 +4,7 @@ import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { Accounts, Vault, parseMasterKey } from './accounts/accounts.ts';
-import { ConnectFlows } from './accounts/connect-flows.ts';
+import { CALLBACK_PATH, ConnectFlows } from './accounts/connect-flows.ts';
 import { Connections } from './accounts/connections.ts';
 import { OAuthApps, oauthEnvName } from './accounts/oauth-apps.ts';
 import { StateWebhooks } from './accounts/state-webhooks.ts';
@@ -31,7 +31,7 @@ import { callResult } from './mcp/tool-wire.ts';
 import { METADATA_FETCH_LIMITS, OAuthClients } from './oauth/clients.ts';
 import { OAuthGrants } from './oauth/grants.ts';
 import { CallPipeline } from './pipeline/call-pipeline.ts';
-import { Sandboxes } from './sandbox/sandboxes.ts';
+import { CONSENT_PATH, Sandboxes } from './sandbox/sandboxes.ts';
 import { generatedSecret, randomToken } from './secrets.ts';
 import { CustomTools } from './servers/custom-tools.ts';
 import { Servers } from './servers/servers.ts';
@@ -80,6 +80,7 @@ function connectedAccounts(
     logger: Logger;
     site: { publicUrl: string };
     instance: string;
+    sandboxes: Sandboxes | undefined;
   },
 ): Components['connect'] {
   const connectable = new Set([...c.catalog.current.providers.values()].filter((p) => p.connect).map((p) => oauthEnvName(p.spec.id)));
@@ -90,12 +91,22 @@ function connectedAccounts(
         'no provider with a connect block has this name: the OAuth app is not used (the name is the provider id in upper case)',
       );
   const apps = new OAuthApps(c.store, c.vault, config.oauthApps, config.keyCacheMs);
-  const appFor = (provider: Provider) => apps.get(provider.spec.id);
+  // A sandbox connection is made with the app this service is at the owner's OAuth sandbox of the provider.
+  const appFor = async (provider: Provider, sandboxOwner: string | undefined) => {
+    if (sandboxOwner === undefined) return apps.get(provider.spec.id);
+    const sandbox = c.sandboxes?.connectionOf(provider.spec.account.kind);
+    return sandbox ? c.sandboxes!.oauthApp(sandboxOwner, sandbox) : null;
+  };
+  // A sandbox's consent page is served through the service's own origin (a browser cannot reach the sandbox).
+  const browserUrl = (url: URL, sandboxOwner: string | undefined) => {
+    const at = sandboxOwner === undefined ? undefined : c.sandboxes?.divert(url);
+    return at ? new URL(`${c.site.publicUrl}${CONSENT_PATH}/${at.host}${at.pathname}${at.search}`) : url;
+  };
   const tokens = new TokenEndpoint(c.http);
   const webhooks = new StateWebhooks(c.store, c.vault, c.http, c.logger);
   const timeoutMs = config.upstreamTimeoutMs;
   const connections = new Connections({ ...c, tokens, appFor, webhooks, timeoutMs });
-  const flows = new ConnectFlows({ ...c, connections, tokens, appFor, browserUrl: (url) => url, timeoutMs });
+  const flows = new ConnectFlows({ ...c, connections, tokens, appFor, browserUrl, timeoutMs });
   return { apps, flows, connections, webhooks };
 }
 
@@ -108,6 +119,8 @@ export async function buildComponents(
 ): Promise<Components> {
   const ca = config.outboundCaFile ? await readFile(config.outboundCaFile, 'utf8') : undefined;
   const masterKey = parseMasterKey(secrets.masterKey);
+  // The public URL is completed once the port is known (PORT=0 in tests).
+  const site = { publicUrl: config.publicUrl, signup: config.signup, startingCredits: config.startingCredits, creditsHelp: config.creditsHelp };
   const sandboxes = config.sandboxes.enabled
     ? new Sandboxes({
         // Owners' sandbox credentials are derived from the master key: the same after a restart, unguessable.
@@ -115,6 +128,7 @@ export async function buildComponents(
         idleMs: config.sandboxes.idleMinutes * 60_000,
         maxSets: config.sandboxes.maxSets,
         logger,
+        redirectUri: () => site.publicUrl + CALLBACK_PATH,
       })
     : undefined;
   const http = createHttpClient({
@@ -138,8 +152,7 @@ export async function buildComponents(
   const signInLimits = new SignInLimits(undefined, store.mongo);
   const audit = new AuditTrail(store, logger);
   const instance = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  const site = { publicUrl: config.publicUrl, signup: config.signup, startingCredits: config.startingCredits, creditsHelp: config.creditsHelp };
-  const connect = connectedAccounts(config, { store, catalog, vault, accounts, engine, http, audit, logger, site, instance });
+  const connect = connectedAccounts(config, { store, catalog, vault, accounts, engine, http, audit, logger, site, instance, sandboxes });
   const budgets = new Budgets(store);
   const oauth = {
     clients: new OAuthClients(store, metadataHttp, (address) => signInLimits.fetchMetadata(address)),
@@ -198,7 +211,6 @@ export async function buildComponents(
     operatorToken: secrets.operatorToken,
     maxBodyBytes: config.maxBodyBytes,
     connect,
-    // The public URL is completed once the port is known (PORT=0 in tests).
     site,
     async tryTool(call) {
       const principal = pipeline.dashboardCaller(call.ownerId, call.serverId);

@@ -43,7 +43,7 @@ async function jiraSites(url: string, ctx: Parameters<ConnectPlugin['discover']>
   return res.body.flatMap((r: unknown) => {
     const { id, name, url: site, scopes } = (r ?? {}) as Record<string, unknown>;
     const jira = !Array.isArray(scopes) || scopes.some((s) => typeof s === 'string' && /jira/.test(s));
-    const valid = typeof id === 'string' && /^[\w-]{1,64}$/.test(id) && typeof site === 'string' && /^https:\/\/[^/?#\s]+\/?$/.test(site);
+    const valid = typeof id === 'string' && /^[\w-]{1,64}$/.test(id) && typeof site === 'string' && /^https?:\/\/[^/?#\s]+\/?$/.test(site);
     return jira && valid ? [{ id, name: typeof name === 'string' && name ? name : site, url: site.replace(/\/+$/, '') }] : [];
   });
 }

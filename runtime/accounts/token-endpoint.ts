@@ -44,7 +44,7 @@ export class TokenError extends Error {
 }
 
 /** The OAuth error codes that mean the grant is gone for good (RFC 6749 §5.2; Atlassian answers unauthorized_client for a dead refresh token too). */
-const GRANT_REFUSED = new Set(['invalid_grant', 'unauthorized_client', 'access_denied']);
+const GRANT_REFUSED = new Set(['invalid_grant', 'unauthorized_client']);
 
 export interface TokenRequestOptions {
   spec: ConnectSpec;
@@ -105,9 +105,10 @@ function tokenSet(res: UpstreamResponse, at: string, redact: (text: string) => s
     const code = typeof body?.error === 'string' ? body.error : undefined;
     const description = typeof body?.error_description === 'string' ? redact(body.error_description).slice(0, 300) : '';
     const said = code ? `${code}${description ? `: ${description}` : ''}` : `HTTP ${res.status}`;
-    if (res.status >= 400 && res.status < 500 && code && GRANT_REFUSED.has(code))
+    // 401 is the client's authentication failing (RFC 6749 §5.2; Atlassian's Auth0 says access_denied with it).
+    if (res.status !== 401 && res.status >= 400 && res.status < 500 && code && GRANT_REFUSED.has(code))
       throw new TokenError('refused', `${at} refused the grant (${said})`, code, res.status);
-    if (code === 'invalid_client')
+    if (res.status === 401 || code === 'invalid_client')
       throw new TokenError('app', `${at} refused this service's OAuth app (${said}): its operator must check the app's client id and secret`, code, res.status);
     throw new TokenError('failed', `${at} answered HTTP ${res.status}${code ? ` (${said})` : ''}`, code, res.status);
   }

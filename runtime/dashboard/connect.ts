@@ -13,6 +13,7 @@ import type { ConnectChoice } from '../plugin-api.ts';
 import { sha256 } from '../secrets.ts';
 import { type Frame, frameOf, notFoundPage, sendPage, signedInPageOf } from './page.ts';
 import { render } from './views.ts';
+import { CONSENT_PATH } from '../sandbox/sandboxes.ts';
 
 export function connectPages(router: Router, d: ApiDeps): void {
   const { flows } = d.connect;
@@ -53,6 +54,21 @@ export function connectPages(router: Router, d: ApiDeps): void {
       );
     }),
   );
+
+  // An OAuth sandbox's consent page, for the owner whose sandbox it is (its answer comes back to /connect/callback).
+  router.all(`${CONSENT_PATH}/:host/*page`, async (ctx) => {
+    const s = await sessionOwner(d, ctx);
+    if (!s) return ctx.method === 'GET' ? ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`) : void (ctx.status = 401);
+    const pages = await d.sandboxes?.consentPages(s.owner._id, ctx.params.host);
+    if (!pages) return notFoundPage(d, ctx, s);
+    // The sandbox reads the request (its form) and writes its own page, headers and all.
+    ctx.req.url = ctx.originalUrl.slice(`${CONSENT_PATH}/${ctx.params.host}`.length);
+    ctx.respond = false;
+    await new Promise<void>((resolve) => {
+      ctx.res.once('close', resolve);
+      pages(ctx.req, ctx.res);
+    });
+  });
 
   router.get(
     '/accounts/:id/reconnect',

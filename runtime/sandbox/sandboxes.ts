@@ -13,11 +13,22 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SharedDatabase } from '../../sandboxes/postgrest/postgrest-sandbox.ts';
-import { SANDBOX_DEFINITIONS, type SandboxDefinition, type ServedSandbox, isSandboxHost } from '../../sandboxes/in-service.ts';
+import {
+  type ConnectionSandbox,
+  SANDBOX_CONNECTIONS,
+  SANDBOX_DEFINITIONS,
+  type SandboxDefinition,
+  type ServedDefinition,
+  type ServedSandbox,
+  isSandboxHost,
+} from '../../sandboxes/in-service.ts';
 import type { Logger } from '../log.ts';
 import { ToolError } from '../tool-error.ts';
 
 export { isSandboxHost };
+
+/** Where the service serves its OAuth sandboxes' consent pages: <CONSENT_PATH>/<sandbox host>/<the page's path>. */
+export const CONSENT_PATH = '/sandbox-consent';
 
 /** The connection to one sandbox host for one request; release() when the request is over. */
 export interface SandboxLease {
@@ -28,6 +39,8 @@ export interface SandboxLease {
 /** What the outbound client needs: a lease on an owner's sandbox host, or undefined when no sandbox has that name. */
 export interface SandboxRouter {
   lease(ownerId: string, hostname: string): Promise<SandboxLease | undefined>;
+  /** The sandbox URL standing for a provider's URL (a sandbox connection's requests), or undefined. */
+  divert(url: URL): URL | undefined;
 }
 
 export interface SandboxesOptions {
@@ -37,6 +50,9 @@ export interface SandboxesOptions {
   maxSets: number;
   logger: Logger;
   definitions?: readonly SandboxDefinition[];
+  connections?: readonly ConnectionSandbox[];
+  /** The redirect URI of the service's connect flows (known once the service listens); without it, no sandbox connection can finish. */
+  redirectUri?(): string;
 }
 
 interface Running {
@@ -49,12 +65,15 @@ interface OwnerSet {
   ownerId: string;
   lastUsed: number;
   leases: number;
-  running: Map<SandboxDefinition, Promise<Running>>;
+  running: Map<ServedDefinition, Promise<Running>>;
 }
 
 export class Sandboxes implements SandboxRouter {
   readonly definitions: readonly SandboxDefinition[];
-  private readonly byHost = new Map<string, SandboxDefinition>();
+  readonly connections: readonly ConnectionSandbox[];
+  private readonly byHost = new Map<string, ServedDefinition>();
+  /** Real origins (a pattern, `{name}` as one DNS label) and the sandbox URL template standing for each. */
+  private readonly stands: Array<{ origin: RegExp; to: string }>;
   private readonly sets = new Map<string, OwnerSet>();
   private database?: Promise<SharedDatabase>;
   private databaseUsers = 0;
@@ -66,7 +85,9 @@ export class Sandboxes implements SandboxRouter {
 
   constructor(private readonly options: SandboxesOptions) {
     this.definitions = options.definitions ?? SANDBOX_DEFINITIONS;
-    for (const def of this.definitions) for (const host of def.hosts) this.byHost.set(host, def);
+    this.connections = options.connections ?? SANDBOX_CONNECTIONS;
+    for (const def of [...this.definitions, ...this.connections]) for (const host of def.hosts) this.byHost.set(host, def);
+    this.stands = this.connections.flatMap((c) => Object.entries(c.stands).map(([from, to]) => ({ origin: originPattern(from), to })));
     this.sweeper = setInterval(() => void this.sweep(), Math.min(60_000, Math.max(1000, options.idleMs / 4)));
     this.sweeper.unref();
   }
@@ -83,6 +104,32 @@ export class Sandboxes implements SandboxRouter {
   /** Sets running now, and the sandboxes in them. */
   stats(): { sets: number; sandboxes: number } {
     return { sets: this.sets.size, sandboxes: [...this.sets.values()].reduce((n, s) => n + s.running.size, 0) };
+  }
+
+  /** The OAuth sandbox standing for a provider's connection (by its account kind), if any. */
+  connectionOf(kind: string): ConnectionSandbox | undefined {
+    return this.connections.find((c) => c.kind === kind);
+  }
+
+  /** The app this service is registered as at an owner's OAuth sandbox. */
+  oauthApp(ownerId: string, connection: ConnectionSandbox): { clientId: string; clientSecret: string } {
+    return connection.app(this.secretOf(ownerId));
+  }
+
+  divert(url: URL): URL | undefined {
+    for (const { origin, to } of this.stands) {
+      const m = origin.exec(url.origin);
+      if (m) return new URL(to.replace(/\{(\w+)\}/g, (_, name: string) => m.groups![name]) + url.pathname.replace(/^\/$/, '') + url.search);
+    }
+    return undefined;
+  }
+
+  /** The consent pages of the owner's OAuth sandbox at `hostname` (started if it is not running), or undefined. */
+  async consentPages(ownerId: string, hostname: string): Promise<http.RequestListener | undefined> {
+    const def = this.byHost.get(hostname.toLowerCase());
+    if (!def || !this.connections.includes(def as ConnectionSandbox)) return undefined;
+    const set = this.setOf(ownerId);
+    return (await this.started(set, def)).served.pages;
   }
 
   async lease(ownerId: string, hostname: string): Promise<SandboxLease | undefined> {
@@ -157,7 +204,7 @@ export class Sandboxes implements SandboxRouter {
     return set;
   }
 
-  private started(set: OwnerSet, def: SandboxDefinition): Promise<Running> {
+  private started(set: OwnerSet, def: ServedDefinition): Promise<Running> {
     let running = set.running.get(def);
     if (!running) {
       running = this.start(set, def);
@@ -168,7 +215,7 @@ export class Sandboxes implements SandboxRouter {
     return running;
   }
 
-  private async start(set: OwnerSet, def: SandboxDefinition): Promise<Running> {
+  private async start(set: OwnerSet, def: ServedDefinition): Promise<Running> {
     const began = performance.now();
     let usesDatabase = false;
     try {
@@ -182,6 +229,7 @@ export class Sandboxes implements SandboxRouter {
           usesDatabase = true;
           return this.acquireDatabase();
         },
+        redirectUri: this.options.redirectUri?.() ?? '',
       });
       const agents = new Map(def.hosts.map((host) => [host, socketAgents(sockets[host].path)]));
       this.options.logger.info({ ownerId: set.ownerId, sandbox: def.kind, ms: Math.round(performance.now() - began), sets: this.sets.size }, 'sandbox started');
@@ -232,6 +280,12 @@ export class Sandboxes implements SandboxRouter {
     this.database = undefined;
     await (await database.catch(() => undefined))?.close();
   }
+}
+
+/** `https://{ref}.supabase.co` -> a pattern of origins whose `ref` group is that DNS label. */
+function originPattern(origin: string): RegExp {
+  const parts = origin.split(/(\{\w+\})/);
+  return new RegExp(`^${parts.map((p) => (/^\{\w+\}$/.test(p) ? `(?<${p.slice(1, -1)}>[a-z0-9-]+)` : p.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'))).join('')}$`);
 }
 
 const FOLDER_PREFIX = 'tool-server-sandboxes-';
