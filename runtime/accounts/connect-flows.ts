@@ -120,6 +120,8 @@ class FlowFailure extends Error {
     message: string,
     /** A short code for the audit trail (state_expired, access_denied, token_refused...). */
     readonly reason: string,
+    /** Whether it ends the flow: someone else's browser trying it does not. */
+    readonly ends = true,
   ) {
     super(message);
   }
@@ -174,12 +176,14 @@ export class ConnectFlows {
           'This connection belongs to another account',
           'It was started for another account of this service. Sign out, sign in with that account, and open the link again.',
           'start_foreign',
+          false,
         );
       if (flow.browser && flow.browser !== browser.session)
         throw new FlowFailure(
           'This connection was started in another browser',
           'A connection finishes in the browser session that started it. Start again from the Accounts page here.',
           'start_foreign',
+          false,
         );
       const { provider, connect } = this.providerOf(flow);
       const sandboxOwner = flow.sandbox ? flow.holder.owner_id : undefined;
@@ -240,6 +244,7 @@ export class ConnectFlows {
           'This connection was started in another browser',
           'A connection finishes only in the signed-in browser session that started it, so nothing was saved. Start again from the Accounts page in this browser.',
           'state_foreign',
+          false,
         );
       // Once: the first callback with this state takes it; any later one finds it taken.
       const claimed = await this.flows.findOneAndUpdate({ _id: flow._id, stage: 'authorizing' }, { $set: { stage: 'exchanging' } });
@@ -452,7 +457,7 @@ export class ConnectFlows {
   /** Ends a flow that failed: audited, its waiting grant dropped, and the page that says what happened. */
   private async failed(err: unknown, flow: FlowDoc | null, ownerId: string | null, request: RequestInfo): Promise<FlowOutcome> {
     if (!(err instanceof FlowFailure)) throw err;
-    if (flow) await this.flows.updateOne({ _id: flow._id }, { $set: { stage: 'failed', pending: null } });
+    if (flow && err.ends) await this.flows.updateOne({ _id: flow._id }, { $set: { stage: 'failed', pending: null } });
     await this.o.audit.record(request, {
       action: 'account.connect_fail',
       owner_id: ownerId,

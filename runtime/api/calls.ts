@@ -89,6 +89,7 @@ const REFUNDED: Record<string, string> = {
   internal_error: 'the tool failed inside this service',
   invalid_arguments: 'the tool refused the arguments before sending anything',
   sandbox_unavailable: 'the sandbox could not be started',
+  account_needs_reauth: "the provider would not renew the account's connection, which now needs its owner (reconnect it)",
   n8n_wrong_path: "n8n's public API is not at the account's URL",
   n8n_api_disabled: "n8n's public API is turned off",
   n8n_unreachable_api: "no n8n answered at the account's URL",
@@ -109,6 +110,7 @@ const REJECTED: Record<string, string> = {
   tool_not_allowed: "the key's (or app's) restrictions do not allow this tool",
   budget_exceeded: "the key's (or app's) budget for the period was spent",
   account_missing: 'the account bound to the tool had been deleted',
+  account_needs_reauth: 'the account bound to the tool needs its owner (reconnect it)',
   sandbox_unavailable: 'the sandbox could not be started',
 };
 

@@ -123,7 +123,10 @@ export function connectRoutes(router: Router, d: ApiDeps, g: Guards): void {
     if (body.sandbox !== undefined && typeof body.sandbox !== 'boolean') throw new ApiError(400, '"sandbox" must be true or false');
     // Against the owner's own OAuth sandbox of the provider: no app and no credentials needed.
     if (body.sandbox && !d.sandboxes?.connectionOf(provider.spec.account.kind))
-      throw new ApiError(400, d.sandboxes ? `There is no sandbox of ${provider.connect!.spec.by} to connect to` : 'Sandboxes are turned off on this service (SANDBOXES=off)');
+      throw new ApiError(
+        400,
+        d.sandboxes ? `There is no sandbox of ${provider.connect!.spec.by} to connect to` : 'Sandboxes are turned off on this service (SANDBOXES=off)',
+      );
     const name = str(body, 'name') ?? (body.sandbox ? `Sandbox ${provider.spec.title} (OAuth)` : provider.spec.title);
     await started(ctx, body, provider, name, undefined, body.sandbox === true);
   });
