@@ -136,8 +136,8 @@ const ATLASSIAN_AUTH = host('atlassian-auth');
 const ATLASSIAN_API = host('atlassian-api');
 /** The Atlassian account's two Jira sites (the owner picks one). */
 const ATLASSIAN_SITES = [
-  { name: 'acme', host: host('acme-jira') },
-  { name: 'acme-labs', host: host('acme-labs-jira') },
+  { name: 'acme', host: host('acme-jira'), gateway: host('acme-jira-gateway') },
+  { name: 'acme-labs', host: host('acme-labs-jira'), gateway: host('acme-labs-jira-gateway') },
 ];
 const NOTION_CONNECT = host('notion-connect');
 const SUPABASE_API = host('supabase-api');
@@ -151,7 +151,7 @@ export const SANDBOX_CONNECTIONS: readonly ConnectionSandbox[] = [
   {
     kind: 'tracker',
     name: 'Sandbox Atlassian',
-    hosts: [ATLASSIAN_AUTH, ATLASSIAN_API, ...ATLASSIAN_SITES.map((s) => s.host)],
+    hosts: [ATLASSIAN_AUTH, ATLASSIAN_API, ...ATLASSIAN_SITES.flatMap((s) => [s.host, s.gateway])],
     stands: { 'https://auth.atlassian.com': url('atlassian-auth'), 'https://api.atlassian.com': url('atlassian-api') },
     app: atlassianApp,
     async start({ sockets, secret, redirectUri }) {
@@ -162,7 +162,12 @@ export const SANDBOX_CONNECTIONS: readonly ConnectionSandbox[] = [
         for (const site of ATLASSIAN_SITES)
           sites.push({
             name: site.name,
-            jira: await startJiraSandbox({ socket: sockets[site.host], cloudId: secret(`${site.name} cloud id`).replace(/_/g, '-'), record: false }),
+            jira: await startJiraSandbox({
+              socket: sockets[site.host],
+              gatewaySocket: sockets[site.gateway],
+              cloudId: secret(`${site.name} cloud id`).replace(/_/g, '-'),
+              record: false,
+            }),
           });
         const atlassian = await startAtlassianSandbox({
           clients: [registered(atlassianApp(secret), redirectUri)],
@@ -208,7 +213,11 @@ export const SANDBOX_CONNECTIONS: readonly ConnectionSandbox[] = [
         dataSocket: sockets[SUPABASE_DATA],
         database: await database(),
         organizations: [
-          { name: 'Acme', slug: 'acme', projects: [{ name: 'todo-app', ref: 'sandboxtodoapp', region: 'eu-central-1', keySeed: secret('supabase project keys') }] },
+          {
+            name: 'Acme',
+            slug: 'acme',
+            projects: [{ name: 'todo-app', ref: 'sandboxtodoapp', region: 'eu-central-1', keySeed: secret('supabase project keys') }],
+          },
           { name: 'Side projects', slug: 'side-projects', projects: [] },
         ],
         record: false,

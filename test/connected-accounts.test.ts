@@ -562,3 +562,150 @@ function safeJson(text: string): Record<string, unknown> {
     return {};
   }
 }
+
+describe("the operator's OAuth apps", () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    // Tracker's app from the environment; the others not configured.
+    svc = await startTestService({ OAUTH_TRACKER_CLIENT_ID: APPS.tracker.clientId, OAUTH_TRACKER_CLIENT_SECRET: APPS.tracker.clientSecret, SANDBOXES: 'off' });
+  });
+  afterAll(async () => {
+    await svc?.close();
+  });
+  const operator = (method: string, p: string, body?: unknown) => svc.call(method, p, { token: svc.operatorToken, body });
+
+  it('lists what to register at each provider, keeps client secrets to itself, and lets the environment win', async () => {
+    const listed = (await operator('GET', '/api/admin/oauth-apps')).body.apps;
+    expect(listed.map((a: { provider: string }) => a.provider)).toEqual(['database', 'tracker', 'workspace']);
+    expect(listed.find((a: { provider: string }) => a.provider === 'tracker')).toMatchObject({
+      by: 'Atlassian',
+      configured: true,
+      source: 'environment',
+      client_id: APPS.tracker.clientId,
+      redirect_uri: `${svc.url}/connect/callback`,
+      scopes: ['read:jira-work', 'write:jira-work', 'read:jira-user', 'offline_access'],
+      authorize_url: 'https://auth.atlassian.com/authorize',
+    });
+    expect(listed.find((a: { provider: string }) => a.provider === 'workspace')).toMatchObject({ configured: false, client_id: null });
+    const envChange = await operator('PUT', '/api/admin/oauth-apps/tracker', { client_id: 'x', client_secret: 'y' });
+    expect(envChange.status).toBe(409);
+    expect(envChange.body.message).toContain('OAUTH_TRACKER_CLIENT_ID');
+
+    // Set through the API: the secret is never shown again, logged or audited.
+    const set = await operator('PUT', '/api/admin/oauth-apps/workspace', { client_id: APPS.workspace.clientId, client_secret: APPS.workspace.clientSecret });
+    expect(set.status).toBe(200);
+    expect(set.body).toMatchObject({ provider: 'workspace', configured: true, source: 'api', client_id: APPS.workspace.clientId });
+    const stored = JSON.stringify(await svc.store.collection('oauth_apps').find({}));
+    const audit = JSON.stringify((await operator('GET', '/api/admin/audit?action=oauth_app')).body);
+    expect(audit).toContain('oauth_app.update');
+    for (const text of [JSON.stringify(set.body), JSON.stringify((await operator('GET', '/api/admin/oauth-apps')).body), stored, audit, svc.logs.join('\n')])
+      expect(text).not.toContain(APPS.workspace.clientSecret);
+    expect((await operator('PUT', '/api/admin/oauth-apps/workspace', { client_id: 'two words', client_secret: 's' })).status).toBe(400);
+    expect((await operator('PUT', '/api/admin/oauth-apps/automation', { client_id: 'a', client_secret: 'b' })).body.message).toContain(
+      'providers that connect by OAuth: database, tracker, workspace',
+    );
+    expect((await operator('DELETE', '/api/admin/oauth-apps/workspace')).status).toBe(204);
+    expect((await operator('DELETE', '/api/admin/oauth-apps/workspace')).status).toBe(404);
+  });
+
+  it('offers Connect only where the operator registered an app; pasted tokens keep working; n8n is token-only', async () => {
+    const b = new HttpBrowser(svc.url);
+    await b.signUp();
+    const page = (await b.get(`${svc.url}/accounts`)).html;
+    expect(page).toContain('Connect with Atlassian');
+    expect(page).not.toContain('Connect with Notion');
+    expect(page).not.toContain('Connect with Supabase');
+    // Each connectable provider keeps its token form beside the button.
+    expect(page).toMatch(
+      /<details class="paste-instead">\s*<summary>Or paste credentials instead<\/summary>\s*<form class="dialog-body" data-api="POST \/api\/accounts"/,
+    );
+    const notion = await b.api('POST', '/api/accounts/connect', { provider: 'workspace', name: 'Notion' });
+    expect(notion.status).toBe(409);
+    expect(notion.body.message).toContain('has not registered an OAuth app of Notion (OAUTH_WORKSPACE_CLIENT_ID)');
+    expect((await b.api('POST', '/api/accounts/connect', { provider: 'automation' })).status).toBe(400);
+    expect((await b.api('GET', '/api/connect/providers')).body.providers).toEqual([
+      { provider: 'database', title: 'Supabase (PostgREST Data API)', by: 'Supabase', ready: false, sandbox: false },
+      { provider: 'tracker', title: 'Jira Cloud', by: 'Atlassian', ready: true, sandbox: false },
+      { provider: 'workspace', title: 'Notion', by: 'Notion', ready: false, sandbox: false },
+    ]);
+    // A pasted account: auth token, connected, never checked yet.
+    const pasted = await b.api('POST', '/api/accounts', {
+      kind: 'workspace',
+      name: 'pasted',
+      integration_token: 'ntn_abcdefghijklmnop',
+      api_url: 'https://api.notion.com',
+    });
+    expect(pasted.body).toMatchObject({ auth: 'token', state: 'connected', state_reason: null, checked_at: null });
+    expect((await b.api('POST', `/api/accounts/${pasted.body.id}/reconnect`, {})).status).toBe(409);
+  });
+
+  it('refuses an app whose id or secret is missing from the environment', async () => {
+    await expect(startTestService({ OAUTH_WORKSPACE_CLIENT_ID: 'only-the-id' })).rejects.toThrow(
+      'OAUTH_WORKSPACE_CLIENT_ID and OAUTH_WORKSPACE_CLIENT_SECRET go together',
+    );
+  });
+});
+
+describe('sandbox connections ("Try it with sandbox accounts")', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    // As it comes: no OAuth app, no provider, the outbound guard fully on.
+    svc = await startTestService({ ALLOW_PRIVATE_NETWORKS: '' });
+  });
+  afterAll(async () => {
+    await svc?.close();
+  });
+
+  it("connects a sandbox Jira, Notion and Supabase by OAuth through their consent pages, served on the service's own origin", async () => {
+    const b = new HttpBrowser(svc.url);
+    const ownerId = await b.signUp();
+    await svc.call('POST', `/api/admin/owners/${ownerId}/credits`, { token: svc.operatorToken, body: { amount: 100 } });
+    const connect = async (provider: string, fields: Array<[string, string]> = []) => {
+      const started = await b.api('POST', '/api/accounts/connect', { provider, sandbox: true });
+      expect(started.status, JSON.stringify(started.body)).toBe(201);
+      const consent = await b.follow(started.body.authorize_url);
+      expect(consent.url.startsWith(`${svc.url}/sandbox-consent/`), consent.url).toBe(true);
+      expect(consent.status, consent.html).toBe(200);
+      return b.consent(consent.url, consent.html, 'accept', fields);
+    };
+    const call = async (baseTool: string, accountId: string, args: Record<string, unknown>) => {
+      const server = await b.api('POST', '/api/servers', { name: baseTool });
+      await b.api('POST', `/api/servers/${server.body.id}/tools`, { base_tool: baseTool, account_id: accountId });
+      const key = await b.api('POST', `/api/servers/${server.body.id}/api-keys`, { name: 'k' });
+      const client = await connectV1(svc.url, server.body.id, key.body.key);
+      try {
+        return succeeded((await client.callTool({ name: baseTool, arguments: args })) as ToolResult);
+      } finally {
+        await client.close();
+      }
+    };
+
+    const picker = await connect('tracker');
+    const choice = /name="choice" value="([^"]+)"/.exec(picker.html)![1];
+    const chosen = await b.api('POST', `/api/connect/flows/${new URL(picker.url).searchParams.get('flow')}/choose`, { choice });
+    const jira = new URL(chosen.body.redirect_to, svc.url).searchParams.get('connected')!;
+    expect((await b.api('GET', `/api/accounts/${jira}`)).body).toMatchObject({
+      sandbox: true,
+      auth: 'oauth',
+      state: 'connected',
+      name: 'Sandbox Jira Cloud (OAuth)',
+    });
+    expect((await call('tracker_search_issues', jira, { jql: 'project = DEMO', max_results: 1 })).issues).toHaveLength(1);
+
+    const notion = new URL((await connect('workspace')).url).searchParams.get('connected')!;
+    expect((await b.api('GET', `/api/accounts/${notion}`)).body).toMatchObject({ sandbox: true, auth: 'oauth', workspace_name: expect.any(String) });
+    await call('search_pages', notion, { query: '' });
+
+    const projects = await connect('database', [['organization', 'acme']]);
+    const key = /name="choice" value="([^"]+\/service_role)"/.exec(projects.html)![1];
+    const made = await b.api('POST', `/api/connect/flows/${new URL(projects.url).searchParams.get('flow')}/choose`, { choice: key });
+    const database = new URL(made.body.redirect_to, svc.url).searchParams.get('connected')!;
+    expect((await b.api('GET', `/api/accounts/${database}`)).body).toMatchObject({ url: 'https://sandboxtodoapp.supabase.co', key_name: 'service_role' });
+    expect((await call('database_read_records', database, { table: 'todos' })).data).toHaveLength(5);
+
+    // Another owner cannot open this owner's sandbox consent pages, nor the flow.
+    const other = new HttpBrowser(svc.url);
+    await other.signUp();
+    expect((await other.get(`${svc.url}/sandbox-consent/no-such-host.sandbox.invalid/authorize`)).status).toBe(404);
+  }, 180_000);
+});

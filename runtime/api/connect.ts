@@ -88,7 +88,13 @@ export function connectRoutes(router: Router, d: ApiDeps, g: Guards): void {
   /** Which providers an owner can connect now (the page's buttons, a script's choice). */
   router.get('/connect/providers', g.owner, async (ctx) => {
     const list = await Promise.all(
-      connectable().map(async (p) => ({ provider: p.spec.id, title: p.spec.title, by: p.connect!.spec.by, ready: await apps.has(p.spec.id) })),
+      connectable().map(async (p) => ({
+        provider: p.spec.id,
+        title: p.spec.title,
+        by: p.connect!.spec.by,
+        ready: await apps.has(p.spec.id),
+        sandbox: d.sandboxes?.connectionOf(p.spec.account.kind) !== undefined,
+      })),
     );
     ctx.body = { providers: list };
   });

@@ -11,6 +11,7 @@ import { type ApiDeps, type SignedIn, sessionActor, sessionOwner } from '../api/
 import { requestInfo, setActor } from '../audit/request-context.ts';
 import type { ConnectChoice } from '../plugin-api.ts';
 import { sha256 } from '../secrets.ts';
+import { ToolError } from '../tool-error.ts';
 import { type Frame, frameOf, notFoundPage, sendPage, signedInPageOf } from './page.ts';
 import { render } from './views.ts';
 import { CONSENT_PATH } from '../sandbox/sandboxes.ts';
@@ -59,7 +60,13 @@ export function connectPages(router: Router, d: ApiDeps): void {
   router.all(`${CONSENT_PATH}/:host/*page`, async (ctx) => {
     const s = await sessionOwner(d, ctx);
     if (!s) return ctx.method === 'GET' ? ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`) : void (ctx.status = 401);
-    const pages = await d.sandboxes?.consentPages(s.owner._id, ctx.params.host);
+    let pages;
+    try {
+      pages = await d.sandboxes?.consentPages(s.owner._id, ctx.params.host);
+    } catch (err) {
+      if (!(err instanceof ToolError)) throw err;
+      return show(ctx, { kind: 'failed', title: 'The sandbox did not start', message: err.message, to: '/accounts' }, await frameOf(d, s), 503);
+    }
     if (!pages) return notFoundPage(d, ctx, s);
     // The sandbox reads the request (its form) and writes its own page, headers and all.
     ctx.req.url = ctx.originalUrl.slice(`${CONSENT_PATH}/${ctx.params.host}`.length);
@@ -104,11 +111,11 @@ export function connectPages(router: Router, d: ApiDeps): void {
 }
 
 /** A flow's outcome in the browser: on to where it goes, or the page that says what went wrong. */
-function show(ctx: Context, outcome: FlowOutcome, frame: Frame | undefined): void {
+function show(ctx: Context, outcome: FlowOutcome, frame: Frame | undefined, status = 400): void {
   if (outcome.kind === 'redirect') return ctx.redirect(outcome.to);
   if (outcome.kind === 'done') return ctx.redirect(connectedUrl(outcome.to, outcome.account._id));
   sendPage(ctx, render('connect-failed', { title: outcome.title, section: 'accounts', ...frame }, outcome));
-  ctx.status = 400;
+  ctx.status = status;
 }
 
 /** Choices under their headings (a project's keys together), in the order given. */
