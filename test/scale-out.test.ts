@@ -5,9 +5,8 @@
 // kill -9 mid-load and started again loses nothing and crashes no other. Sessions and OAuth tokens work on
 // every instance; a revoked key is refused everywhere within the key cache's 5 s.
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServiceProcess, startServiceProcess } from './support/process.ts';
+import { type ServiceProcess, freePort, startServiceProcess } from './support/process.ts';
 import { MONGODB_URL, dropTestDatabases, mongoTestUrl } from './support/mongo.ts';
 import { type DemoUpstream, startDemoUpstream } from './support/upstream.ts';
 
@@ -222,14 +221,3 @@ describe.runIf(Boolean(MONGODB_URL))('several instances on one MongoDB', () => {
     expect(Math.max(...refusedAfter)).toBeLessThanOrEqual(KEY_CACHE_MS + 1000);
   }, 60_000);
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}

@@ -1,6 +1,7 @@
 // The service as a real process (`node --import tsx runtime/main.ts`, what `npm start` runs), its output
 // captured, and the URL it listens on once it says so.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 
 export interface ServiceProcess {
   child: ChildProcess;
@@ -29,4 +30,16 @@ export function startServiceProcess(env: Record<string, string>): ServiceProcess
   });
   const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, output: () => out, url, exit };
+}
+
+/** A loopback port free now (for a service that must know its port before it starts: WORKERS, PUBLIC_URL). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
 }
