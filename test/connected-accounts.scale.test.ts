@@ -30,7 +30,8 @@ describe.runIf(Boolean(MONGODB_URL))('connected accounts on several instances of
       ALLOW_PRIVATE_NETWORKS: 'loopback',
       STARTING_CREDITS: '1000',
     };
-    for (const extra of [{ PORT: String(port) }, {}, { WORKERS: '2', PORT: String(await freePort()) }]) {
+    const extras: Array<Record<string, string>> = [{ PORT: String(port) }, {}, { WORKERS: '2', PORT: String(await freePort()) }];
+    for (const extra of extras) {
       const proc = startServiceProcess({ ...env, ...extra });
       processes.push(proc);
       urls.push(await proc.url);

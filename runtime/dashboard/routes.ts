@@ -117,7 +117,11 @@ export function createDashboardRouter(d: ApiDeps): Router {
             gettingStarted: steps.some((st) => !st.done),
             expiring,
             // Without accounts of their own, sandbox accounts are the quickest first call: offered first.
-            sandbox: d.sandboxes && { idleMinutes: d.sandboxes.idleMinutes, prominent: accounts.length === 0 },
+            sandbox: d.sandboxes && {
+              idleMinutes: d.sandboxes.idleMinutes,
+              prominent: accounts.length === 0,
+              connect: sandboxConnections(d),
+            },
           },
         ),
       );
@@ -155,6 +159,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
         title: p.spec.title,
         fields: accountFields(p.spec.account.fields, `new-${p.spec.account.kind}`),
         connect: ready.has(p.spec.id) ? { provider: p.spec.id, by: p.connect!.spec.by } : null,
+        sandboxConnect: sandboxConnections(d).find((c) => c.provider === p.spec.id) ?? null,
       }));
       const sandboxNote = docs.some((doc) => doc.sandbox) ? sandboxState(d) : null;
       // Back from a connection: the account it made or reconnected.
@@ -509,6 +514,13 @@ async function connectableProviders(d: ApiDeps): Promise<Set<string>> {
   const connectable = [...d.catalog.current.providers.values()].filter((p) => p.connect);
   const ready = await Promise.all(connectable.map((p) => d.connect.apps.has(p.spec.id)));
   return new Set(connectable.filter((_, i) => ready[i]).map((p) => p.spec.id));
+}
+
+/** The providers whose OAuth sandbox an owner can connect to ("Try it with sandbox accounts"), with what the button posts. */
+function sandboxConnections(d: ApiDeps) {
+  return [...d.catalog.current.providers.values()]
+    .filter((p) => p.connect && d.sandboxes?.connectionOf(p.spec.account.kind))
+    .map((p) => ({ provider: p.spec.id, title: p.spec.title, by: p.connect!.spec.by, body: { provider: p.spec.id, sandbox: true } }));
 }
 
 /** What a page says about sandbox accounts: how soon their data resets, or that the operator turned them off. */
