@@ -170,6 +170,27 @@ describe.skipIf(!chromiumAvailable)('every page at 1440 and 390 px wide', () => 
           .waitFor();
       },
     },
+    {
+      name: 'accounts, connect dialog',
+      path: '/accounts',
+      prepare: async (page) => {
+        await page.getByRole('button', { name: 'Add Jira Cloud account' }).click();
+        await dialog(page, 'Add a Jira Cloud account').getByRole('button', { name: 'Connect a sandbox Jira Cloud account' }).waitFor();
+      },
+    },
+    {
+      // The sandbox Atlassian's consent page, served through the service's origin, then the site picker.
+      name: 'connect, pick a site',
+      path: '/accounts',
+      prepare: async (page) => {
+        await page.getByRole('button', { name: 'Add Jira Cloud account' }).click();
+        await dialog(page, 'Add a Jira Cloud account').getByRole('button', { name: 'Connect a sandbox Jira Cloud account' }).click();
+        await page.waitForURL(/\/sandbox-consent\//);
+        await Promise.all([page.waitForURL(/\/connect\/choose\?/), page.getByRole('button', { name: 'Accept', exact: true }).click()]);
+      },
+    },
+    { name: 'connect, failed', path: '/connect/callback?code=x&state=unknown' },
+    { name: 'reconnect an account', path: 'reconnect' },
     { name: 'servers', path: '/servers' },
     {
       name: 'servers, new server dialog',
@@ -269,6 +290,7 @@ describe.skipIf(!chromiumAvailable)('every page at 1440 and 390 px wide', () => 
       form: `/servers/${demo.serverId}/tools/new?base=tracker_search_issues`,
       call: `/calls/${failedCall}`,
       consent,
+      reconnect: `/accounts/${demo.accounts.tracker}/reconnect`,
       empty: `/servers/${newcomer.serverId}`,
       'empty-form': `/servers/${newcomer.serverId}/tools/new?base=tracker_search_issues`,
     })[s.path] ?? s.path;
