@@ -150,7 +150,7 @@ const supabaseApp = sandboxApp('supabase');
 export const SANDBOX_CONNECTIONS: readonly ConnectionSandbox[] = [
   {
     kind: 'tracker',
-    name: 'Sandbox Atlassian',
+    name: 'Sandbox Jira (OAuth)',
     hosts: [ATLASSIAN_AUTH, ATLASSIAN_API, ...ATLASSIAN_SITES.flatMap((s) => [s.host, s.gateway])],
     stands: { 'https://auth.atlassian.com': url('atlassian-auth'), 'https://api.atlassian.com': url('atlassian-api') },
     app: atlassianApp,
@@ -185,7 +185,7 @@ export const SANDBOX_CONNECTIONS: readonly ConnectionSandbox[] = [
   },
   {
     kind: 'workspace',
-    name: 'Sandbox Notion (public integration)',
+    name: 'Sandbox Notion (OAuth)',
     hosts: [NOTION_CONNECT],
     stands: { 'https://api.notion.com': url('notion-connect') },
     app: notionApp,
@@ -201,7 +201,7 @@ export const SANDBOX_CONNECTIONS: readonly ConnectionSandbox[] = [
   },
   {
     kind: 'database',
-    name: 'Sandbox Supabase (Management API)',
+    name: 'Sandbox Supabase (OAuth)',
     hosts: [SUPABASE_API, SUPABASE_DATA],
     // A project's Data API, https://<ref>.supabase.co, is <data host>/<ref> in the sandbox.
     stands: { 'https://api.supabase.com': url('supabase-api'), 'https://{ref}.supabase.co': `${url('supabase-data')}/{ref}` },

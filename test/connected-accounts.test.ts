@@ -688,7 +688,7 @@ describe('sandbox connections ("Try it with sandbox accounts")', () => {
       sandbox: true,
       auth: 'oauth',
       state: 'connected',
-      name: 'Sandbox Jira Cloud (OAuth)',
+      name: 'Sandbox Jira (OAuth)',
     });
     expect((await call('tracker_search_issues', jira, { jql: 'project = DEMO', max_results: 1 })).issues).toHaveLength(1);
 

@@ -33,7 +33,7 @@ export const accessibleSitesPlugin: ConnectPlugin<{ resources_url: string }> = {
   async complete(choice, ctx) {
     const site = (await jiraSites(ctx.options.resources_url, ctx)).find((s) => s.id === choice.id);
     if (!site) throw new ToolError('not_found', `The Jira site ${choice.title} is no longer in this grant`);
-    return { fields: { site_url: site.url, site_name: site.name, cloud_id: site.id }, says: `the Jira site ${site.url}` };
+    return { fields: { site_url: site.url, site_name: site.name, cloud_id: site.id }, says: `the Jira site ${site.name} (${site.url})` };
   },
 };
 

@@ -40,6 +40,8 @@ export interface ConnectionDoc {
   connected_at: Date;
   /** The choice (Jira site, Supabase project and key) the account was made from: a reconnect picks it again. */
   choice: string | null;
+  /** What it reaches, in words ("the Jira site acme (https://acme.atlassian.net)"). */
+  says: string;
   /** Whether a refresh token is held. */
   refreshable: boolean;
 }
@@ -80,6 +82,8 @@ export interface ConnectedAccountInput {
   secrets: Record<string, string>;
   tokens: { accessToken: string; refreshToken?: string; expiresIn?: number };
   choice: string | null;
+  /** What it reaches, in words. */
+  says: string;
 }
 
 /** What stored accounts need of connections.ts: a renewed connection, and the error of an account waiting for its owner. */
@@ -146,6 +150,7 @@ export function publicAccount(doc: AccountDoc, provider: Provider | undefined): 
     ...(oauth && doc.connection
       ? {
           connection: {
+            says: doc.connection.says,
             connected_at: doc.connection.connected_at,
             refreshed_at: doc.connection.refreshed_at,
             expires_at: doc.connection.expires_at,
@@ -315,6 +320,7 @@ export class Accounts {
       refreshed_at: now,
       connected_at: now,
       choice: input.choice,
+      says: input.says,
       refreshable: Boolean(refreshToken),
     };
     return {

@@ -391,9 +391,11 @@ export class ConnectFlows {
       ? await this.o.engine.connectAccount(provider, grant, choice).catch((err: unknown) => {
           throw discoveryFailure(err, connect.spec.by);
         })
-      : { fields: {}, says: `${provider.spec.title} through ${connect.spec.by}` };
+      : { fields: {}, says: '' };
     const kept = Object.fromEntries((connect.spec.keep ?? []).flatMap((k) => (tokens.grant[k] ? [[k, tokens.grant[k]]] : [])));
     const fields = { ...kept, ...found.fields };
+    const says =
+      found.says || (connect.says ? String(connect.says.render({ account: fields }) ?? '') : '') || `${provider.spec.title} through ${connect.spec.by}`;
     const secrets = found.secrets ?? {};
     // Verified with the new grant before anything is stored.
     const credentials: AccountCredentials = {
@@ -412,7 +414,7 @@ export class ConnectFlows {
         'verify_failed',
       );
     });
-    const input = { kind: provider.spec.account.kind, name: flow.name, sandbox: flow.sandbox, fields, secrets, tokens, choice: choice?.id ?? null };
+    const input = { kind: provider.spec.account.kind, name: flow.name, sandbox: flow.sandbox, fields, secrets, tokens, choice: choice?.id ?? null, says };
     const ownerId = flow.holder.owner_id;
     const before = flow.account_id ? await this.o.accounts.get(ownerId, flow.account_id) : null;
     if (flow.account_id && !before)
@@ -432,14 +434,14 @@ export class ConnectFlows {
       changes: {
         kind: account.kind,
         by: connect.spec.by,
-        connected: found.says,
+        connected: says,
         ...(tokens.grant.scope ? { scope: tokens.grant.scope } : {}),
         ...(before && before.auth !== 'oauth' ? { auth: { from: 'token', to: 'oauth' } } : {}),
         ...(flow.sandbox ? { sandbox: true } : {}),
       },
     });
     if (before && accountState(before) !== 'connected') await this.o.connections.stateChanged(before, 'connected', null);
-    return { kind: 'done', account, reconnected: before !== null, says: `${found.says}. ${verified}`, to: flow.return_to };
+    return { kind: 'done', account, reconnected: before !== null, says: `${says}. ${verified}`, to: flow.return_to };
   }
 
   private grantOf(flow: FlowDoc, tokens: TokenSet): Grant {

@@ -144,12 +144,8 @@ export function createDashboardRouter(d: ApiDeps): Router {
           // A sandbox account's fields are the service's, a connected one's its connection's: their edit form has the name only.
           fields: provider && !doc.sandbox && !oauth ? accountFields(provider.spec.account.fields, `edit-${doc._id}`, view) : [],
           connectedBy: oauth ? (provider?.connect?.spec.by ?? doc.kind) : null,
-          // What the connection reaches (a site, a workspace, a project), as its fields say.
-          reaches: oauth
-            ? Object.entries(doc.fields)
-                .filter(([k]) => k !== 'scope')
-                .map(([k, v]) => ({ k, v }))
-            : [],
+          // What the connection reaches (a site, a workspace, a project), in words.
+          connectedTo: oauth ? (doc.connection?.says ?? '') : null,
           reconnectable: provider?.connect !== undefined && (oauth || (!doc.sandbox && ready.has(provider.spec.id))),
           reconnectBody: { return_to: '/accounts' },
         };

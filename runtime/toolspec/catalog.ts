@@ -65,6 +65,8 @@ export interface CompiledConnect {
   api?: { base: CompiledTemplate; headers: Array<{ name: string; template: CompiledTemplate }> };
   /** Origins the discovery may send the access token to: those of the URLs in its options. */
   discoveryOrigins: ReadonlySet<string>;
+  /** connect.says: what a connection reaches, in words. */
+  says?: CompiledTemplate;
 }
 
 export interface BaseTool {

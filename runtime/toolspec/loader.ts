@@ -356,10 +356,11 @@ function compileConnect(src: SourceFile, spec: ConnectSpec, fields: ReadonlyMap<
   } else if (!discover) {
     src.report(at(), 'without connect.api, calls use base_url and auth like a pasted account: a connect.discover plugin must fill those fields');
   }
+  const says = spec.says === undefined ? undefined : compileLeaf(src, at('says'), spec.says, check(false));
   const discoveryOrigins = new Set(
     Object.values(spec.discover?.with ?? {}).flatMap((v) => (typeof v === 'string' && /^https?:\/\//.test(v) && URL.canParse(v) ? [new URL(v).origin] : [])),
   );
-  return { spec, discover, api, discoveryOrigins };
+  return { spec, discover, api, discoveryOrigins, says };
 }
 
 /**

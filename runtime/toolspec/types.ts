@@ -107,6 +107,8 @@ export interface ConnectSpec {
   authorize_params?: Record<string, string>;
   /** Top-level string fields of the token answer kept as the account's (non-secret) fields. */
   keep?: string[];
+  /** What a connection reaches, in words shown to the owner (template over account.<field>); a discover plugin says it itself. */
+  says?: string;
   /** A refresh token expires after this many days unused: the service refreshes well before. */
   refresh_idle_days?: number;
   /** A connect plugin: what the grant reaches, and the account fields of the one the owner picks. */
