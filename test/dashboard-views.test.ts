@@ -137,6 +137,14 @@ describe('dashboard views with the demo data set', () => {
     await demo.service.store.collection('accounts').updateOne({ _id: id }, { $set: { state: 'unreachable' } });
     expectPage(await page(`/accounts/${id}/reconnect`, true));
     expectPage(await page('/accounts/nobody/reconnect', true), 404);
+    // The account webhook on Settings, with a delivery that is being retried (nothing listens there).
+    expect((await b.api('PUT', '/api/me/webhook', { url: 'http://127.0.0.1:9/hooks' })).status).toBe(200);
+    await b.api('POST', '/api/me/webhook/ping');
+    await expect.poll(async () => (await b.api('GET', '/api/me/webhook')).body.deliveries[0]?.attempts).toBe(1);
+    const settings = await page('/settings', true);
+    expectPage(settings);
+    expect(settings.html).toContain('retrying');
+    await b.api('DELETE', '/api/me/webhook');
   }, 120_000);
 
   it('renders the signed-out pages', async () => {

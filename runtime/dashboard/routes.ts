@@ -449,7 +449,12 @@ export function createDashboardRouter(d: ApiDeps): Router {
   router.get(
     '/settings',
     signedInPage(async (ctx, s, frame) => {
-      const [tokens, balance] = await Promise.all([d.owners.listTokens(s.owner._id), d.credits.balance(s.owner._id)]);
+      const [tokens, balance, webhook, deliveries] = await Promise.all([
+        d.owners.listTokens(s.owner._id),
+        d.credits.balance(s.owner._id),
+        d.connect.webhooks.get(s.owner._id),
+        d.connect.webhooks.latest(s.owner._id),
+      ]);
       const alert = creditAlert(s.owner);
       sendPage(
         ctx,
@@ -468,6 +473,8 @@ export function createDashboardRouter(d: ApiDeps): Router {
               help: d.site.creditsHelp,
             },
             tokens: tokens.map((t) => ({ id: t._id, name: t.name, prefix: t.prefix, created_at: t.created_at, last_used_at: t.last_used_at })),
+            webhook,
+            deliveries,
           },
         ),
       );

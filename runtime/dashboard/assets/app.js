@@ -8,7 +8,7 @@
 
 /**
  * An API answer's JSON, as far as this module reads it.
- * @typedef {{ message?: string, key?: string, token?: string, redirect_to?: string, authorize_url?: string, verified?: boolean, detail?: string,
+ * @typedef {{ message?: string, key?: string, token?: string, secret?: string, redirect_to?: string, authorize_url?: string, verified?: boolean, detail?: string,
  *   error?: { message?: string, provider_status?: number }, snippets?: Snippet[] } & Record<string, unknown>} ApiBody
  */
 /** @typedef {{ ok: boolean, status: number, body: ApiBody | null, headers?: Headers }} ApiResult */
@@ -389,7 +389,12 @@ async function after(el, result) {
   // Connecting an account: on to the connection's start page (then the provider's consent page).
   if (then === 'authorize') return location.assign(String(b.authorize_url));
   if (then === 'reveal')
-    return reveal(el.dataset.revealTitle || 'Copy it now', String(b.key ?? b.token), b.snippets ?? [], typeof b.server_id === 'string' ? b.server_id : null);
+    return reveal(
+      el.dataset.revealTitle || 'Copy it now',
+      String(b.key ?? b.token ?? b.secret),
+      b.snippets ?? [],
+      typeof b.server_id === 'string' ? b.server_id : null,
+    );
   if (then === 'sandbox') return showSandbox(/** @type {SandboxSetup} */ (/** @type {unknown} */ (b)));
   if (then === 'try-result' && el instanceof HTMLFormElement) return showTryResult(el, /** @type {TryAnswer} */ (/** @type {unknown} */ (b)));
   if (then === 'verify') {
