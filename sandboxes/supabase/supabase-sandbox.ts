@@ -43,6 +43,8 @@ export interface SupabaseProjectOptions {
   region?: string;
   /** Derive the project's keys from this secret (the same keys at every start); random by default. */
   keySeed?: string;
+  /** An existing Data API to serve as this project's (one a pasted account also reaches); it stays open at close. */
+  data?: PostgrestProject;
 }
 
 export interface SupabaseOrganizationOptions {
@@ -166,7 +168,7 @@ export async function startSupabaseSandbox(options: SupabaseSandboxOptions): Pro
   const projects: Project[] = [];
   const definitions = options.organizations ?? DEFAULT_ORGANIZATIONS;
   // One Postgres for every project, started only when there is a project.
-  const ownDatabase = !options.database && definitions.some((o) => o.projects.length > 0) ? await SharedDatabase.start() : undefined;
+  const ownDatabase = !options.database && definitions.some((o) => o.projects.some((p) => !p.data)) ? await SharedDatabase.start() : undefined;
   const closers: Array<() => Promise<void>> = [];
   if (ownDatabase) closers.push(() => ownDatabase.close());
   const closeAll = async () => {
@@ -179,8 +181,12 @@ export async function startSupabaseSandbox(options: SupabaseSandboxOptions): Pro
       organizations.push({ slug, name: org.name });
       for (const p of org.projects) {
         const ref = p.ref ?? letters(20);
-        const data = await createPostgrestProject({ database: options.database ?? ownDatabase, keySeed: p.keySeed, ref, record: false });
-        closers.push(() => data.close());
+        let data = p.data;
+        if (!data) {
+          const created = await createPostgrestProject({ database: options.database ?? ownDatabase, keySeed: p.keySeed, ref, record: false });
+          closers.push(() => created.close());
+          data = created;
+        }
         projects.push({ ref, name: p.name, organizationSlug: slug, region: p.region ?? 'us-east-1', createdAt: new Date(clock.now()).toISOString(), data });
       }
     }
