@@ -13,6 +13,7 @@ import { listen, readBody, recorder, sendFault, sendJson, takeFault, type Fault,
 import { SEED_USERS, startJiraSandbox, type JiraSandbox } from '../jira/jira-sandbox.ts';
 import { DAY, MINUTE, SandboxClock } from '../oauth/clock.ts';
 import { GrantBook, randomToken, type Grant } from '../oauth/grants.ts';
+import { oauthControls } from '../oauth/controls.ts';
 import type { OAuthClient, OAuthControls } from '../oauth/oauth.ts';
 import { ConsentRequests, decisionButtons, html, readForm, redirectTo, sendErrorPage, sendPage, type Brand } from '../oauth/pages.ts';
 import { authenticateClient, TokenLog, type TokenAnswer } from '../oauth/token-endpoint.ts';
@@ -224,6 +225,8 @@ export async function startAtlassianSandbox(options: AtlassianSandboxOptions): P
     redirectTo(res, request.redirectUri, { code, state: request.state });
   };
 
+  const controls = oauthControls({ clock, book, log, brand: BRAND, authorizePath: '/authorize', consent: pages });
+
   const tokenAnswer = (grant: Grant<GrantData>, tokens: { accessToken: string; refreshToken?: string; expiresIn: number }): TokenAnswer => ({
     status: 200,
     body: {
@@ -286,7 +289,7 @@ export async function startAtlassianSandbox(options: AtlassianSandboxOptions): P
     record({ method, path: url.pathname, query: url.searchParams, headers: req.headers, body: raw });
     const fault = takeFault(faults, method, url.pathname);
     if (fault) return sendFault(res, fault);
-    if (consentRoute) return pages(req, res, url);
+    if (consentRoute) return controls.pages(req, res);
     if (url.pathname === '/oauth/token' && req.method === 'POST') {
       const { grantType, clientId, answer } = token(raw, req.headers['content-type']);
       return log.answer(res, grantType, clientId, answer);
@@ -343,18 +346,8 @@ export async function startAtlassianSandbox(options: AtlassianSandboxOptions): P
     user,
     requests,
     faults,
-    clock,
-    tokenRequests: log.records,
-    tokenRequestCount: (grantType) => log.count(grantType),
-    revokeApp: (clientId) => book.revokeClient(clientId),
+    ...controls,
     changePassword: () => book.revokeSubject(user.accountId),
-    grants: () => book.views(),
-    pages: (req, res) => {
-      const url = new URL(req.url ?? '/', 'http://sandbox');
-      if (url.pathname === '/authorize' && (req.method === 'GET' || req.method === 'POST')) return void pages(req, res, url).catch(failed(res));
-      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' });
-      res.end('Not found');
-    },
     close: async () => {
       await Promise.all([...servers, ...started].map((s) => s.close()));
     },

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import { SandboxClock } from '../oauth/clock.ts';
 import { GrantBook, randomToken, type Grant } from '../oauth/grants.ts';
+import { oauthControls } from '../oauth/controls.ts';
 import type { OAuthClient, OAuthControls } from '../oauth/oauth.ts';
 import { ConsentRequests, decisionButtons, html, readForm, redirectTo, sendErrorPage, sendPage, type Brand } from '../oauth/pages.ts';
 import { authenticateClient, basicCredentials, TokenLog, type TokenAnswer } from '../oauth/token-endpoint.ts';
@@ -241,11 +242,9 @@ export function createNotionOAuth(
   };
 
   const controls: NotionOAuth = {
+    ...oauthControls({ clock, book, log, brand: BRAND, authorizePath: '/v1/oauth/authorize', consent: pages }),
     user,
     workspace,
-    clock,
-    tokenRequests: log.records,
-    tokenRequestCount: (grantType) => log.count(grantType),
     revokeApp(clientId) {
       book.revokeClient(clientId);
       // The integration leaves the workspace: nothing is shared with its bot any more.
@@ -253,16 +252,6 @@ export function createNotionOAuth(
         if (clientId !== undefined && id !== clientId) continue;
         for (const record of [...ws.pages.values(), ...ws.databases.values()]) record.sharedWith.delete(bot.botId);
       }
-    },
-    grants: () => book.views(),
-    pages: (req, res) => {
-      const url = new URL(req.url ?? '/', 'http://sandbox');
-      if (url.pathname === '/v1/oauth/authorize' && (req.method === 'GET' || req.method === 'POST')) {
-        pages(req, res, url).catch((err: unknown) => res.headersSent || sendErrorPage(res, 500, BRAND, `The sandbox failed: ${String(err)}`));
-        return;
-      }
-      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' });
-      res.end('Not found');
     },
   };
 

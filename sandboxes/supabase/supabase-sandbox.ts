@@ -21,6 +21,7 @@ import {
 } from '../harness.ts';
 import { SandboxClock } from '../oauth/clock.ts';
 import { GrantBook, randomToken, type Grant } from '../oauth/grants.ts';
+import { oauthControls } from '../oauth/controls.ts';
 import type { OAuthClient, OAuthControls } from '../oauth/oauth.ts';
 import { ConsentRequests, decisionButtons, html, readForm, redirectTo, sendErrorPage, sendPage, type Brand } from '../oauth/pages.ts';
 import { authenticateClient, basicCredentials, TokenLog, type TokenAnswer } from '../oauth/token-endpoint.ts';
@@ -258,6 +259,8 @@ export async function startSupabaseSandbox(options: SupabaseSandboxOptions): Pro
     redirectTo(res, request.redirectUri, { code, state: request.state });
   };
 
+  const controls = oauthControls({ clock, book, log, brand: BRAND, authorizePath: '/v1/oauth/authorize', consent: pages });
+
   const tokenAnswer = (tokens: { accessToken: string; refreshToken?: string; expiresIn: number }): TokenAnswer => ({
     status: 201,
     body: { access_token: tokens.accessToken, refresh_token: tokens.refreshToken, expires_in: tokens.expiresIn, token_type: 'Bearer' },
@@ -369,7 +372,7 @@ export async function startSupabaseSandbox(options: SupabaseSandboxOptions): Pro
     record({ method, path: url.pathname, query: url.searchParams, headers: req.headers, body: raw });
     const fault = takeFault(faults, method, url.pathname);
     if (fault) return sendFault(res, fault);
-    if (consentRoute && (method === 'GET' || method === 'POST')) return pages(req, res, url);
+    if (consentRoute) return controls.pages(req, res);
     if (url.pathname === '/v1/oauth/token' && method === 'POST') {
       const { grantType, clientId, answer } = token(req, raw);
       return log.answer(res, grantType, clientId, answer);
@@ -424,17 +427,7 @@ export async function startSupabaseSandbox(options: SupabaseSandboxOptions): Pro
     })),
     requests,
     faults,
-    clock,
-    tokenRequests: log.records,
-    tokenRequestCount: (grantType) => log.count(grantType),
-    revokeApp: (clientId) => book.revokeClient(clientId),
-    grants: () => book.views(),
-    pages: (req, res) => {
-      const url = new URL(req.url ?? '/', 'http://sandbox');
-      if (url.pathname === '/v1/oauth/authorize' && (req.method === 'GET' || req.method === 'POST')) return void pages(req, res, url).catch(failed(res));
-      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' });
-      res.end('Not found');
-    },
+    ...controls,
     async close() {
       await Promise.all(servers.map((s) => s.close()));
       await closeAll();

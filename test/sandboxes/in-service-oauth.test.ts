@@ -145,29 +145,16 @@ describe('the OAuth sandboxes served in the service', () => {
     const app = def.oauth!.client(secret);
     const verifier = 'x'.repeat(50);
     const challenge = createHash('sha256').update(verifier).digest('base64url');
-    const page = await fetch(
-      authorize('database', {
-        client_id: app.clientId,
-        redirect_uri: CALLBACK,
-        response_type: 'code',
-        state: 'd',
-        code_challenge: challenge,
-        code_challenge_method: 'S256',
-      }),
-    );
-    const organization = /name="organization" value="([a-z]+)"/.exec(await page.text())![1];
-    const back = await consent(
-      authorize('database', {
-        client_id: app.clientId,
-        redirect_uri: CALLBACK,
-        response_type: 'code',
-        state: 'd',
-        code_challenge: challenge,
-        code_challenge_method: 'S256',
-      }),
-      'accept',
-      [['organization', organization]],
-    );
+    const url = authorize('database', {
+      client_id: app.clientId,
+      redirect_uri: CALLBACK,
+      response_type: 'code',
+      state: 'd',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    });
+    const organization = /name="organization" value="([a-z]+)"/.exec(await (await fetch(url)).text())![1];
+    const back = await consent(url, 'accept', [['organization', organization]]);
     const tokenAt = resolve(def, 'https://api.supabase.com/v1/oauth/token');
     const answer = await overSocket(
       tokenAt.socket,
