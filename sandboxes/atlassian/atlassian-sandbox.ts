@@ -162,8 +162,8 @@ export async function startAtlassianSandbox(options: AtlassianSandboxOptions): P
     reuseRevokesGrantRefreshTokens: true,
     refreshIdleMs: REFRESH_IDLE_MS,
     refreshAbsoluteMs: REFRESH_ABSOLUTE_MS,
-    newAccessToken: () => `eyJ${randomToken(48)}`,
-    newRefreshToken: () => `eyJ${randomToken(40)}`,
+    newAccessToken: (grant, issuedAt, expiresAt) => ATLASSIAN.accessToken(grant, issuedAt, expiresAt),
+    newRefreshToken: () => randomToken(48),
   });
   const consents = new ConsentRequests<AuthorizeRequest>(clock, CONSENT.requestTtlMs);
   const log = new TokenLog(clock);

@@ -11,6 +11,7 @@
 //   already issued are JWTs and work until they expire. Removing the app or changing the password ends them too.
 // - Notion and Supabase: a spent refresh token is refused at once (no leeway), and only that request.
 // - All three: a code is spent by its first use, even one refused for a wrong redirect_uri or PKCE verifier.
+import { randomBytes, randomUUID } from 'node:crypto';
 import { HOUR, MINUTE } from './clock.ts';
 
 /** A token endpoint's answer: status and JSON body. */
@@ -54,6 +55,27 @@ export const ATLASSIAN = {
     scopeMismatch: { code: 401, message: 'Unauthorized; scope does not match' },
     unknownSite: { code: 404, message: 'Cannot find a site with this cloud id' },
     notFound: { code: 404, message: 'Not Found' },
+  },
+  /**
+   * An access token is a JWT (as Atlassian's are: RS256, issuer auth.atlassian.com, the account as subject, the
+   * app as audience, its scopes, exp), so a client that reads `exp` from it can; the signature is random bytes
+   * (no client can verify it). Refresh tokens are opaque.
+   */
+  accessToken(grant: { clientId: string; subject: string; scopes: string[] }, issuedAt: number, expiresAt: number): string {
+    const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    const seconds = (ms: number) => Math.floor(ms / 1000);
+    const claims = {
+      jti: randomUUID(),
+      sub: grant.subject,
+      iss: 'https://auth.atlassian.com',
+      aud: grant.clientId,
+      client_id: grant.clientId,
+      scope: grant.scopes.join(' '),
+      nbf: seconds(issuedAt),
+      iat: seconds(issuedAt),
+      exp: seconds(expiresAt),
+    };
+    return `${part({ kid: 'auth.atlassian.io/sandbox', alg: 'RS256' })}.${part(claims)}.${randomBytes(64).toString('base64url')}`;
   },
   /** accessible-resources lists the granted scopes without `offline_access`, which is no product's scope. */
   resourceScopes: (scopes: readonly string[]) => scopes.filter((s) => s !== 'offline_access'),

@@ -187,6 +187,9 @@ describe('Atlassian sandbox: the token endpoint', () => {
     expect(Object.keys(answer.json).sort()).toEqual(['access_token', 'expires_in', 'refresh_token', 'scope', 'token_type']);
     expect(answer.json).toMatchObject({ expires_in: 3600, token_type: 'Bearer', scope: SCOPES });
     expect(sim.tokenRequests).toEqual([{ at: clock.now(), grantType: 'authorization_code', clientId: APP.clientId, status: 200 }]);
+    // A JWT, as Atlassian's access tokens are: a client may read its expiry.
+    const claims = JSON.parse(Buffer.from(answer.json.access_token.split('.')[1], 'base64url').toString());
+    expect(claims).toMatchObject({ sub: SEED_USERS.alice.accountId, aud: APP.clientId, scope: SCOPES, exp: claims.iat + 3600 });
   });
 
   it('gives no refresh token without offline_access', async () => {
