@@ -65,6 +65,8 @@ export interface AtlassianSandbox extends OAuthControls {
   faults: Fault[];
   /** The user changes their password: every grant of every app ends. */
   changePassword(): void;
+  /** The user loses access to a site: it leaves their sites and every grant (accessible-resources, the gateway). */
+  leaveSite(cloudId: string): void;
   close(): Promise<void>;
 }
 
@@ -348,6 +350,11 @@ export async function startAtlassianSandbox(options: AtlassianSandboxOptions): P
     faults,
     ...controls,
     changePassword: () => book.revokeSubject(user.accountId),
+    leaveSite(cloudId) {
+      const at = sites.findIndex((s) => s.cloudId === cloudId);
+      if (at >= 0) sites.splice(at, 1);
+      for (const grant of book.grants) grant.data.cloudIds = grant.data.cloudIds.filter((id) => id !== cloudId);
+    },
     close: async () => {
       await Promise.all([...servers, ...started].map((s) => s.close()));
     },

@@ -86,6 +86,11 @@ export class GrantBook<D> {
     private readonly policy: TokenPolicy,
   ) {}
 
+  /** Every grant so far (revoked ones too), oldest first. */
+  get grants(): readonly Grant<D>[] {
+    return this.all;
+  }
+
   /** The live grant of this client and subject that `same` accepts, else a new one. */
   grant(clientId: string, subject: string, scopes: string[], data: D, same: (g: Grant<D>) => boolean = () => false): Grant<D> {
     const existing = this.all.find((g) => !g.revoked && g.clientId === clientId && g.subject === subject && same(g));

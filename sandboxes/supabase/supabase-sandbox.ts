@@ -78,11 +78,14 @@ export interface SupabaseSandbox extends OAuthControls {
   /** Where every project's Data API is, under /<ref>. */
   dataApiUrl: string;
   organizations: Array<{ slug: string; name: string }>;
-  projects: SupabaseProject[];
+  /** The projects now (a deleted one is gone). */
+  readonly projects: SupabaseProject[];
   /** The signed-in Supabase user who consents. */
   user: { id: string; email: string };
   /** Requests to the Management API host (the Data API's are not recorded here). */
   requests: RecordedRequest[];
+  /** The project is deleted: the Management API no longer lists it and its Data API answers 404. */
+  deleteProject(ref: string): void;
   /** Scripted failures of the Management API host (its token endpoint included), checked before anything else. */
   faults: Fault[];
   close(): Promise<void>;
@@ -411,23 +414,29 @@ export async function startSupabaseSandbox(options: SupabaseSandboxOptions): Pro
     dataApiUrl: data.url,
     user,
     organizations: organizations.map((o) => ({ ...o })),
-    projects: projects.map((p) => ({
-      ref: p.ref,
-      name: p.name,
-      organizationSlug: p.organizationSlug,
-      url: `${data.url}/${p.ref}`,
-      keys: {
-        jwtSecret: p.data.jwtSecret,
-        anonKey: p.data.anonKey,
-        serviceRoleKey: p.data.serviceRoleKey,
-        publishableKey: p.data.publishableKey,
-        secretKey: p.data.secretKey,
-      },
-      sql: (query, params) => p.data.sql(query, params),
-    })),
+    get projects() {
+      return projects.map((p) => ({
+        ref: p.ref,
+        name: p.name,
+        organizationSlug: p.organizationSlug,
+        url: `${data.url}/${p.ref}`,
+        keys: {
+          jwtSecret: p.data.jwtSecret,
+          anonKey: p.data.anonKey,
+          serviceRoleKey: p.data.serviceRoleKey,
+          publishableKey: p.data.publishableKey,
+          secretKey: p.data.secretKey,
+        },
+        sql: <T = Record<string, unknown>>(query: string, params?: unknown[]) => p.data.sql<T>(query, params),
+      }));
+    },
     requests,
     faults,
     ...controls,
+    deleteProject(ref) {
+      const at = projects.findIndex((p) => p.ref === ref);
+      if (at >= 0) projects.splice(at, 1);
+    },
     async close() {
       await Promise.all(servers.map((s) => s.close()));
       await closeAll();

@@ -432,6 +432,22 @@ describe('Atlassian sandbox: sites and the API gateway', () => {
     expect((await api(sim, `/ex/jira/${cloud}/rest/api/3/myself`, renewed.json.access_token)).status).toBe(200);
   });
 
+  it('a site the user leaves is gone from accessible-resources and refused at the gateway', async () => {
+    const own = await startAtlassianSandbox({ clients: [APP] });
+    try {
+      const { access } = await connect(own);
+      const [kept, left] = own.sites;
+      own.leaveSite(left.cloudId);
+      const resources = await api(own, '/oauth/token/accessible-resources', access);
+      expect(resources.json.map((r: { id: string }) => r.id)).toEqual([kept.cloudId]);
+      expect((await api(own, `/ex/jira/${left.cloudId}/rest/api/3/myself`, access)).status).toBe(404);
+      expect((await api(own, `/ex/jira/${kept.cloudId}/rest/api/3/myself`, access)).status).toBe(200);
+      expect(own.sites.map((s) => s.cloudId)).toEqual([kept.cloudId]);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('still takes scoped API tokens (Basic) through the gateway', async () => {
     const site = sim.sites[0];
     const bob = SEED_USERS.bob;

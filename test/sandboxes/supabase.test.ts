@@ -293,6 +293,21 @@ describe('Supabase OAuth: projects, keys and their Data API', () => {
     expect(await management(sim, '/v1/projects', empty.access)).toEqual({ status: 200, json: [] });
   });
 
+  it('a deleted project leaves the list, its keys and its Data API', async () => {
+    const extra = await startSupabaseSandbox({ clients: [APP], database, organizations: [{ name: 'Acme', projects: [{ name: 'a' }, { name: 'b' }] }] });
+    try {
+      const { access: token } = await connect(extra);
+      const [a, b] = extra.projects;
+      extra.deleteProject(a.ref);
+      expect((await management(extra, '/v1/projects', token)).json.map((p: { ref: string }) => p.ref)).toEqual([b.ref]);
+      expect((await management(extra, `/v1/projects/${a.ref}/api-keys`, token)).status).toBe(404);
+      expect((await fetch(`${a.url}/rest/v1/todos`, { headers: { apikey: a.keys.anonKey } })).status).toBe(404);
+      expect(extra.projects.map((p) => p.ref)).toEqual([b.ref]);
+    } finally {
+      await extra.close();
+    }
+  });
+
   it('after the user revokes the app, refresh fails and access tokens get 401', async () => {
     const tokens = await connect(sim);
     sim.revokeApp();
