@@ -1,4 +1,4 @@
-// Atlassian's OAuth 2.0 (3LO) authorization server and API gateway (/work/shared/connections.md §1), in front of
+// Atlassian's OAuth 2.0 (3LO) authorization server and API gateway (connections.md §1), in front of
 // one Jira sandbox per site:
 // - auth host (auth.atlassian.com): GET /authorize renders the consent page (app name, scopes in words, the
 //   signed-in user's sites; Accept / Cancel); POST /oauth/token takes a JSON body with the client id and secret

@@ -1,4 +1,4 @@
-// Notion's public-integration OAuth (/work/shared/connections.md §2), on the Notion sandbox's own host
+// Notion's public-integration OAuth (connections.md §2), on the Notion sandbox's own host
 // (api.notion.com): GET /v1/oauth/authorize (owner=user) renders the consent page where the user picks the
 // pages to share; POST /v1/oauth/token takes HTTP Basic client_id:client_secret and a JSON body
 // (authorization_code with the redirect_uri rules, refresh_token with rotation); POST /v1/oauth/revoke and

@@ -1,4 +1,4 @@
-// Every choice of the OAuth sandboxes that no primary source confirmed (/work/shared/connections.md marks them
+// Every choice of the OAuth sandboxes that no primary source confirmed (connections.md marks them
 // *(unverified)*, or says nothing): each is decided here, once, with why; change it here when a primary source
 // says otherwise. What the sandboxes do beyond this file follows the documented contracts. The consent pages'
 // wording is ours (a person reads it, no client parses it).

@@ -1,4 +1,4 @@
-// Supabase's OAuth apps for the Management API (/work/shared/connections.md §3), on one host (api.supabase.com):
+// Supabase's OAuth apps for the Management API (connections.md §3), on one host (api.supabase.com):
 // GET /v1/oauth/authorize (PKCE S256, organization_slug optional, redirect_uri + state at most 4 kB) renders
 // the consent page where the user picks an organization; POST /v1/oauth/token takes a form body and HTTP Basic
 // (PKCE verified, 201 answers, rotation on refresh); GET /v1/projects and /v1/projects/{ref}/api-keys with the
