@@ -31,7 +31,7 @@ import { callResult } from './mcp/tool-wire.ts';
 import { METADATA_FETCH_LIMITS, OAuthClients } from './oauth/clients.ts';
 import { OAuthGrants } from './oauth/grants.ts';
 import { CallPipeline } from './pipeline/call-pipeline.ts';
-import { CONSENT_PATH, Sandboxes } from './sandbox/sandboxes.ts';
+import { Sandboxes } from './sandbox/sandboxes.ts';
 import { generatedSecret, randomToken } from './secrets.ts';
 import { CustomTools } from './servers/custom-tools.ts';
 import { Servers } from './servers/servers.ts';
@@ -98,9 +98,9 @@ function connectedAccounts(
     return sandbox ? c.sandboxes!.oauthApp(sandboxOwner, sandbox) : null;
   };
   // A sandbox's consent page is served through the service's own origin (a browser cannot reach the sandbox).
-  const browserUrl = (url: URL, sandboxOwner: string | undefined) => {
-    const at = sandboxOwner === undefined ? undefined : c.sandboxes?.divert(url);
-    return at ? new URL(`${c.site.publicUrl}${CONSENT_PATH}/${at.host}${at.pathname}${at.search}`) : url;
+  const browserUrl = (url: URL, provider: Provider, sandboxOwner: string | undefined) => {
+    const sandbox = sandboxOwner === undefined ? undefined : c.sandboxes?.connectionOf(provider.spec.account.kind);
+    return sandbox ? new URL(c.site.publicUrl + c.sandboxes!.consentPath(sandbox, url)) : url;
   };
   const tokens = new TokenEndpoint(c.http);
   const webhooks = new StateWebhooks(c.store, c.vault, c.http, c.logger);

@@ -102,8 +102,8 @@ export interface ConnectFlowsOptions {
   engine: Engine;
   tokens: TokenEndpoint;
   appFor(provider: Provider, sandboxOwner: string | undefined): Promise<OAuthApp | null>;
-  /** The address a browser can open for a provider URL (a sandbox's pages are served through this service). */
-  browserUrl(url: URL, sandboxOwner: string | undefined): URL;
+  /** The address a browser opens for a provider's authorize URL (a sandbox's pages are served through this service). */
+  browserUrl(url: URL, provider: Provider, sandboxOwner: string | undefined): URL;
   audit: AuditTrail;
   site: { publicUrl: string };
   timeoutMs: number;
@@ -215,7 +215,7 @@ export class ConnectFlows {
         code_challenge_method: verifier && 'S256',
       };
       for (const [k, v] of Object.entries(params)) if (v !== undefined) url.searchParams.set(k, v);
-      return { kind: 'redirect', to: this.o.browserUrl(url, sandboxOwner).href };
+      return { kind: 'redirect', to: this.o.browserUrl(url, provider, sandboxOwner).href };
     } catch (err) {
       return this.failed(err, flow, flow?.holder.owner_id ?? browser.ownerId, request);
     }

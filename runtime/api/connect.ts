@@ -133,7 +133,7 @@ export function connectRoutes(router: Router, d: ApiDeps, g: Guards): void {
         400,
         d.sandboxes ? `There is no sandbox of ${provider.connect!.spec.by} to connect to` : 'Sandboxes are turned off on this service (SANDBOXES=off)',
       );
-    const name = str(body, 'name') ?? (body.sandbox ? d.sandboxes!.connectionOf(provider.spec.account.kind)!.name : provider.spec.title);
+    const name = str(body, 'name') ?? (body.sandbox ? `${d.sandboxes!.connectionOf(provider.spec.account.kind)!.name} (OAuth)` : provider.spec.title);
     await started(ctx, body, provider, name, undefined, body.sandbox === true);
   });
   router.post('/accounts/:id/reconnect', g.owner, async (ctx) => {

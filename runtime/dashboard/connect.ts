@@ -57,19 +57,19 @@ export function connectPages(router: Router, d: ApiDeps): void {
   );
 
   // An OAuth sandbox's consent page, for the owner whose sandbox it is (its answer comes back to /connect/callback).
-  router.all(`${CONSENT_PATH}/:host/*page`, async (ctx) => {
+  router.all(`${CONSENT_PATH}/:kind/*page`, async (ctx) => {
     const s = await sessionOwner(d, ctx);
     if (!s) return ctx.method === 'GET' ? ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`) : void (ctx.status = 401);
     let pages;
     try {
-      pages = await d.sandboxes?.consentPages(s.owner._id, ctx.params.host);
+      pages = await d.sandboxes?.consentPages(s.owner._id, ctx.params.kind);
     } catch (err) {
       if (!(err instanceof ToolError)) throw err;
       return show(ctx, { kind: 'failed', title: 'The sandbox did not start', message: err.message, to: '/accounts' }, await frameOf(d, s), 503);
     }
     if (!pages) return notFoundPage(d, ctx, s);
     // The sandbox reads the request (its form) and writes its own page, headers and all.
-    ctx.req.url = ctx.originalUrl.slice(`${CONSENT_PATH}/${ctx.params.host}`.length);
+    ctx.req.url = ctx.originalUrl.slice(`${CONSENT_PATH}/${ctx.params.kind}`.length);
     ctx.respond = false;
     await new Promise<void>((resolve) => {
       ctx.res.once('close', resolve);

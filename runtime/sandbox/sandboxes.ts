@@ -5,6 +5,11 @@
 // process's user can open (0700) and is reached only through the agents lease() hands to the outbound client
 // for requests of accounts the service itself created as sandbox accounts: no TCP port, no opening of the
 // outbound guard, and one owner's requests never reach another owner's set.
+//
+// The sandboxes of Jira, Notion and Supabase also run their provider's OAuth server (`SandboxDefinition.oauth`):
+// a sandbox connection's requests to a provider's URL (provider.yaml `connect`) are diverted to the owner's
+// sandbox standing for it (`divert`), and its consent pages are served through the service's own origin
+// (`consentPages`, under CONSENT_PATH/<kind>), where the owner's browser can reach them.
 import { createHmac } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import http from 'node:http';
@@ -13,21 +18,13 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SharedDatabase } from '../../sandboxes/postgrest/postgrest-sandbox.ts';
-import {
-  type ConnectionSandbox,
-  SANDBOX_CONNECTIONS,
-  SANDBOX_DEFINITIONS,
-  type SandboxDefinition,
-  type ServedDefinition,
-  type ServedSandbox,
-  isSandboxHost,
-} from '../../sandboxes/in-service.ts';
+import { SANDBOX_DEFINITIONS, type SandboxDefinition, type ServedSandbox, isSandboxHost } from '../../sandboxes/in-service.ts';
 import type { Logger } from '../log.ts';
 import { ToolError } from '../tool-error.ts';
 
 export { isSandboxHost };
 
-/** Where the service serves its OAuth sandboxes' consent pages: <CONSENT_PATH>/<sandbox host>/<the page's path>. */
+/** Where the service serves its OAuth sandboxes' consent pages: <CONSENT_PATH>/<account kind>/<the page's path>. */
 export const CONSENT_PATH = '/sandbox-consent';
 
 /** The connection to one sandbox host for one request; release() when the request is over. */
@@ -50,7 +47,6 @@ export interface SandboxesOptions {
   maxSets: number;
   logger: Logger;
   definitions?: readonly SandboxDefinition[];
-  connections?: readonly ConnectionSandbox[];
   /** The redirect URI of the service's connect flows (known once the service listens); without it, no sandbox connection can finish. */
   redirectUri?(): string;
 }
@@ -65,13 +61,12 @@ interface OwnerSet {
   ownerId: string;
   lastUsed: number;
   leases: number;
-  running: Map<ServedDefinition, Promise<Running>>;
+  running: Map<SandboxDefinition, Promise<Running>>;
 }
 
 export class Sandboxes implements SandboxRouter {
   readonly definitions: readonly SandboxDefinition[];
-  readonly connections: readonly ConnectionSandbox[];
-  private readonly byHost = new Map<string, ServedDefinition>();
+  private readonly byHost = new Map<string, SandboxDefinition>();
   /** Real origins (a pattern, `{name}` as one DNS label) and the sandbox URL template standing for each. */
   private readonly stands: Array<{ origin: RegExp; to: string }>;
   private readonly sets = new Map<string, OwnerSet>();
@@ -85,9 +80,8 @@ export class Sandboxes implements SandboxRouter {
 
   constructor(private readonly options: SandboxesOptions) {
     this.definitions = options.definitions ?? SANDBOX_DEFINITIONS;
-    this.connections = options.connections ?? SANDBOX_CONNECTIONS;
-    for (const def of [...this.definitions, ...this.connections]) for (const host of def.hosts) this.byHost.set(host, def);
-    this.stands = this.connections.flatMap((c) => Object.entries(c.stands).map(([from, to]) => ({ origin: originPattern(from), to })));
+    for (const def of this.definitions) for (const host of def.hosts) this.byHost.set(host, def);
+    this.stands = this.definitions.flatMap((d) => Object.entries(d.oauth?.urls ?? {}).map(([from, to]) => ({ origin: originPattern(from), to })));
     this.sweeper = setInterval(() => void this.sweep(), Math.min(60_000, Math.max(1000, options.idleMs / 4)));
     this.sweeper.unref();
   }
@@ -106,14 +100,19 @@ export class Sandboxes implements SandboxRouter {
     return { sets: this.sets.size, sandboxes: [...this.sets.values()].reduce((n, s) => n + s.running.size, 0) };
   }
 
-  /** The OAuth sandbox standing for a provider's connection (by its account kind), if any. */
-  connectionOf(kind: string): ConnectionSandbox | undefined {
-    return this.connections.find((c) => c.kind === kind);
+  /** The sandbox whose OAuth server stands for a provider's (by its account kind), if any. */
+  connectionOf(kind: string): SandboxDefinition | undefined {
+    return this.definitions.find((d) => d.kind === kind && d.oauth);
   }
 
   /** The app this service is registered as at an owner's OAuth sandbox. */
-  oauthApp(ownerId: string, connection: ConnectionSandbox): { clientId: string; clientSecret: string } {
-    return connection.app(this.secretOf(ownerId));
+  oauthApp(ownerId: string, def: SandboxDefinition): { clientId: string; clientSecret: string } {
+    return def.oauth!.client(this.secretOf(ownerId));
+  }
+
+  /** The path of the service where a browser opens an owner's sandbox consent page, for a provider's authorize URL. */
+  consentPath(def: SandboxDefinition, authorizeUrl: URL): string {
+    return `${CONSENT_PATH}/${def.kind}${def.oauth!.authorizePath}${authorizeUrl.search}`;
   }
 
   divert(url: URL): URL | undefined {
@@ -124,10 +123,10 @@ export class Sandboxes implements SandboxRouter {
     return undefined;
   }
 
-  /** The consent pages of the owner's OAuth sandbox at `hostname` (started if it is not running), or undefined. */
-  async consentPages(ownerId: string, hostname: string): Promise<http.RequestListener | undefined> {
-    const def = this.byHost.get(hostname.toLowerCase());
-    if (!def || !this.connections.includes(def as ConnectionSandbox)) return undefined;
+  /** The consent pages of the owner's OAuth sandbox of an account kind (started if it is not running), or undefined. */
+  async consentPages(ownerId: string, kind: string): Promise<http.RequestListener | undefined> {
+    const def = this.connectionOf(kind);
+    if (!def) return undefined;
     const set = this.setOf(ownerId);
     return (await this.started(set, def)).served.pages;
   }
@@ -204,7 +203,7 @@ export class Sandboxes implements SandboxRouter {
     return set;
   }
 
-  private started(set: OwnerSet, def: ServedDefinition): Promise<Running> {
+  private started(set: OwnerSet, def: SandboxDefinition): Promise<Running> {
     let running = set.running.get(def);
     if (!running) {
       running = this.start(set, def);
@@ -215,7 +214,7 @@ export class Sandboxes implements SandboxRouter {
     return running;
   }
 
-  private async start(set: OwnerSet, def: ServedDefinition): Promise<Running> {
+  private async start(set: OwnerSet, def: SandboxDefinition): Promise<Running> {
     const began = performance.now();
     let usesDatabase = false;
     try {
@@ -229,7 +228,7 @@ export class Sandboxes implements SandboxRouter {
           usesDatabase = true;
           return this.acquireDatabase();
         },
-        redirectUri: this.options.redirectUri?.() ?? '',
+        oauthRedirectUri: this.options.redirectUri?.(),
       });
       const agents = new Map(def.hosts.map((host) => [host, socketAgents(sockets[host].path)]));
       this.options.logger.info({ ownerId: set.ownerId, sandbox: def.kind, ms: Math.round(performance.now() - began), sets: this.sets.size }, 'sandbox started');

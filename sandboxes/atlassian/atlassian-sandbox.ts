@@ -1,4 +1,4 @@
-// Atlassian's OAuth 2.0 (3LO) authorization server and API gateway (/work/shared/connections.md §1), in front of
+// Atlassian's OAuth 2.0 (3LO) authorization server and API gateway (connections.md §1), in front of
 // one Jira sandbox per site:
 // - auth host (auth.atlassian.com): GET /authorize renders the consent page (app name, scopes in words, the
 //   signed-in user's sites; Accept / Cancel); POST /oauth/token takes a JSON body with the client id and secret
@@ -13,22 +13,11 @@ import { listen, readBody, recorder, sendFault, sendJson, takeFault, type Fault,
 import { SEED_USERS, startJiraSandbox, type JiraSandbox } from '../jira/jira-sandbox.ts';
 import { DAY, MINUTE, SandboxClock } from '../oauth/clock.ts';
 import { GrantBook, randomToken, type Grant } from '../oauth/grants.ts';
+import { oauthControls } from '../oauth/controls.ts';
 import type { OAuthClient, OAuthControls } from '../oauth/oauth.ts';
 import { ConsentRequests, decisionButtons, html, readForm, redirectTo, sendErrorPage, sendPage, type Brand } from '../oauth/pages.ts';
 import { authenticateClient, TokenLog, type TokenAnswer } from '../oauth/token-endpoint.ts';
-import {
-  ATLASSIAN_BAD_CLIENT,
-  ATLASSIAN_BAD_CODE,
-  ATLASSIAN_BAD_REDIRECT,
-  ATLASSIAN_CANCEL_DESCRIPTION,
-  ATLASSIAN_CODE_TTL_MS,
-  ATLASSIAN_GATEWAY_UNAUTHORIZED,
-  ATLASSIAN_NOT_JSON,
-  ATLASSIAN_SCOPE_MISMATCH,
-  ATLASSIAN_UNKNOWN_SITE,
-  CONSENT_REQUEST_TTL_MS,
-  atlassianMissing,
-} from '../oauth/unverified.ts';
+import { ATLASSIAN, CONSENT } from '../oauth/unverified.ts';
 import { SCOPE_WORDS, requiredScope } from './scopes.ts';
 
 export interface AtlassianSiteOptions {
@@ -76,6 +65,8 @@ export interface AtlassianSandbox extends OAuthControls {
   faults: Fault[];
   /** The user changes their password: every grant of every app ends. */
   changePassword(): void;
+  /** The user loses access to a site: it leaves their sites and every grant (accessible-resources, the gateway). */
+  leaveSite(cloudId: string): void;
   close(): Promise<void>;
 }
 
@@ -93,6 +84,7 @@ export const REFRESH_IDLE_MS = 90 * DAY;
 export const REFRESH_ABSOLUTE_MS = 365 * DAY;
 
 const BRAND: Brand = { name: 'Atlassian', accent: '#0052cc' };
+/** Every refused refresh token (connections.md). */
 const INVALID_REFRESH = { status: 403, body: { error: 'invalid_grant', error_description: 'Unknown or invalid refresh token.' } };
 
 /** What a grant covers besides its scopes: the sites of the user when they consented. */
@@ -128,11 +120,12 @@ function checkAuthorize(query: URLSearchParams, clients: readonly OAuthClient[])
     };
   }
   const state = query.get('state') ?? undefined;
-  const fail = (error: string, description: string): Checked => ({ redirect: { uri: redirectUri, error, description, state } });
-  if (query.get('response_type') !== 'code') return fail('unsupported_response_type', `Unsupported response type: ${query.get('response_type') ?? ''}`);
-  if (query.get('audience') !== AUDIENCE) return fail('access_denied', `Service not found: ${query.get('audience') ?? ''}`);
+  const fail = ([error, description]: readonly [string, string]): Checked => ({ redirect: { uri: redirectUri, error, description, state } });
+  const { redirectErrors } = ATLASSIAN;
+  if (query.get('response_type') !== 'code') return fail(redirectErrors.unsupportedResponseType(query.get('response_type') ?? ''));
+  if (query.get('audience') !== AUDIENCE) return fail(redirectErrors.unknownAudience(query.get('audience') ?? ''));
   const scopes = (query.get('scope') ?? '').split(' ').filter(Boolean);
-  if (scopes.length === 0) return fail('invalid_request', 'Missing required parameter: scope');
+  if (scopes.length === 0) return fail(redirectErrors.missingScope);
   const allowed = client.scopes ?? Object.keys(SCOPE_WORDS);
   const missing = scopes.filter((s) => !allowed.includes(s));
   if (missing.length > 0) {
@@ -166,15 +159,15 @@ export async function startAtlassianSandbox(options: AtlassianSandboxOptions): P
 
   const book = new GrantBook<GrantData>(clock, {
     accessTtlMs: ACCESS_TOKEN_TTL_MS,
-    codeTtlMs: ATLASSIAN_CODE_TTL_MS,
+    codeTtlMs: ATLASSIAN.codeTtlMs,
     reuseLeewayMs: REUSE_LEEWAY_MS,
     reuseRevokesGrantRefreshTokens: true,
     refreshIdleMs: REFRESH_IDLE_MS,
     refreshAbsoluteMs: REFRESH_ABSOLUTE_MS,
-    newAccessToken: () => `eyJ${randomToken(48)}`,
-    newRefreshToken: () => `eyJ${randomToken(40)}`,
+    newAccessToken: (grant, issuedAt, expiresAt) => ATLASSIAN.accessToken(grant, issuedAt, expiresAt),
+    newRefreshToken: () => randomToken(48),
   });
-  const consents = new ConsentRequests<AuthorizeRequest>(clock, CONSENT_REQUEST_TTL_MS);
+  const consents = new ConsentRequests<AuthorizeRequest>(clock, CONSENT.requestTtlMs);
   const log = new TokenLog(clock);
   const requests: RecordedRequest[] = [];
   const faults: Fault[] = [];
@@ -225,13 +218,16 @@ export async function startAtlassianSandbox(options: AtlassianSandboxOptions): P
     const request = consents.take(form.get('request'));
     if (!request) return sendErrorPage(res, 400, BRAND, 'This authorization request has expired or was already answered. Start again from the app.');
     if (form.get('decision') !== 'accept') {
-      return redirectTo(res, request.redirectUri, { error: 'access_denied', error_description: ATLASSIAN_CANCEL_DESCRIPTION, state: request.state });
+      const [error, description] = ATLASSIAN.redirectErrors.cancelled;
+      return redirectTo(res, request.redirectUri, { error, error_description: description, state: request.state });
     }
     // One grant per app and account; consenting again updates its scopes and sites.
     const grant = book.grant(request.client.clientId, user.accountId, request.scopes, { cloudIds: sites.map((s) => s.cloudId) }, () => true);
     const code = book.issueCode(grant, { redirectUri: request.redirectUri });
     redirectTo(res, request.redirectUri, { code, state: request.state });
   };
+
+  const controls = oauthControls({ clock, book, log, brand: BRAND, authorizePath: '/authorize', consent: pages });
 
   const tokenAnswer = (grant: Grant<GrantData>, tokens: { accessToken: string; refreshToken?: string; expiresIn: number }): TokenAnswer => ({
     status: 200,
@@ -253,27 +249,28 @@ export async function startAtlassianSandbox(options: AtlassianSandboxOptions): P
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
       body = parsed as Record<string, unknown>;
     } catch {
-      return { answer: ATLASSIAN_NOT_JSON };
+      return { answer: ATLASSIAN.errors.notJson };
     }
     const { grant_type: grantType, client_id: clientId } = body;
     const answer = (a: TokenAnswer) => ({ grantType, clientId, answer: a });
-    if (typeof grantType !== 'string' || grantType === '') return answer(atlassianMissing('grant_type'));
+    const { errors } = ATLASSIAN;
+    if (typeof grantType !== 'string' || grantType === '') return answer(errors.missing('grant_type'));
     const client = authenticateClient(clients, clientId, body.client_secret);
-    if (!client) return answer(ATLASSIAN_BAD_CLIENT);
+    if (!client) return answer(errors.badClient);
     if (grantType === 'authorization_code') {
-      if (typeof body.code !== 'string' || body.code === '') return answer(atlassianMissing('code'));
-      if (typeof body.redirect_uri !== 'string' || body.redirect_uri === '') return answer(atlassianMissing('redirect_uri'));
+      if (typeof body.code !== 'string' || body.code === '') return answer(errors.missing('code'));
+      if (typeof body.redirect_uri !== 'string' || body.redirect_uri === '') return answer(errors.missing('redirect_uri'));
       const code = book.takeCode(body.code, client.clientId);
-      if (!code) return answer(ATLASSIAN_BAD_CODE);
-      if (code.redirectUri !== body.redirect_uri) return answer(ATLASSIAN_BAD_REDIRECT);
+      if (!code) return answer(errors.badCode);
+      if (code.redirectUri !== body.redirect_uri) return answer(errors.badRedirect);
       return answer(tokenAnswer(code.grant, book.issue(code.grant, code.grant.scopes.includes('offline_access'))));
     }
     if (grantType === 'refresh_token') {
-      if (typeof body.refresh_token !== 'string' || body.refresh_token === '') return answer(atlassianMissing('refresh_token'));
+      if (typeof body.refresh_token !== 'string' || body.refresh_token === '') return answer(errors.missing('refresh_token'));
       const result = book.refresh(body.refresh_token, client.clientId);
       return answer('refused' in result ? INVALID_REFRESH : tokenAnswer(result.grant, result.tokens));
     }
-    return answer({ status: 403, body: { error: 'unsupported_grant_type', error_description: `Unsupported grant type: ${grantType}` } });
+    return answer(errors.unsupportedGrant(grantType));
   };
 
   /** The grant behind the request's bearer token, or the gateway's 401 already sent. */
@@ -281,7 +278,7 @@ export async function startAtlassianSandbox(options: AtlassianSandboxOptions): P
     const bearer = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
     const result = bearer ? book.access(bearer) : undefined;
     if (result && 'grant' in result) return result.grant;
-    sendJson(res, 401, ATLASSIAN_GATEWAY_UNAUTHORIZED);
+    sendJson(res, 401, ATLASSIAN.gateway.unauthorized);
     return undefined;
   };
 
@@ -294,7 +291,7 @@ export async function startAtlassianSandbox(options: AtlassianSandboxOptions): P
     record({ method, path: url.pathname, query: url.searchParams, headers: req.headers, body: raw });
     const fault = takeFault(faults, method, url.pathname);
     if (fault) return sendFault(res, fault);
-    if (consentRoute) return pages(req, res, url);
+    if (consentRoute) return controls.pages(req, res);
     if (url.pathname === '/oauth/token' && req.method === 'POST') {
       const { grantType, clientId, answer } = token(raw, req.headers['content-type']);
       return log.answer(res, grantType, clientId, answer);
@@ -313,21 +310,21 @@ export async function startAtlassianSandbox(options: AtlassianSandboxOptions): P
     if (url.pathname === '/oauth/token/accessible-resources' && method === 'GET') {
       const grant = bearerGrant(req, res);
       if (!grant) return;
-      const scopes = grant.scopes.filter((s) => s !== 'offline_access');
+      const scopes = ATLASSIAN.resourceScopes(grant.scopes);
       const resources = sites
         .filter((site) => grant.data.cloudIds.includes(site.cloudId))
         .map((site) => ({ id: site.cloudId, name: site.name, url: site.url, scopes, avatarUrl: `${site.url}/avatar.png` }));
       return sendJson(res, 200, resources);
     }
-    if (!jira) return sendJson(res, 404, { code: 404, message: 'Not Found' });
+    if (!jira) return sendJson(res, 404, ATLASSIAN.gateway.notFound);
     const site = sites.find((s) => s.cloudId === jira[1]);
-    if (!site) return sendJson(res, 404, ATLASSIAN_UNKNOWN_SITE);
+    if (!site) return sendJson(res, 404, ATLASSIAN.gateway.unknownSite);
     const path = jira[2] + url.search;
     if (!/^Bearer\s/i.test(req.headers.authorization ?? '')) return site.jira.serveGateway(req, res, path);
     const grant = bearerGrant(req, res);
     if (!grant) return;
-    if (!grant.data.cloudIds.includes(site.cloudId)) return sendJson(res, 401, ATLASSIAN_GATEWAY_UNAUTHORIZED);
-    if (!grant.scopes.includes(requiredScope(method, jira[2]))) return sendJson(res, 401, ATLASSIAN_SCOPE_MISMATCH);
+    if (!grant.data.cloudIds.includes(site.cloudId)) return sendJson(res, 401, ATLASSIAN.gateway.unauthorized);
+    if (!grant.scopes.includes(requiredScope(method, jira[2]))) return sendJson(res, 401, ATLASSIAN.gateway.scopeMismatch);
     site.jira.serveGateway(req, res, path, user.accountId);
   };
 
@@ -351,17 +348,12 @@ export async function startAtlassianSandbox(options: AtlassianSandboxOptions): P
     user,
     requests,
     faults,
-    clock,
-    tokenRequests: log.records,
-    tokenRequestCount: (grantType) => log.count(grantType),
-    revokeApp: (clientId) => book.revokeClient(clientId),
+    ...controls,
     changePassword: () => book.revokeSubject(user.accountId),
-    grants: () => book.views(),
-    pages: (req, res) => {
-      const url = new URL(req.url ?? '/', 'http://sandbox');
-      if (url.pathname === '/authorize' && (req.method === 'GET' || req.method === 'POST')) return void pages(req, res, url).catch(failed(res));
-      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' });
-      res.end('Not found');
+    leaveSite(cloudId) {
+      const at = sites.findIndex((s) => s.cloudId === cloudId);
+      if (at >= 0) sites.splice(at, 1);
+      for (const grant of book.grants) grant.data.cloudIds = grant.data.cloudIds.filter((id) => id !== cloudId);
     },
     close: async () => {
       await Promise.all([...servers, ...started].map((s) => s.close()));

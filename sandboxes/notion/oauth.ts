@@ -1,4 +1,4 @@
-// Notion's public-integration OAuth (/work/shared/connections.md §2), on the Notion sandbox's own host
+// Notion's public-integration OAuth (connections.md §2), on the Notion sandbox's own host
 // (api.notion.com): GET /v1/oauth/authorize (owner=user) renders the consent page where the user picks the
 // pages to share; POST /v1/oauth/token takes HTTP Basic client_id:client_secret and a JSON body
 // (authorization_code with the redirect_uri rules, refresh_token with rotation); POST /v1/oauth/revoke and
@@ -10,20 +10,11 @@ import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import { SandboxClock } from '../oauth/clock.ts';
 import { GrantBook, randomToken, type Grant } from '../oauth/grants.ts';
+import { oauthControls } from '../oauth/controls.ts';
 import type { OAuthClient, OAuthControls } from '../oauth/oauth.ts';
 import { ConsentRequests, decisionButtons, html, readForm, redirectTo, sendErrorPage, sendPage, type Brand } from '../oauth/pages.ts';
 import { authenticateClient, basicCredentials, TokenLog, type TokenAnswer } from '../oauth/token-endpoint.ts';
-import {
-  CONSENT_REQUEST_TTL_MS,
-  NOTION_ACCESS_TOKEN_TTL_MS,
-  NOTION_BAD_CLIENT,
-  NOTION_CODE_TTL_MS,
-  NOTION_CONSENT_REPLACES_SHARES,
-  NOTION_INTROSPECT_SCOPE,
-  NOTION_REAUTHORIZATION_ENDS_EARLIER_PAIRS,
-  NOTION_REVOKE_ENDS_AUTHORIZATION,
-  notionOAuthError,
-} from '../oauth/unverified.ts';
+import { CONSENT, NOTION } from '../oauth/unverified.ts';
 import { sendJson } from '../harness.ts';
 import { NotionApi } from './api.ts';
 import { WORKSPACE_NAME, type Workspace } from './model.ts';
@@ -43,7 +34,6 @@ export interface NotionOAuth extends OAuthControls {
 }
 
 const BRAND: Brand = { name: 'Notion', accent: '#0b6bcb' };
-const WORKSPACE_ICON = '🧪';
 
 /** An authorize request that passed every check, waiting for the user's pages and decision. */
 interface AuthorizeRequest {
@@ -77,16 +67,17 @@ export function createNotionOAuth(
 ): NotionOAuthServer {
   const clock = options.clock ?? new SandboxClock();
   const clients = options.clients;
-  const workspace = { id: randomUUID(), name: WORKSPACE_NAME, icon: WORKSPACE_ICON };
+  const workspace = { id: randomUUID(), name: WORKSPACE_NAME, icon: NOTION.workspaceIcon };
+  const { errors } = NOTION;
   const book = new GrantBook<GrantData>(clock, {
-    accessTtlMs: options.accessTokenTtlMs ?? NOTION_ACCESS_TOKEN_TTL_MS,
-    codeTtlMs: NOTION_CODE_TTL_MS,
+    accessTtlMs: options.accessTokenTtlMs ?? NOTION.accessTokenTtlMs,
+    codeTtlMs: NOTION.codeTtlMs,
     reuseLeewayMs: 0,
     reuseRevokesGrantRefreshTokens: false,
-    newAccessToken: () => `ntn_${randomToken(33)}`,
-    newRefreshToken: () => `nrt_${randomToken(33)}`,
+    newAccessToken: () => `${NOTION.accessTokenPrefix}${randomToken(33)}`,
+    newRefreshToken: () => `${NOTION.refreshTokenPrefix}${randomToken(33)}`,
   });
-  const consents = new ConsentRequests<AuthorizeRequest>(clock, CONSENT_REQUEST_TTL_MS);
+  const consents = new ConsentRequests<AuthorizeRequest>(clock, CONSENT.requestTtlMs);
   const log = new TokenLog(clock);
   /** Each integration's bot in this workspace, and the API as that bot sees it. */
   const bots = new Map<string, { botId: string; api: NotionApi }>();
@@ -170,7 +161,7 @@ export function createNotionOAuth(
     const picked = new Set(form.getAll('page'));
     for (const page of topPages()) {
       if (picked.has(page.id)) page.sharedWith.add(botId);
-      else if (NOTION_CONSENT_REPLACES_SHARES) page.sharedWith.delete(botId);
+      else if (NOTION.consentReplacesShares) page.sharedWith.delete(botId);
     }
     const grant = book.grant(request.client.clientId, user.id, [], { botId }, () => true);
     const code = book.issueCode(grant, { redirectUri: request.redirectUriGiven ? request.redirectUri : undefined });
@@ -205,27 +196,22 @@ export function createNotionOAuth(
   const token = (client: OAuthClient, body: Record<string, unknown>): TokenAnswer => {
     const grantType = body.grant_type;
     if (grantType === 'authorization_code') {
-      if (typeof body.code !== 'string' || body.code === '') return notionOAuthError(400, 'invalid_request', 'code should be defined.');
+      if (typeof body.code !== 'string' || body.code === '') return errors.missing('code');
       const code = book.takeCode(body.code, client.clientId);
-      if (!code) return notionOAuthError(400, 'invalid_grant', 'Invalid code.');
+      if (!code) return errors.badCode;
       if (code.redirectUri !== undefined && body.redirect_uri !== code.redirectUri) {
-        return body.redirect_uri === undefined
-          ? notionOAuthError(400, 'invalid_request', 'redirect_uri should be defined: the authorization request carried one.')
-          : notionOAuthError(400, 'invalid_grant', 'redirect_uri does not match the one of the authorization request.');
+        return body.redirect_uri === undefined ? errors.redirectRequired : errors.redirectMismatch;
       }
-      if (code.redirectUri === undefined && body.redirect_uri !== undefined) {
-        return notionOAuthError(400, 'invalid_request', 'redirect_uri should not be present: the authorization request had none.');
-      }
-      if (NOTION_REAUTHORIZATION_ENDS_EARLIER_PAIRS) book.revokeTokens(code.grant);
+      if (code.redirectUri === undefined && body.redirect_uri !== undefined) return errors.redirectNotAllowed;
+      if (NOTION.reauthorizationEndsEarlierPairs) book.revokeTokens(code.grant);
       return tokenAnswer(code.grant, book.issue(code.grant, true));
     }
     if (grantType === 'refresh_token') {
-      if (typeof body.refresh_token !== 'string' || body.refresh_token === '')
-        return notionOAuthError(400, 'invalid_request', 'refresh_token should be defined.');
+      if (typeof body.refresh_token !== 'string' || body.refresh_token === '') return errors.missing('refresh_token');
       const result = book.refresh(body.refresh_token, client.clientId);
-      return 'refused' in result ? notionOAuthError(400, 'invalid_grant', 'Invalid refresh token.') : tokenAnswer(result.grant, result.tokens);
+      return 'refused' in result ? errors.badRefresh : tokenAnswer(result.grant, result.tokens);
     }
-    return notionOAuthError(400, 'unsupported_grant_type', `Unsupported grant_type: ${String(grantType ?? '')}.`);
+    return errors.unsupportedGrant(String(grantType ?? ''));
   };
 
   const endpoint = (req: http.IncomingMessage, res: http.ServerResponse, path: string, raw: string): void => {
@@ -234,14 +220,15 @@ export function createNotionOAuth(
     const body = bodyOf(raw);
     const send = (answer: TokenAnswer) =>
       path === '/v1/oauth/token' ? log.answer(res, body?.grant_type, credentials?.id, answer) : sendJson(res, answer.status, answer.body);
-    if (!client) return send(NOTION_BAD_CLIENT);
-    if (!body) return send(notionOAuthError(400, 'invalid_request', 'Error parsing JSON body.'));
+    if (!client) return send(errors.badClient);
+    if (!body) return send(errors.notJson);
     if (path === '/v1/oauth/token') return send(token(client, body));
-    if (typeof body.token !== 'string' || body.token === '') return send(notionOAuthError(400, 'invalid_request', 'token should be defined.'));
+    if (typeof body.token !== 'string' || body.token === '') return send(errors.missing('token'));
     if (path === '/v1/oauth/revoke') {
       const grant = book.grantOf(body.token);
       if (grant?.clientId === client.clientId) {
-        if (NOTION_REVOKE_ENDS_AUTHORIZATION) book.revokeGrant(grant);
+        if (NOTION.revokeEndsAuthorization) book.revokeGrant(grant);
+        else book.revokeTokens(grant);
       }
       return send({ status: 200, body: { request_id: randomUUID() } });
     }
@@ -249,17 +236,15 @@ export function createNotionOAuth(
     return send({
       status: 200,
       body: found.active
-        ? { active: true, scope: NOTION_INTROSPECT_SCOPE, iat: Math.floor(found.issuedAt / 1000), request_id: randomUUID() }
+        ? { active: true, scope: NOTION.introspectScope, iat: Math.floor(found.issuedAt / 1000), request_id: randomUUID() }
         : { active: false, request_id: randomUUID() },
     });
   };
 
   const controls: NotionOAuth = {
+    ...oauthControls({ clock, book, log, brand: BRAND, authorizePath: '/v1/oauth/authorize', consent: pages }),
     user,
     workspace,
-    clock,
-    tokenRequests: log.records,
-    tokenRequestCount: (grantType) => log.count(grantType),
     revokeApp(clientId) {
       book.revokeClient(clientId);
       // The integration leaves the workspace: nothing is shared with its bot any more.
@@ -267,16 +252,6 @@ export function createNotionOAuth(
         if (clientId !== undefined && id !== clientId) continue;
         for (const record of [...ws.pages.values(), ...ws.databases.values()]) record.sharedWith.delete(bot.botId);
       }
-    },
-    grants: () => book.views(),
-    pages: (req, res) => {
-      const url = new URL(req.url ?? '/', 'http://sandbox');
-      if (url.pathname === '/v1/oauth/authorize' && (req.method === 'GET' || req.method === 'POST')) {
-        pages(req, res, url).catch((err: unknown) => res.headersSent || sendErrorPage(res, 500, BRAND, `The sandbox failed: ${String(err)}`));
-        return;
-      }
-      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' });
-      res.end('Not found');
     },
   };
 

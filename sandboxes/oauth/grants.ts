@@ -16,7 +16,8 @@ export interface TokenPolicy {
   refreshIdleMs?: number;
   /** A chain of refresh tokens ends this long after the authorization that started it (Atlassian: 365 days). */
   refreshAbsoluteMs?: number;
-  newAccessToken(): string;
+  /** A new access token for the grant, valid from `issuedAt` to `expiresAt` (the provider's format). */
+  newAccessToken(grant: Grant<unknown>, issuedAt: number, expiresAt: number): string;
   newRefreshToken(): string;
 }
 
@@ -85,6 +86,11 @@ export class GrantBook<D> {
     private readonly policy: TokenPolicy,
   ) {}
 
+  /** Every grant so far (revoked ones too), oldest first. */
+  get grants(): readonly Grant<D>[] {
+    return this.all;
+  }
+
   /** The live grant of this client and subject that `same` accepts, else a new one. */
   grant(clientId: string, subject: string, scopes: string[], data: D, same: (g: Grant<D>) => boolean = () => false): Grant<D> {
     const existing = this.all.find((g) => !g.revoked && g.clientId === clientId && g.subject === subject && same(g));
@@ -122,8 +128,9 @@ export class GrantBook<D> {
   /** A new access token, and a refresh token when `withRefresh` (a chain that started at `chainStart`, default now). */
   issue(grant: Grant<D>, withRefresh: boolean, chainStart = this.clock.now()): IssuedTokens {
     const now = this.clock.now();
-    const accessToken = this.policy.newAccessToken();
-    this.accessTokens.set(accessToken, { grant, issuedAt: now, expiresAt: now + this.policy.accessTtlMs, revoked: false });
+    const expiresAt = now + this.policy.accessTtlMs;
+    const accessToken = this.policy.newAccessToken(grant, now, expiresAt);
+    this.accessTokens.set(accessToken, { grant, issuedAt: now, expiresAt, revoked: false });
     const issued: IssuedTokens = { accessToken, expiresIn: Math.round(this.policy.accessTtlMs / 1000) };
     if (withRefresh) {
       issued.refreshToken = this.policy.newRefreshToken();

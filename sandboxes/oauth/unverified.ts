@@ -1,131 +1,170 @@
-// Every choice of the OAuth sandboxes that no primary source confirmed (/work/shared/connections.md marks them
-// *(unverified)*, or says nothing). Each is decided here, once, with why this value; change it here when a
-// primary source says otherwise. Everything else in sandboxes/atlassian, sandboxes/notion/oauth.ts and
-// sandboxes/supabase follows the documented contracts.
+// Every choice of the OAuth sandboxes that no primary source confirmed (connections.md marks them
+// *(unverified)*, or says nothing): each is decided here, once, with why; change it here when a primary source
+// says otherwise. What the sandboxes do beyond this file follows the documented contracts. The consent pages'
+// wording is ours (a person reads it, no client parses it).
+//
+// Behaviours decided here but built into the shared machinery (sandboxes/oauth/grants.ts):
+// - Atlassian: a refresh token reused inside the 10-minute leeway gets a new pair of the same chain, and the
+//   pair issued at its first use stays valid too (Auth0's reuse interval works so; the notice only says the
+//   reuse is "tolerated"); a reuse at exactly 10:00 is inside.
+// - Atlassian: family revocation (a reuse after the leeway) ends the grant's refresh tokens only; access tokens
+//   already issued are JWTs and work until they expire. Removing the app or changing the password ends them too.
+// - Notion and Supabase: a spent refresh token is refused at once (no leeway), and only that request.
+// - All three: a code is spent by its first use, even one refused for a wrong redirect_uri or PKCE verifier.
+import { randomBytes, randomUUID } from 'node:crypto';
 import { HOUR, MINUTE } from './clock.ts';
 
-// --- Atlassian (auth.atlassian.com runs on Auth0: its error bodies are Auth0's, `{error, error_description}`)
+/** A token endpoint's answer: status and JSON body. */
+export interface ErrorAnswer {
+  status: number;
+  body: { error: string; error_description: string };
+}
 
-/** How long an authorization code works: Auth0's documented default, and short enough to test code expiry. */
-export const ATLASSIAN_CODE_TTL_MS = 10 * MINUTE;
+const oauthError = (status: number, error: string, description: string): ErrorAnswer => ({ status, body: { error, error_description: description } });
 
-/**
- * A refresh token reused inside the 10-minute leeway gets a new access token and a new refresh token of the same
- * chain; the refresh token issued at the first use stays valid too (Auth0's reuse interval works this way; the
- * notice only says the reuse is "tolerated"). Reuse at exactly 10:00 still counts as inside.
- */
-export const ATLASSIAN_LEEWAY_REUSE_GIVES_NEW_PAIR = true;
+// --- Atlassian: auth.atlassian.com runs on Auth0, so its errors are Auth0's `{error, error_description}`, statuses
+// as Auth0 gives them (403 for refused grants, which connections.md confirms for refresh tokens).
 
-/**
- * Family revocation (reuse outside the leeway) ends the grant's refresh tokens only: access tokens already issued
- * are JWTs and keep working until they expire. Revoking the app or changing the password ends those as well.
- */
-export const ATLASSIAN_FAMILY_REVOCATION_KEEPS_ACCESS_TOKENS = true;
-
-/** Wrong or unknown client credentials at the token endpoint: Auth0's answer. */
-export const ATLASSIAN_BAD_CLIENT = { status: 401, body: { error: 'access_denied', error_description: 'Unauthorized' } };
-
-/** A spent, unknown, expired or foreign authorization code: Auth0's answer. */
-export const ATLASSIAN_BAD_CODE = { status: 403, body: { error: 'invalid_grant', error_description: 'Invalid authorization code' } };
-
-/** A redirect_uri at the token endpoint that differs from the authorize request's: Auth0's wording. */
-export const ATLASSIAN_BAD_REDIRECT = {
-  status: 403,
-  body: { error: 'invalid_grant', error_description: 'The redirect_uri parameter does not match the one used in the authorization request' },
+export const ATLASSIAN = {
+  /** How long an authorization code works: Auth0's default. */
+  codeTtlMs: 10 * MINUTE,
+  errors: {
+    /** Wrong or unknown client credentials. */
+    badClient: oauthError(401, 'access_denied', 'Unauthorized'),
+    /** A spent, unknown, expired or foreign authorization code. */
+    badCode: oauthError(403, 'invalid_grant', 'Invalid authorization code'),
+    badRedirect: oauthError(403, 'invalid_grant', 'The redirect_uri parameter does not match the one used in the authorization request'),
+    missing: (name: string) => oauthError(400, 'invalid_request', `Missing required parameter: ${name}`),
+    /** Atlassian documents a JSON body only (Auth0 may take a form too): anything else is refused, so a client sticks to the documented form. */
+    notJson: oauthError(400, 'invalid_request', 'The request body must be JSON (Content-Type: application/json)'),
+    unsupportedGrant: (type: string) => oauthError(403, 'unsupported_grant_type', `Unsupported grant type: ${type}`),
+  },
+  /** Authorize errors sent back to the app's registered redirect_uri (`error`, `error_description`). */
+  redirectErrors: {
+    unsupportedResponseType: (type: string) => ['unsupported_response_type', `Unsupported response type: ${type}`] as const,
+    /** An audience other than api.atlassian.com: Auth0's answer for an unknown API. */
+    unknownAudience: (audience: string) => ['access_denied', `Service not found: ${audience}`] as const,
+    missingScope: ['invalid_request', 'Missing required parameter: scope'] as const,
+    /** The Cancel button. */
+    cancelled: ['access_denied', 'User did not authorize the request'] as const,
+  },
+  /** api.atlassian.com's answers (the short JSON client logs show; the route-to-scope map is ours, scopes.ts). */
+  gateway: {
+    /** An expired, revoked or unknown access token, or a site the grant does not cover. */
+    unauthorized: { code: 401, message: 'Unauthorized' },
+    scopeMismatch: { code: 401, message: 'Unauthorized; scope does not match' },
+    unknownSite: { code: 404, message: 'Cannot find a site with this cloud id' },
+    notFound: { code: 404, message: 'Not Found' },
+  },
+  /**
+   * An access token is a JWT (as Atlassian's are: RS256, issuer auth.atlassian.com, the account as subject, the
+   * app as audience, its scopes, exp), so a client that reads `exp` from it can; the signature is random bytes
+   * (no client can verify it). Refresh tokens are opaque.
+   */
+  accessToken(grant: { clientId: string; subject: string; scopes: string[] }, issuedAt: number, expiresAt: number): string {
+    const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    const seconds = (ms: number) => Math.floor(ms / 1000);
+    const claims = {
+      jti: randomUUID(),
+      sub: grant.subject,
+      iss: 'https://auth.atlassian.com',
+      aud: grant.clientId,
+      client_id: grant.clientId,
+      scope: grant.scopes.join(' '),
+      nbf: seconds(issuedAt),
+      iat: seconds(issuedAt),
+      exp: seconds(expiresAt),
+    };
+    return `${part({ kid: 'auth.atlassian.io/sandbox', alg: 'RS256' })}.${part(claims)}.${randomBytes(64).toString('base64url')}`;
+  },
+  /** accessible-resources lists the granted scopes without `offline_access`, which is no product's scope. */
+  resourceScopes: (scopes: readonly string[]) => scopes.filter((s) => s !== 'offline_access'),
 };
-
-/** A token request without one of its parameters (status and text as Auth0 answers a malformed request). */
-export const atlassianMissing = (name: string) => ({
-  status: 400,
-  body: { error: 'invalid_request', error_description: `Missing required parameter: ${name}` },
-});
-
-/**
- * A token request whose body is not JSON. Atlassian documents JSON only (Auth0 may take a form too); the sandbox
- * refuses anything else so a client sticks to the documented form.
- */
-export const ATLASSIAN_NOT_JSON = {
-  status: 400,
-  body: { error: 'invalid_request', error_description: 'The request body must be JSON (Content-Type: application/json)' },
-};
-
-/** An expired, revoked or unknown access token at api.atlassian.com (the gateway's short JSON, seen in client logs). */
-export const ATLASSIAN_GATEWAY_UNAUTHORIZED = { code: 401, message: 'Unauthorized' };
-
-/** A token without the scope an endpoint needs (the gateway's text is confirmed by client reports; the scope map is ours). */
-export const ATLASSIAN_SCOPE_MISMATCH = { code: 401, message: 'Unauthorized; scope does not match' };
-
-/** A cloud id the grant does not cover, or that does not exist, at /ex/jira/<cloudId>. */
-export const ATLASSIAN_UNKNOWN_SITE = { code: 404, message: 'Cannot find a site with this cloud id' };
-
-/** The Cancel button: Auth0's description next to `error=access_denied`. */
-export const ATLASSIAN_CANCEL_DESCRIPTION = 'User did not authorize the request';
-
-/** accessible-resources lists the granted scopes without `offline_access` (it is not a product scope). */
-export const ATLASSIAN_RESOURCE_SCOPES_OMIT_OFFLINE = true;
 
 // --- Notion
 
-/**
- * How long a Notion OAuth access token works. Notion's SDK has no `expires_in`; an hour is the common lifetime
- * among OAuth providers with refresh tokens, and short enough that a client meets a 401 and must refresh.
- */
-export const NOTION_ACCESS_TOKEN_TTL_MS = HOUR;
-
-/** How long a Notion authorization code works. */
-export const NOTION_CODE_TTL_MS = 10 * MINUTE;
-
-/**
- * Every authorization mints a new token pair (reported for 2026-06-08 on) and the pairs of earlier authorizations
- * of the same integration in the workspace stop working, so a client that keeps an old pair finds out.
- */
-export const NOTION_REAUTHORIZATION_ENDS_EARLIER_PAIRS = true;
-
-/**
- * At consent the user's page picks are the integration's top-level pages from then on: a page shared before and
- * unticked now is no longer shared (the page picker shows what is shared, ticked).
- */
-export const NOTION_CONSENT_REPLACES_SHARES = true;
-
-/** POST /v1/oauth/revoke ends the whole authorization (every token of it), not only the token sent. */
-export const NOTION_REVOKE_ENDS_AUTHORIZATION = true;
-
-/** The `scope` introspect reports for an active token: the capabilities of a public integration that reads and writes content. */
-export const NOTION_INTROSPECT_SCOPE = 'read_content update_content insert_content';
-
-/** Token-endpoint errors: the OAuth pair `{error, error_description}` (connections.md confirms only `error`). */
-export const notionOAuthError = (status: number, error: string, description: string) => ({
-  status,
-  body: { error, error_description: description },
-});
-
-/** Wrong or missing Basic credentials at the token, revoke and introspect endpoints. */
-export const NOTION_BAD_CLIENT = notionOAuthError(401, 'invalid_client', 'Invalid client credentials.');
+export const NOTION = {
+  /**
+   * How long an access token works. Notion's SDK has no `expires_in`; an hour is the common lifetime among
+   * providers with refresh tokens, and short enough that a client meets the 401 and refreshes. A test control.
+   */
+  accessTokenTtlMs: HOUR,
+  codeTtlMs: 10 * MINUTE,
+  /** Token formats: opaque to clients; `ntn_` as Notion's newer tokens begin. */
+  accessTokenPrefix: 'ntn_',
+  refreshTokenPrefix: 'nrt_',
+  /** The workspace's icon in the token answer (Notion gives an emoji or a URL). */
+  workspaceIcon: '🧪',
+  /**
+   * Every authorization mints a new pair (reported from 2026-06-08 on) and the pairs of earlier authorizations of
+   * the same integration in the workspace stop working, so a client that keeps an old pair finds out.
+   */
+  reauthorizationEndsEarlierPairs: true,
+  /** POST /v1/oauth/revoke ends the whole authorization (every token of it), not only the token sent. */
+  revokeEndsAuthorization: true,
+  /** The page picks at consent are the integration's top-level pages from then on (unticked = no longer shared). */
+  consentReplacesShares: true,
+  /** The `scope` introspect reports for a live token: the capabilities of an integration that reads and writes content. */
+  introspectScope: 'read_content update_content insert_content',
+  /** Token, revoke and introspect errors: the OAuth pair (connections.md confirms `400 invalid_grant`). */
+  errors: {
+    badClient: oauthError(401, 'invalid_client', 'Invalid client credentials.'),
+    notJson: oauthError(400, 'invalid_request', 'Error parsing JSON body.'),
+    missing: (name: string) => oauthError(400, 'invalid_request', `${name} should be defined.`),
+    badCode: oauthError(400, 'invalid_grant', 'Invalid code.'),
+    redirectRequired: oauthError(400, 'invalid_request', 'redirect_uri should be defined: the authorization request carried one.'),
+    redirectMismatch: oauthError(400, 'invalid_grant', 'redirect_uri does not match the one of the authorization request.'),
+    redirectNotAllowed: oauthError(400, 'invalid_request', 'redirect_uri should not be present: the authorization request had none.'),
+    badRefresh: oauthError(400, 'invalid_grant', 'Invalid refresh token.'),
+    unsupportedGrant: (type: string) => oauthError(400, 'unsupported_grant_type', `Unsupported grant_type: ${type}.`),
+  },
+};
 
 // --- Supabase
 
-/** How long a Supabase OAuth access token works (clients seen in the wild get expires_in 3600... unconfirmed). */
-export const SUPABASE_ACCESS_TOKEN_TTL_MS = HOUR;
-
-/** How long a Supabase authorization code works. */
-export const SUPABASE_CODE_TTL_MS = 10 * MINUTE;
-
-/** Token-endpoint errors: the OAuth pair, as the Management API's OAuth server is documented to follow RFC 6749. */
-export const supabaseOAuthError = (status: number, error: string, description: string) => ({
-  status,
-  body: { error, error_description: description },
-});
-
-/** An invalid, expired or revoked bearer at the Management API. */
-export const SUPABASE_UNAUTHORIZED = { message: 'Unauthorized' };
-
-/** Without `reveal=true`, api-keys masks secret keys: their prefix, then dots (as the dashboard shows them). */
-export const SUPABASE_MASKED_SECRET_VISIBLE_CHARS = 15;
-
-/** `code_challenge_method` is matched without regard to case (older docs spell it `s256`). */
-export const SUPABASE_CHALLENGE_METHOD_ANY_CASE = true;
+export const SUPABASE = {
+  /** How long an access token works (clients in the wild see expires_in 3600; unconfirmed). A test control. */
+  accessTokenTtlMs: HOUR,
+  codeTtlMs: 10 * MINUTE,
+  /** `code_challenge_method` in any case (older docs spell it `s256`). */
+  challengeMethodAnyCase: true,
+  /** The client may also authenticate with client_id and client_secret in the form (RFC 6749 §2.3.1; a Rust client does). */
+  clientInForm: true,
+  /** api-keys without `reveal=true`: a secret key shows this many characters, then dots. */
+  maskedSecretVisibleChars: 15,
+  /** Token-endpoint errors: the OAuth pair of RFC 6749. */
+  errors: {
+    badClient: oauthError(401, 'invalid_client', 'Invalid client credentials'),
+    notForm: oauthError(400, 'invalid_request', 'The body must be application/x-www-form-urlencoded'),
+    missing: (name: string) => oauthError(400, 'invalid_request', `${name} is required`),
+    badCode: oauthError(400, 'invalid_grant', 'Invalid authorization code'),
+    badRedirect: oauthError(400, 'invalid_grant', 'redirect_uri does not match the authorization request'),
+    verifierMissing: oauthError(400, 'invalid_grant', 'code_verifier is required'),
+    verifierMismatch: oauthError(400, 'invalid_grant', 'code_verifier does not match the code_challenge'),
+    badRefresh: oauthError(400, 'invalid_grant', 'Invalid refresh token'),
+    unsupportedGrant: (type: string) => oauthError(400, 'unsupported_grant_type', `Unsupported grant_type: ${type}`),
+  },
+  /** Authorize errors sent back to the registered redirect_uri. */
+  redirectErrors: {
+    unsupportedResponseType: ['unsupported_response_type', 'response_type must be code'] as const,
+    badChallengeMethod: ['invalid_request', 'code_challenge_method must be S256'] as const,
+    badChallenge: ['invalid_request', 'code_challenge must be 43 to 128 characters of base64url'] as const,
+  },
+  /** Management API answers. */
+  api: {
+    unauthorized: { message: 'Unauthorized' },
+    projectNotFound: { message: 'Project not found' },
+  },
+};
 
 // --- all three
 
-/** How long the consent page's form stays valid before the user must start again from the app. */
-export const CONSENT_REQUEST_TTL_MS = 30 * MINUTE;
+/**
+ * Authorize requests naming an unknown client or an unregistered redirect_uri get a page saying so, never a
+ * redirect (the brief's rule for Atlassian, applied to all three); Notion shows every problem of the request on
+ * a page, Supabase also the 4 kB limit of redirect_uri + state.
+ */
+export const CONSENT = {
+  /** How long the consent page's form stays valid before the user must start again from the app. */
+  requestTtlMs: 30 * MINUTE,
+};

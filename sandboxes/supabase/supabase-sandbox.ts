@@ -1,4 +1,4 @@
-// Supabase's OAuth apps for the Management API (/work/shared/connections.md §3), on one host (api.supabase.com):
+// Supabase's OAuth apps for the Management API (connections.md §3), on one host (api.supabase.com):
 // GET /v1/oauth/authorize (PKCE S256, organization_slug optional, redirect_uri + state at most 4 kB) renders
 // the consent page where the user picks an organization; POST /v1/oauth/token takes a form body and HTTP Basic
 // (PKCE verified, 201 answers, rotation on refresh); GET /v1/projects and /v1/projects/{ref}/api-keys with the
@@ -21,18 +21,11 @@ import {
 } from '../harness.ts';
 import { SandboxClock } from '../oauth/clock.ts';
 import { GrantBook, randomToken, type Grant } from '../oauth/grants.ts';
+import { oauthControls } from '../oauth/controls.ts';
 import type { OAuthClient, OAuthControls } from '../oauth/oauth.ts';
 import { ConsentRequests, decisionButtons, html, readForm, redirectTo, sendErrorPage, sendPage, type Brand } from '../oauth/pages.ts';
 import { authenticateClient, basicCredentials, TokenLog, type TokenAnswer } from '../oauth/token-endpoint.ts';
-import {
-  CONSENT_REQUEST_TTL_MS,
-  SUPABASE_ACCESS_TOKEN_TTL_MS,
-  SUPABASE_CHALLENGE_METHOD_ANY_CASE,
-  SUPABASE_CODE_TTL_MS,
-  SUPABASE_MASKED_SECRET_VISIBLE_CHARS,
-  SUPABASE_UNAUTHORIZED,
-  supabaseOAuthError,
-} from '../oauth/unverified.ts';
+import { CONSENT, SUPABASE } from '../oauth/unverified.ts';
 import type { ProjectKeys } from '../postgrest/auth.ts';
 import { createPostgrestProject, SharedDatabase, type PostgrestProject } from '../postgrest/postgrest-sandbox.ts';
 
@@ -43,6 +36,8 @@ export interface SupabaseProjectOptions {
   region?: string;
   /** Derive the project's keys from this secret (the same keys at every start); random by default. */
   keySeed?: string;
+  /** An existing Data API to serve as this project's (one a pasted account also reaches); it stays open at close. */
+  data?: PostgrestProject;
 }
 
 export interface SupabaseOrganizationOptions {
@@ -83,11 +78,14 @@ export interface SupabaseSandbox extends OAuthControls {
   /** Where every project's Data API is, under /<ref>. */
   dataApiUrl: string;
   organizations: Array<{ slug: string; name: string }>;
-  projects: SupabaseProject[];
+  /** The projects now (a deleted one is gone). */
+  readonly projects: SupabaseProject[];
   /** The signed-in Supabase user who consents. */
   user: { id: string; email: string };
   /** Requests to the Management API host (the Data API's are not recorded here). */
   requests: RecordedRequest[];
+  /** The project is deleted: the Management API no longer lists it and its Data API answers 404. */
+  deleteProject(ref: string): void;
   /** Scripted failures of the Management API host (its token endpoint included), checked before anything else. */
   faults: Fault[];
   close(): Promise<void>;
@@ -146,14 +144,16 @@ function checkAuthorize(query: URLSearchParams, clients: readonly OAuthClient[])
   if (Buffer.byteLength(redirectUri) + Buffer.byteLength(state ?? '') > MAX_REDIRECT_AND_STATE_BYTES) {
     return { page: 'redirect_uri and state together must not exceed 4 kB.' };
   }
-  const fail = (error: string, description: string): Checked => ({ redirect: { uri: redirectUri, error, description, state } });
-  if (query.get('response_type') !== 'code') return fail('unsupported_response_type', 'response_type must be code');
+  const fail = ([error, description]: readonly [string, string]): Checked => ({ redirect: { uri: redirectUri, error, description, state } });
+  const { redirectErrors } = SUPABASE;
+  if (query.get('response_type') !== 'code') return fail(redirectErrors.unsupportedResponseType);
   const challenge = query.get('code_challenge') ?? undefined;
   const method = query.get('code_challenge_method') ?? undefined;
   if (challenge !== undefined || method !== undefined) {
-    const s256Method = SUPABASE_CHALLENGE_METHOD_ANY_CASE ? method?.toUpperCase() === 'S256' : method === 'S256';
-    if (!s256Method) return fail('invalid_request', 'code_challenge_method must be S256');
-    if (!challenge || !/^[A-Za-z0-9._~-]{43,128}$/.test(challenge)) return fail('invalid_request', 'code_challenge must be 43 to 128 characters of base64url');
+    const s256Method = SUPABASE.challengeMethodAnyCase ? method?.toUpperCase() === 'S256' : method === 'S256';
+    if (!s256Method) return fail(redirectErrors.badChallengeMethod);
+    // RFC 7636 §4.2: an S256 challenge is base64url; 43 to 128 characters like the verifier.
+    if (!challenge || !/^[A-Za-z0-9._~-]{43,128}$/.test(challenge)) return fail(redirectErrors.badChallenge);
   }
   return { ok: { client, redirectUri, state, codeChallenge: challenge, organization: query.get('organization_slug') ?? undefined } };
 }
@@ -166,7 +166,7 @@ export async function startSupabaseSandbox(options: SupabaseSandboxOptions): Pro
   const projects: Project[] = [];
   const definitions = options.organizations ?? DEFAULT_ORGANIZATIONS;
   // One Postgres for every project, started only when there is a project.
-  const ownDatabase = !options.database && definitions.some((o) => o.projects.length > 0) ? await SharedDatabase.start() : undefined;
+  const ownDatabase = !options.database && definitions.some((o) => o.projects.some((p) => !p.data)) ? await SharedDatabase.start() : undefined;
   const closers: Array<() => Promise<void>> = [];
   if (ownDatabase) closers.push(() => ownDatabase.close());
   const closeAll = async () => {
@@ -179,8 +179,12 @@ export async function startSupabaseSandbox(options: SupabaseSandboxOptions): Pro
       organizations.push({ slug, name: org.name });
       for (const p of org.projects) {
         const ref = p.ref ?? letters(20);
-        const data = await createPostgrestProject({ database: options.database ?? ownDatabase, keySeed: p.keySeed, ref, record: false });
-        closers.push(() => data.close());
+        let data = p.data;
+        if (!data) {
+          const created = await createPostgrestProject({ database: options.database ?? ownDatabase, keySeed: p.keySeed, ref, record: false });
+          closers.push(() => created.close());
+          data = created;
+        }
         projects.push({ ref, name: p.name, organizationSlug: slug, region: p.region ?? 'us-east-1', createdAt: new Date(clock.now()).toISOString(), data });
       }
     }
@@ -190,14 +194,14 @@ export async function startSupabaseSandbox(options: SupabaseSandboxOptions): Pro
   }
 
   const book = new GrantBook<GrantData>(clock, {
-    accessTtlMs: options.accessTokenTtlMs ?? SUPABASE_ACCESS_TOKEN_TTL_MS,
-    codeTtlMs: SUPABASE_CODE_TTL_MS,
+    accessTtlMs: options.accessTokenTtlMs ?? SUPABASE.accessTokenTtlMs,
+    codeTtlMs: SUPABASE.codeTtlMs,
     reuseLeewayMs: 0,
     reuseRevokesGrantRefreshTokens: false,
     newAccessToken: () => `sbp_oauth_${randomBytes(20).toString('hex')}`,
     newRefreshToken: () => randomToken(32),
   });
-  const consents = new ConsentRequests<AuthorizeRequest>(clock, CONSENT_REQUEST_TTL_MS);
+  const consents = new ConsentRequests<AuthorizeRequest>(clock, CONSENT.requestTtlMs);
   const log = new TokenLog(clock);
   const requests: RecordedRequest[] = [];
   const faults: Fault[] = [];
@@ -258,44 +262,45 @@ export async function startSupabaseSandbox(options: SupabaseSandboxOptions): Pro
     redirectTo(res, request.redirectUri, { code, state: request.state });
   };
 
+  const controls = oauthControls({ clock, book, log, brand: BRAND, authorizePath: '/v1/oauth/authorize', consent: pages });
+
   const tokenAnswer = (tokens: { accessToken: string; refreshToken?: string; expiresIn: number }): TokenAnswer => ({
     status: 201,
     body: { access_token: tokens.accessToken, refresh_token: tokens.refreshToken, expires_in: tokens.expiresIn, token_type: 'Bearer' },
   });
 
-  /** POST /v1/oauth/token: a form body; the client by HTTP Basic (or, as RFC 6749 allows, in the form). */
+  /** POST /v1/oauth/token: a form body; the client by HTTP Basic (or in the form, `SUPABASE.clientInForm`). */
   const token = (req: http.IncomingMessage, raw: string): { grantType?: unknown; clientId?: unknown; answer: TokenAnswer } => {
-    if (!/^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '')) {
-      return { answer: supabaseOAuthError(400, 'invalid_request', 'The body must be application/x-www-form-urlencoded') };
-    }
+    const { errors } = SUPABASE;
+    if (!/^application\/x-www-form-urlencoded\b/i.test(req.headers['content-type'] ?? '')) return { answer: errors.notForm };
     const form = new URLSearchParams(raw);
     const grantType = form.get('grant_type') ?? '';
     const basic = basicCredentials(req.headers.authorization);
-    const clientId = basic?.id ?? form.get('client_id') ?? undefined;
+    const inForm = SUPABASE.clientInForm && !basic;
+    const clientId = basic?.id ?? (inForm ? form.get('client_id') : null) ?? undefined;
     const answer = (a: TokenAnswer) => ({ grantType, clientId, answer: a });
-    const client = authenticateClient(clients, clientId, basic?.secret ?? form.get('client_secret'));
-    if (!client) return answer(supabaseOAuthError(401, 'invalid_client', 'Invalid client credentials'));
+    const client = authenticateClient(clients, clientId, basic?.secret ?? (inForm ? form.get('client_secret') : null));
+    if (!client) return answer(errors.badClient);
     if (grantType === 'authorization_code') {
       const codeValue = form.get('code');
-      if (!codeValue) return answer(supabaseOAuthError(400, 'invalid_request', 'code is required'));
+      if (!codeValue) return answer(errors.missing('code'));
       const code = book.takeCode(codeValue, client.clientId);
-      if (!code) return answer(supabaseOAuthError(400, 'invalid_grant', 'Invalid authorization code'));
-      if (form.get('redirect_uri') !== code.redirectUri)
-        return answer(supabaseOAuthError(400, 'invalid_grant', 'redirect_uri does not match the authorization request'));
+      if (!code) return answer(errors.badCode);
+      if (form.get('redirect_uri') !== code.redirectUri) return answer(errors.badRedirect);
       if (code.codeChallenge !== undefined) {
         const verifier = form.get('code_verifier');
-        if (!verifier) return answer(supabaseOAuthError(400, 'invalid_grant', 'code_verifier is required'));
-        if (s256(verifier) !== code.codeChallenge) return answer(supabaseOAuthError(400, 'invalid_grant', 'code_verifier does not match the code_challenge'));
+        if (!verifier) return answer(errors.verifierMissing);
+        if (s256(verifier) !== code.codeChallenge) return answer(errors.verifierMismatch);
       }
       return answer(tokenAnswer(book.issue(code.grant, true)));
     }
     if (grantType === 'refresh_token') {
       const refreshToken = form.get('refresh_token');
-      if (!refreshToken) return answer(supabaseOAuthError(400, 'invalid_request', 'refresh_token is required'));
+      if (!refreshToken) return answer(errors.missing('refresh_token'));
       const result = book.refresh(refreshToken, client.clientId);
-      return answer('refused' in result ? supabaseOAuthError(400, 'invalid_grant', 'Invalid refresh token') : tokenAnswer(result.tokens));
+      return answer('refused' in result ? errors.badRefresh : tokenAnswer(result.tokens));
     }
-    return answer(supabaseOAuthError(400, 'unsupported_grant_type', `Unsupported grant_type: ${grantType}`));
+    return answer(errors.unsupportedGrant(grantType));
   };
 
   const projectJson = (p: Project) => ({
@@ -327,14 +332,14 @@ export async function startSupabaseSandbox(options: SupabaseSandboxOptions): Pro
     });
     const opaque = (type: 'publishable' | 'secret', apiKey: string) => ({
       name: 'default',
-      api_key: type === 'secret' && !reveal ? `${apiKey.slice(0, SUPABASE_MASKED_SECRET_VISIBLE_CHARS)}${'•'.repeat(12)}` : apiKey,
+      api_key: type === 'secret' && !reveal ? `${apiKey.slice(0, SUPABASE.maskedSecretVisibleChars)}${'•'.repeat(12)}` : apiKey,
       id: createHash('sha256')
         .update(`${p.ref} ${type}`)
         .digest('hex')
         .slice(0, 32)
         .replace(/^(.{8})(.{4})(.{4})(.{4})/, '$1-$2-$3-$4-'),
       type,
-      prefix: apiKey.slice(0, SUPABASE_MASKED_SECRET_VISIBLE_CHARS),
+      prefix: apiKey.slice(0, SUPABASE.maskedSecretVisibleChars),
       description: `The default ${type} key`,
       hash: createHash('sha256').update(apiKey).digest('base64url'),
       secret_jwt_template: type === 'secret' ? { role: 'service_role' } : null,
@@ -356,7 +361,7 @@ export async function startSupabaseSandbox(options: SupabaseSandboxOptions): Pro
     }
     const match = /^\/v1\/projects\/([^/]+)(\/api-keys)?$/.exec(url.pathname);
     const project = match && mine.find((p) => p.ref === match[1]);
-    if (method === 'GET' && match && !project) return { status: 404, body: { message: 'Project not found' } };
+    if (method === 'GET' && match && !project) return { status: 404, body: SUPABASE.api.projectNotFound };
     if (method === 'GET' && project && match[2]) return { status: 200, body: keyJson(project, url.searchParams.get('reveal') === 'true') };
     if (method === 'GET' && project) return { status: 200, body: projectJson(project) };
     return { status: 404, body: { message: 'Cannot ' + method + ' ' + url.pathname } };
@@ -370,14 +375,14 @@ export async function startSupabaseSandbox(options: SupabaseSandboxOptions): Pro
     record({ method, path: url.pathname, query: url.searchParams, headers: req.headers, body: raw });
     const fault = takeFault(faults, method, url.pathname);
     if (fault) return sendFault(res, fault);
-    if (consentRoute && (method === 'GET' || method === 'POST')) return pages(req, res, url);
+    if (consentRoute) return controls.pages(req, res);
     if (url.pathname === '/v1/oauth/token' && method === 'POST') {
       const { grantType, clientId, answer } = token(req, raw);
       return log.answer(res, grantType, clientId, answer);
     }
     const bearer = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
     const access = bearer ? book.access(bearer) : undefined;
-    if (!access || !('grant' in access)) return sendJson(res, 401, SUPABASE_UNAUTHORIZED);
+    if (!access || !('grant' in access)) return sendJson(res, 401, SUPABASE.api.unauthorized);
     const answer = management(access.grant, method, url);
     sendJson(res, answer.status, answer.body);
   };
@@ -409,32 +414,28 @@ export async function startSupabaseSandbox(options: SupabaseSandboxOptions): Pro
     dataApiUrl: data.url,
     user,
     organizations: organizations.map((o) => ({ ...o })),
-    projects: projects.map((p) => ({
-      ref: p.ref,
-      name: p.name,
-      organizationSlug: p.organizationSlug,
-      url: `${data.url}/${p.ref}`,
-      keys: {
-        jwtSecret: p.data.jwtSecret,
-        anonKey: p.data.anonKey,
-        serviceRoleKey: p.data.serviceRoleKey,
-        publishableKey: p.data.publishableKey,
-        secretKey: p.data.secretKey,
-      },
-      sql: (query, params) => p.data.sql(query, params),
-    })),
+    get projects() {
+      return projects.map((p) => ({
+        ref: p.ref,
+        name: p.name,
+        organizationSlug: p.organizationSlug,
+        url: `${data.url}/${p.ref}`,
+        keys: {
+          jwtSecret: p.data.jwtSecret,
+          anonKey: p.data.anonKey,
+          serviceRoleKey: p.data.serviceRoleKey,
+          publishableKey: p.data.publishableKey,
+          secretKey: p.data.secretKey,
+        },
+        sql: <T = Record<string, unknown>>(query: string, params?: unknown[]) => p.data.sql<T>(query, params),
+      }));
+    },
     requests,
     faults,
-    clock,
-    tokenRequests: log.records,
-    tokenRequestCount: (grantType) => log.count(grantType),
-    revokeApp: (clientId) => book.revokeClient(clientId),
-    grants: () => book.views(),
-    pages: (req, res) => {
-      const url = new URL(req.url ?? '/', 'http://sandbox');
-      if (url.pathname === '/v1/oauth/authorize' && (req.method === 'GET' || req.method === 'POST')) return void pages(req, res, url).catch(failed(res));
-      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' });
-      res.end('Not found');
+    ...controls,
+    deleteProject(ref) {
+      const at = projects.findIndex((p) => p.ref === ref);
+      if (at >= 0) projects.splice(at, 1);
     },
     async close() {
       await Promise.all(servers.map((s) => s.close()));

@@ -182,7 +182,7 @@ async function connectedAccounts(shot: Shot, page: Page, base: string, demo: Awa
   await shot('connect-choose-supabase', '/accounts', {
     prepare: async (p) => {
       await toSandboxConsent(p, 'Supabase (PostgREST Data API)');
-      await p.getByRole('radio', { name: /Acme/ }).check();
+      await p.getByRole('radio', { name: /^Sandbox/ }).check();
       await Promise.all([p.waitForURL(/\/connect\/choose/), p.getByRole('button', { name: 'Authorize Tool Server' }).click()]);
     },
   });

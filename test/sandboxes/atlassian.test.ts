@@ -187,6 +187,9 @@ describe('Atlassian sandbox: the token endpoint', () => {
     expect(Object.keys(answer.json).sort()).toEqual(['access_token', 'expires_in', 'refresh_token', 'scope', 'token_type']);
     expect(answer.json).toMatchObject({ expires_in: 3600, token_type: 'Bearer', scope: SCOPES });
     expect(sim.tokenRequests).toEqual([{ at: clock.now(), grantType: 'authorization_code', clientId: APP.clientId, status: 200 }]);
+    // A JWT, as Atlassian's access tokens are: a client may read its expiry.
+    const claims = JSON.parse(Buffer.from(answer.json.access_token.split('.')[1], 'base64url').toString());
+    expect(claims).toMatchObject({ sub: SEED_USERS.alice.accountId, aud: APP.clientId, scope: SCOPES, exp: claims.iat + 3600 });
   });
 
   it('gives no refresh token without offline_access', async () => {
@@ -427,6 +430,22 @@ describe('Atlassian sandbox: sites and the API gateway', () => {
     expect(await api(sim, `/ex/jira/${cloud}/rest/api/3/myself`, tokens.access)).toEqual({ status: 401, json: { code: 401, message: 'Unauthorized' } });
     const renewed = await refresh(sim, tokens.refresh);
     expect((await api(sim, `/ex/jira/${cloud}/rest/api/3/myself`, renewed.json.access_token)).status).toBe(200);
+  });
+
+  it('a site the user leaves is gone from accessible-resources and refused at the gateway', async () => {
+    const own = await startAtlassianSandbox({ clients: [APP] });
+    try {
+      const { access } = await connect(own);
+      const [kept, left] = own.sites;
+      own.leaveSite(left.cloudId);
+      const resources = await api(own, '/oauth/token/accessible-resources', access);
+      expect(resources.json.map((r: { id: string }) => r.id)).toEqual([kept.cloudId]);
+      expect((await api(own, `/ex/jira/${left.cloudId}/rest/api/3/myself`, access)).status).toBe(404);
+      expect((await api(own, `/ex/jira/${kept.cloudId}/rest/api/3/myself`, access)).status).toBe(200);
+      expect(own.sites.map((s) => s.cloudId)).toEqual([kept.cloudId]);
+    } finally {
+      await own.close();
+    }
   });
 
   it('still takes scoped API tokens (Basic) through the gateway', async () => {

@@ -4,7 +4,7 @@ import { listenOnLoopback, type RunningSandbox } from '../../sandboxes/harness.t
 import { startNotionSandbox, type NotionSandbox } from '../../sandboxes/notion/notion-sandbox.ts';
 import { MINUTE, SandboxClock } from '../../sandboxes/oauth/clock.ts';
 import type { OAuthClient } from '../../sandboxes/oauth/oauth.ts';
-import { NOTION_ACCESS_TOKEN_TTL_MS } from '../../sandboxes/oauth/unverified.ts';
+import { NOTION } from '../../sandboxes/oauth/unverified.ts';
 import { chromiumAvailable, launchChromium } from '../browser/chromium.ts';
 import { clickThrough, codeOf, consent, getPage } from '../support/oauth-consent.ts';
 
@@ -199,7 +199,7 @@ describe('Notion OAuth: the token endpoint', () => {
 
   it('expires the access token after its lifetime (a test control) with Notion’s 401; a refreshed one works', async () => {
     const tokens = await connect(sim);
-    clock.advance(NOTION_ACCESS_TOKEN_TTL_MS - 1);
+    clock.advance(NOTION.accessTokenTtlMs - 1);
     expect((await api(sim, '/users/me', tokens.access)).status).toBe(200);
     clock.advance(1);
     expect(await api(sim, '/users/me', tokens.access)).toEqual({ status: 401, json: { ...UNAUTHORIZED, request_id: expect.any(String) } });

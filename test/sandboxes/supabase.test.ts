@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenOnLoopback, type RunningSandbox } from '../../sandboxes/harness.ts';
 import { SandboxClock } from '../../sandboxes/oauth/clock.ts';
 import type { OAuthClient } from '../../sandboxes/oauth/oauth.ts';
-import { SUPABASE_ACCESS_TOKEN_TTL_MS } from '../../sandboxes/oauth/unverified.ts';
+import { SUPABASE } from '../../sandboxes/oauth/unverified.ts';
 import { SharedDatabase } from '../../sandboxes/postgrest/postgrest-sandbox.ts';
 import { startSupabaseSandbox, type SupabaseSandbox } from '../../sandboxes/supabase/supabase-sandbox.ts';
 import { chromiumAvailable, launchChromium } from '../browser/chromium.ts';
@@ -139,7 +139,7 @@ describe('Supabase OAuth: authorize, consent and tokens', () => {
     expect(answer.json).toEqual({
       access_token: expect.stringMatching(/^sbp_oauth_[0-9a-f]{40}$/),
       refresh_token: expect.any(String),
-      expires_in: SUPABASE_ACCESS_TOKEN_TTL_MS / 1000,
+      expires_in: SUPABASE.accessTokenTtlMs / 1000,
       token_type: 'Bearer',
     });
   });
@@ -210,7 +210,7 @@ describe('Supabase OAuth: authorize, consent and tokens', () => {
 
   it('answers an expired access token with 401; the refreshed one works', async () => {
     const tokens = await connect(sim);
-    clock.advance(SUPABASE_ACCESS_TOKEN_TTL_MS);
+    clock.advance(SUPABASE.accessTokenTtlMs);
     expect(await management(sim, '/v1/projects', tokens.access)).toEqual({ status: 401, json: { message: 'Unauthorized' } });
     const renewed = await token(sim, { grant_type: 'refresh_token', refresh_token: tokens.refresh });
     expect((await management(sim, '/v1/projects', renewed.json.access_token)).status).toBe(200);
@@ -291,6 +291,21 @@ describe('Supabase OAuth: projects, keys and their Data API', () => {
   it('an organization without projects lists none', async () => {
     const empty = await connect(sim, 'Side projects');
     expect(await management(sim, '/v1/projects', empty.access)).toEqual({ status: 200, json: [] });
+  });
+
+  it('a deleted project leaves the list, its keys and its Data API', async () => {
+    const extra = await startSupabaseSandbox({ clients: [APP], database, organizations: [{ name: 'Acme', projects: [{ name: 'a' }, { name: 'b' }] }] });
+    try {
+      const { access: token } = await connect(extra);
+      const [a, b] = extra.projects;
+      extra.deleteProject(a.ref);
+      expect((await management(extra, '/v1/projects', token)).json.map((p: { ref: string }) => p.ref)).toEqual([b.ref]);
+      expect((await management(extra, `/v1/projects/${a.ref}/api-keys`, token)).status).toBe(404);
+      expect((await fetch(`${a.url}/rest/v1/todos`, { headers: { apikey: a.keys.anonKey } })).status).toBe(404);
+      expect(extra.projects.map((p) => p.ref)).toEqual([b.ref]);
+    } finally {
+      await extra.close();
+    }
   });
 
   it('after the user revokes the app, refresh fails and access tokens get 401', async () => {
