@@ -252,6 +252,10 @@ describe.each(targets)('connected accounts on $name', (target) => {
         .map((r) => r.path);
       expect(sent).toContain(`/ex/jira/${sandboxes.atlassian.sites[1].cloudId}/rest/api/3/search/jql`);
       expect(new Set(sent).size).toBe(sent.length);
+      // Verifying a connection renews it: only that proves the grant still holds.
+      const verified = await b.api('POST', `/api/accounts/${id}/verify`);
+      expect(verified.body).toMatchObject({ verified: true, state: 'connected' });
+      expect(refreshes()).toBe(before + 2);
       await tracker.client.close();
     },
     120_000,
@@ -477,6 +481,9 @@ describe.each(targets)('connected accounts on $name', (target) => {
         ['rejected', 'account_needs_reauth'],
         ['refunded', 'account_needs_reauth'],
       ]);
+      // Verifying it renews nothing: only reconnecting mends it.
+      const verify = await b.api('POST', `/api/accounts/${id}/verify`);
+      expect(verify.body).toMatchObject({ verified: false, error: { code: 'account_needs_reauth' }, state: 'needs_reauth' });
       // Every page says so, with the way back.
       const page = await b.get(`${svc.url}/servers`);
       expect(page.html).toContain('data-testid="account-banner"');

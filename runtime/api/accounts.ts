@@ -70,12 +70,15 @@ export function accountsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     ctx.status = 204;
   });
   // Checks the account with its provider now; what it finds is its health (a refused credential: needs_reauth).
+  // A connected account that needs its owner stays so: only reconnecting it mends it.
   router.post('/accounts/:id/verify', g.owner, async (ctx) => {
     const doc = await ownAccount(ctx);
     const provider = d.accounts.providerFor(doc.kind);
-    const creds = (await d.accounts.credentials(me(ctx)._id, doc._id))!;
+    let creds = (await d.accounts.credentials(me(ctx)._id, doc._id))!;
     let detail: string;
     try {
+      // A connection is checked by renewing it (only that proves the grant still holds), then used.
+      if (doc.connection?.refreshable) creds = await d.connect.connections.renew(doc._id, doc.connection.version);
       detail = await d.engine.verify(provider, creds);
     } catch (err) {
       if (!(err instanceof ToolError)) throw err;
