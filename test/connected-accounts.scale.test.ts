@@ -17,7 +17,8 @@ describe.runIf(Boolean(MONGODB_URL))('connected accounts on several instances of
   const urls: string[] = [];
 
   beforeAll(async () => {
-    sandboxes = await startOAuthSandboxes();
+    // A refresh takes a second: long enough for every process to meet the expired token while it is under way.
+    sandboxes = await startOAuthSandboxes({ slowRefreshMs: 1000 });
     const port = await freePort();
     const env = {
       ...APP_ENV,

@@ -11,6 +11,7 @@ import { type NotionSandbox, startNotionSandbox } from '../../sandboxes/notion/n
 import { SandboxClock } from '../../sandboxes/oauth/clock.ts';
 import type { OAuthClient } from '../../sandboxes/oauth/oauth.ts';
 import { type SupabaseSandbox, startSupabaseSandbox } from '../../sandboxes/supabase/supabase-sandbox.ts';
+import { listenOnLoopback, readBody } from '../../sandboxes/harness.ts';
 import { requestIdOf } from './oauth-consent.ts';
 
 /** The operator's apps, one per provider, as the environment gives them to the service. */
@@ -42,15 +43,20 @@ export interface OAuthSandboxes {
   close(): Promise<void>;
 }
 
-export async function startOAuthSandboxes(): Promise<OAuthSandboxes> {
+/**
+ * `slowRefreshMs`: Atlassian's token endpoint takes this long to answer a refresh (a relay in front of the
+ * sandbox holds it), so that every process of a test meets the expired token while one refresh is under way.
+ */
+export async function startOAuthSandboxes(options: { slowRefreshMs?: number } = {}): Promise<OAuthSandboxes> {
   const clock = new SandboxClock();
   const client = (app: { clientId: string; clientSecret: string }): OAuthClient => ({ ...app, redirectUris: [], name: 'Tool Server' });
   const clients = [client(APPS.tracker), client(APPS.workspace), client(APPS.database)];
   const atlassian = await startAtlassianSandbox({ clients: [clients[0]], clock });
   const notion = await startNotionSandbox({ oauth: { clients: [clients[1]], clock } });
   const supabase = await startSupabaseSandbox({ clients: [clients[2]], clock });
+  const relay = options.slowRefreshMs ? await slowRefreshRelay(atlassian.authUrl, options.slowRefreshMs) : undefined;
   const specsDir = await connectSpecs({
-    'https://auth.atlassian.com': atlassian.authUrl,
+    'https://auth.atlassian.com': relay?.url ?? atlassian.authUrl,
     'https://api.atlassian.com': atlassian.apiUrl,
     'https://api.notion.com': notion.url,
     'https://api.supabase.com': supabase.url,
@@ -67,9 +73,21 @@ export async function startOAuthSandboxes(): Promise<OAuthSandboxes> {
       for (const c of clients) c.redirectUris.push(`${serviceUrl}/connect/callback`);
     },
     close: async () => {
-      await Promise.all([atlassian.close(), notion.close(), supabase.close()]);
+      await Promise.all([atlassian.close(), notion.close(), supabase.close(), relay?.close()]);
     },
   };
+}
+
+/** A loopback relay to `target` that holds each refresh-token request `delayMs` before passing it on. */
+async function slowRefreshRelay(target: string, delayMs: number) {
+  return listenOnLoopback(async (req, res) => {
+    const body = await readBody(req);
+    if (body.includes('"refresh_token"')) await new Promise((resolve) => setTimeout(resolve, delayMs));
+    const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length'].includes(k))) as Record<string, string>;
+    const answer = await fetch(target + req.url, { method: req.method, headers, body: req.method === 'GET' || req.method === 'HEAD' ? undefined : body, redirect: 'manual' });
+    res.writeHead(answer.status, Object.fromEntries([...answer.headers].filter(([k]) => !['content-length', 'content-encoding', 'transfer-encoding', 'connection'].includes(k))));
+    res.end(Buffer.from(await answer.arrayBuffer()));
+  });
 }
 
 /**
