@@ -45,6 +45,8 @@ export interface CompiledErrorRule {
 export interface Provider {
   spec: ProviderSpec;
   file: string;
+  /** The sha-256 of the file's text (a reload keeps what an unchanged file compiled to). */
+  digest: string;
   /** Names of secret account fields: usable in auth only, encrypted at rest, redacted from errors. */
   secretFields: ReadonlySet<string>;
   authHeaders: Array<{ name: string; template: CompiledTemplate; fields: string[] }>;
@@ -58,6 +60,8 @@ export interface Provider {
 export interface BaseTool {
   spec: ToolSpec;
   file: string;
+  /** The sha-256 of the file's text. */
+  digest: string;
   provider: Provider;
   /** Validates and completes (defaults) the arguments in place; compiled once at load. */
   validate: ValidateFunction;

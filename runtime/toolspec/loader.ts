@@ -1,5 +1,6 @@
 // Loads tool-specs/: YAML -> ajv against the spec language's own JSON Schema -> semantic checks ->
 // compiled catalog. Every problem is collected and reported as `file:line:col json-path message`.
+import { createHash } from 'node:crypto';
 import { access, readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,28 +53,43 @@ export function createArgumentsAjv(): Ajv2020 {
 
 /** One YAML file: its parsed value plus a way to turn a JSON pointer into a line and column. */
 class SourceFile {
-  readonly value: unknown;
-  private readonly doc: Document;
-  private readonly lines = new LineCounter();
+  private parsed?: { doc: Document; lines: LineCounter; value: unknown };
 
   constructor(
     readonly file: string,
     /** The folder under the specs directory: the provider's id. */
     readonly folder: string,
-    text: string,
+    private readonly text: string,
     readonly issues: SpecIssue[],
+    /** The sha-256 of the text. */
+    readonly digest: string,
+    /** What the same text compiled to at the last load (LoadOptions.previous): it had no problem then. */
+    readonly kept?: Provider | BaseTool,
   ) {
-    this.doc = parseDocument(text, { lineCounter: this.lines, prettyErrors: false, uniqueKeys: true });
-    for (const e of this.doc.errors) {
-      const pos = this.lines.linePos(e.pos[0]);
-      issues.push({ file, line: pos.line, column: pos.col, pointer: '', message: `YAML: ${e.message.split('\n')[0]}` });
+    // A kept file is parsed only if it has to be compiled again (its provider changed).
+    if (!kept) this.parse();
+  }
+
+  get value(): unknown {
+    return this.parse().value;
+  }
+
+  private parse(): NonNullable<SourceFile['parsed']> {
+    if (this.parsed) return this.parsed;
+    const lines = new LineCounter();
+    const doc = parseDocument(this.text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+    for (const e of doc.errors) {
+      const pos = lines.linePos(e.pos[0]);
+      this.issues.push({ file: this.file, line: pos.line, column: pos.col, pointer: '', message: `YAML: ${e.message.split('\n')[0]}` });
     }
-    this.value = this.doc.errors.length ? undefined : this.doc.toJS();
+    this.parsed = { doc, lines, value: doc.errors.length ? undefined : doc.toJS() };
+    return this.parsed;
   }
 
   /** Position of the deepest YAML node on the pointer's path (the key itself when `key` is set). */
   position(pointer: string[], key = false): { line: number; column: number } {
-    let node: unknown = this.doc.contents;
+    const { doc, lines } = this.parse();
+    let node: unknown = doc.contents;
     let offset = (node as YamlNode | null)?.range?.[0] ?? 0;
     for (const seg of pointer) {
       if (isMap(node)) {
@@ -90,7 +106,7 @@ class SourceFile {
     }
     // A quoted scalar starts one character before its text.
     const quoted = isScalar(node) && (node.type === 'QUOTE_DOUBLE' || node.type === 'QUOTE_SINGLE');
-    const pos = this.lines.linePos(offset);
+    const pos = lines.linePos(offset);
     return { line: pos.line, column: pos.col + (quoted && !key ? 1 : 0) };
   }
 
@@ -136,7 +152,22 @@ export interface LoadOptions {
    * the specs as they are written; a copy of the specs elsewhere, such as a test's, keeps lines that lead nowhere).
    */
   schemaPaths?: boolean;
+  /**
+   * The catalog of an earlier load of the same folder with the same plugins and options: a file whose text
+   * is unchanged keeps what it compiled to (a tool also needs its provider kept), so that a reload costs what
+   * changed. Unchanged results are the same objects: `!==` tells what a reload changed.
+   */
+  previous?: Catalog;
 }
+
+/**
+ * The ajv that compiled a catalog's tool schemas; a load with `previous` compiles into the same one (a new
+ * ajv's first compile costs 100 ms or more: it compiles JSON Schema 2020-12's own meta-schema).
+ */
+const argumentsAjvOf = new WeakMap<Catalog, Ajv2020>();
+
+/** The files the loader reads in each provider folder. */
+export const isSpecFile = (name: string): boolean => /\.ya?ml$/.test(name);
 
 /** Loads and compiles every spec under `dir`; throws SpecLoadError listing every problem. */
 export async function loadCatalog(dir: string, plugins: PluginRegistry, options: LoadOptions = {}): Promise<Catalog> {
@@ -144,20 +175,25 @@ export async function loadCatalog(dir: string, plugins: PluginRegistry, options:
   const rel = (f: string) => path.relative(options.relativeTo ?? process.cwd(), f) || f;
   const providerFiles: SourceFile[] = [];
   const toolFiles: SourceFile[] = [];
+  const earlier = new Map<string, Provider | BaseTool>(
+    [...(options.previous?.providers.values() ?? []), ...(options.previous?.tools.values() ?? [])].map((c) => [c.file, c]),
+  );
   const folders = (await readdir(dir, { withFileTypes: true }))
     .filter((d) => d.isDirectory())
     .map((d) => d.name)
     .sort();
-  for (const folder of folders) {
-    const names = (await readdir(path.join(dir, folder))).filter((n) => /\.ya?ml$/.test(n)).sort();
-    for (const name of names) {
-      const file = path.join(dir, folder, name);
-      const text = await readFile(file, 'utf8');
-      const src = new SourceFile(rel(file), folder, text, issues);
-      const kind = /^provider\.ya?ml$/.test(name) ? 'provider' : 'tool';
-      (kind === 'provider' ? providerFiles : toolFiles).push(src);
-      await checkSchemaLine(src, file, text, kind, options.schemaPaths === true);
-    }
+  // Read all at once (a reload of hundreds of files is otherwise the sum of their reads), then taken in order.
+  const listed = await Promise.all(folders.map(async (folder) => ({ folder, names: (await readdir(path.join(dir, folder))).filter(isSpecFile).sort() })));
+  const files = listed.flatMap(({ folder, names }) => names.map((name) => ({ folder, name, file: path.join(dir, folder, name) })));
+  const texts = await Promise.all(files.map((f) => readFile(f.file, 'utf8')));
+  for (const [i, { folder, name, file }] of files.entries()) {
+    const text = texts[i];
+    const digest = createHash('sha256').update(text).digest('hex');
+    const kept = earlier.get(rel(file));
+    const src = new SourceFile(rel(file), folder, text, issues, digest, kept?.digest === digest ? kept : undefined);
+    const kind = /^provider\.ya?ml$/.test(name) ? 'provider' : 'tool';
+    (kind === 'provider' ? providerFiles : toolFiles).push(src);
+    await checkSchemaLine(src, file, text, kind, options.schemaPaths === true);
   }
 
   const providers = new Map<string, Provider>();
@@ -173,13 +209,17 @@ export async function loadCatalog(dir: string, plugins: PluginRegistry, options:
     if (spec.id !== src.folder) {
       src.report(['id'], `provider "${spec.id}" is in the folder "${src.folder}": a provider's folder is named by its id (${spec.id}/provider.yaml)`);
     }
-    const provider = compileProvider(src, spec, plugins);
+    const provider = (src.kept as Provider | undefined) ?? compileProvider(src, spec, plugins);
     if (provider) providers.set(spec.id, provider);
     else for (const name of new Set([src.folder, spec.id])) broken.set(name, spec.account.fields);
   }
   for (const src of providerFiles) if (!shapedProviders.has(src) && !providers.has(src.folder)) broken.set(src.folder, undefined);
 
-  const argsAjv = createArgumentsAjv();
+  // argsAjv keeps what it compiled until it is told to forget: the schemas of a failed load, of a tool's
+  // earlier version (before compiling the new one: a schema's $id would collide), of a removed tool.
+  const argsAjv = (options.previous && argumentsAjvOf.get(options.previous)) ?? createArgumentsAjv();
+  const forget = (spec: ToolSpec) => argsAjv.removeSchema(spec.input).removeSchema(spec.output);
+  const compiled: ToolSpec[] = [];
   const tools = new Map<string, BaseTool>();
   for (const [src, spec] of validFiles<ToolSpec>(toolFiles, validateToolShape, 'tool', tools)) {
     // A tool naming the id its folder's provider declares is right; the provider's folder is what is wrong.
@@ -191,13 +231,26 @@ export async function loadCatalog(dir: string, plugins: PluginRegistry, options:
       if (!misplaced) src.report(['provider'], `unknown provider "${spec.provider}" (declared: ${[...providers.keys()].join(', ') || 'none'})`);
       continue;
     }
-    const tool = compileTool(src, spec, provider, provider ? provider.spec.account.fields : broken.get(spec.provider), plugins, argsAjv);
+    const kept = src.kept as BaseTool | undefined;
+    let tool = kept && kept.provider === provider ? kept : undefined;
+    if (!tool) {
+      const earlierVersion = earlier.get(src.file) as BaseTool | undefined;
+      if (earlierVersion && earlierVersion.spec !== spec) forget(earlierVersion.spec);
+      compiled.push(spec);
+      tool = compileTool(src, spec, provider, provider ? provider.spec.account.fields : broken.get(spec.provider), plugins, argsAjv);
+    }
     if (tool) tools.set(spec.id, tool);
   }
 
-  if (issues.length) throw new SpecLoadError(issues);
+  if (issues.length) {
+    compiled.forEach(forget);
+    throw new SpecLoadError(issues);
+  }
+  for (const old of options.previous?.tools.values() ?? []) if (!compiled.includes(old.spec) && tools.get(old.spec.id) !== old) forget(old.spec);
   const sorted = new Map([...tools.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  return { providers, tools: sorted };
+  const catalog = { providers, tools: sorted };
+  argumentsAjvOf.set(catalog, argsAjv);
+  return catalog;
 }
 
 const SCHEMA_LINE = /^#\s*yaml-language-server:\s*\$schema=(\S+)/m;
@@ -236,12 +289,12 @@ function* validFiles<T extends { id: string }>(
   seen: ReadonlyMap<string, { file: string }>,
 ): Generator<[SourceFile, T]> {
   for (const src of files) {
-    if (src.value === undefined) continue;
-    if (!validate(src.value)) {
+    if (!src.kept && src.value === undefined) continue;
+    if (!src.kept && !validate(src.value)) {
       reportAjvErrors(src, validate.errors);
       continue;
     }
-    const spec = src.value as unknown as T;
+    const spec = (src.kept?.spec ?? src.value) as unknown as T;
     const earlier = seen.get(spec.id);
     if (earlier) src.report(['id'], `${what} "${spec.id}" is already declared in ${earlier.file}`);
     else yield [src, spec];
@@ -318,7 +371,7 @@ function compileProvider(src: SourceFile, spec: ProviderSpec, plugins: PluginReg
     ? bindPlugins(src, [{ use: spec.base_url.resolve }], ['base_url', 'resolve'], 'base', plugins, true)[0]
     : undefined;
   if (src.issues.length > before) return undefined;
-  return { spec, file: src.file, secretFields, authHeaders, errors, verify, baseResolver };
+  return { spec, file: src.file, digest: src.digest, secretFields, authHeaders, errors, verify, baseResolver };
 }
 
 /**
@@ -398,7 +451,7 @@ function compileTool(
 
   const { input: validate, output: validateOutput } = compiled;
   if (src.issues.length > before || !provider || !validate || !validateOutput) return undefined;
-  return { spec, file: src.file, provider, validate, validateOutput, steps, responseMap, responsePlugins, errors };
+  return { spec, file: src.file, digest: src.digest, provider, validate, validateOutput, steps, responseMap, responsePlugins, errors };
 }
 
 function compileRequest(src: SourceFile, req: RequestSpec, at: string[], scope: VariableCheck, plugins: PluginRegistry): CompiledRequest | undefined {
