@@ -39,7 +39,6 @@ export const MAX_CALL_MS = 15 * 60_000;
 
 export interface Components extends ApiDeps {
   store: Store;
-  catalog: LiveCatalog;
   pipeline: CallPipeline;
   metrics: Metrics;
   /** The outbound clients, closed at shutdown. */
