@@ -150,7 +150,7 @@ export function mapUpstreamError(
   const hint = rule?.hint === undefined ? '' : String(safely(rule.hint, errorView, '') ?? '');
   if (hint) message = `${message.replace(/[.\s]+$/, '')}. ${hint}`;
   const ourCode = !rule ? fallback.code : typeof rule.code === 'string' ? rule.code : snakeCase(safely(rule.code, errorView, '')) || fallback.code;
-  return new ToolError(ourCode, message, { retryable: rule?.retryable ?? transient, providerStatus: res.status, refund: transient });
+  return new ToolError(ourCode, message, { retryable: rule?.retryable ?? transient, providerStatus: res.status, refund: rule?.refund ?? transient });
 }
 
 /** Replaces each of the given secrets (too short ones are ignored) in a text with [redacted]. */

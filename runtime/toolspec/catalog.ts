@@ -67,6 +67,7 @@ export interface CompiledErrorRule {
   /** What the user can do, appended after the provider's detail. */
   hint?: CompiledTemplate | string;
   retryable?: boolean;
+  refund?: boolean;
 }
 
 export interface Provider {

@@ -526,6 +526,7 @@ function compileErrorRules(
       detail: r.detail === undefined ? undefined : compileDetail(src, [...where, 'detail'], r.detail, scope),
       hint: r.hint === undefined ? undefined : leaf('hint', r.hint),
       retryable: r.retryable,
+      refund: r.refund,
     };
   });
 }
