@@ -1,0 +1,36 @@
+// The reference of the spec language (docs/spec-language.md) is generated from the schemas and the helper
+// table: the committed file must be what the generator writes, and every helper's example must give what the
+// reference says it gives.
+import { readFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+import { HELPERS, compileTemplate } from '../runtime/template/template.ts';
+import { exchangesSchema, providerSchema, toolSchema } from '../runtime/toolspec/language.ts';
+import { languageReference } from '../runtime/toolspec/reference.ts';
+
+describe('the reference of the spec language', () => {
+  it('is what npm run docs:spec writes', async () => {
+    const committed = await readFile('docs/spec-language.md', 'utf8');
+    expect(committed === languageReference(), 'docs/spec-language.md is out of date: run npm run docs:spec and commit it').toBe(true);
+  });
+
+  it("renders every helper's example to what the reference says", () => {
+    for (const [name, helper] of Object.entries(HELPERS)) {
+      const rendered = compileTemplate(helper.example.template, () => null).render({ args: helper.example.args ?? {} });
+      expect(rendered, name).toEqual(helper.example.gives);
+    }
+  });
+
+  it('names every key of every schema', () => {
+    const reference = languageReference();
+    const keys = (schema: unknown): string[] =>
+      schema && typeof schema === 'object'
+        ? Object.entries(schema).flatMap(([k, v]) =>
+            // The object schema of input and output is written as "JSON Schema (type object)", not as its one key.
+            k === 'objectSchema' ? [] : k === 'properties' ? [...Object.keys(v as object), ...keys(v)] : keys(v),
+          )
+        : [];
+    for (const schema of [toolSchema, providerSchema, exchangesSchema]) {
+      for (const key of new Set(keys(schema))) expect(reference, key).toMatch(new RegExp(`\`([\\w.\\[\\]]+\\.)?${key.replace('$', '\\$')}\``));
+    }
+  });
+});
