@@ -10,7 +10,7 @@ import addFormatsModule from 'ajv-formats';
 import { pointerParts } from '../json-pointer.ts';
 import type { Plugin, PluginHook, PluginRegistry } from '../plugin-api.ts';
 import { type CompiledTemplate, TemplateError, type VariableCheck, compileTemplate, isTemplate } from '../template/template.ts';
-import { TreeTemplateError, compileTree } from '../template/tree.ts';
+import { TreeTemplateErrors, compileTree } from '../template/tree.ts';
 import type {
   BoundPlugin,
   Catalog,
@@ -587,8 +587,8 @@ function compileTreeAt(src: SourceFile, at: string[], value: unknown, scope: Var
   try {
     return compileTree(value, scope);
   } catch (err) {
-    if (!(err instanceof TreeTemplateError)) throw err;
-    src.report([...at, ...err.pointer], err.message, { line: err.line, column: err.column });
+    if (!(err instanceof TreeTemplateErrors)) throw err;
+    for (const p of err.problems) src.report([...at, ...p.pointer], p.message, { line: p.line, column: p.column });
     return undefined;
   }
 }
