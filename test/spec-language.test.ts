@@ -60,7 +60,7 @@ describe('the exchange runner', () => {
     const dir = await shopWith('search_products.exchanges.yaml', (text) =>
       // The first exchange loses its third request (the tool sends it anyway); the second gets one more.
       text
-        .replace(/      - method: POST\n        path: \/v2\/products\/search\n        body: \{ q: tea, per_page: 2, page: 3 \}\n.*\n/, '')
+        .replace(/ {6}- method: POST\n {8}path: \/v2\/products\/search\n {8}body: \{ q: tea, per_page: 2, page: 3 \}\n.*\n/, '')
         .replace(
           '        answer: { body: { products: [{ name: Rooibos }], total: 7 } }\n',
           '        answer: { body: { products: [{ name: Rooibos }], total: 7 } }\n      - method: GET\n        path: /v2/more\n        answer: { status: 204 }\n',
