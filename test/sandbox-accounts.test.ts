@@ -278,7 +278,7 @@ describe('a provider written in YAML alone, served from its exchanges', () => {
       ['automation', 'Sandbox n8n', true],
       ['github', 'Sandbox GitHub', true],
     ]);
-    expect(setup.accounts[1]).toMatchObject({ api_url: 'https://github.sandbox.invalid', api_version: '2022-11-28', secret_hint: 'token: ••••6789' });
+    expect(setup.accounts[1]).toMatchObject({ api_url: 'https://github.exchanges.sandbox.invalid', api_version: '2022-11-28', secret_hint: 'token: ••••6789' });
     expect(setup.tools).toBe(svc.catalog.current.tools.size);
   });
 

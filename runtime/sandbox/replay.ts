@@ -21,7 +21,8 @@ export function replaySandboxes(catalog: CatalogSource, served: ReadonlySet<stri
 
 function definition(catalog: CatalogSource, provider: Provider, files: ToolExchanges[]): SandboxDefinition {
   const { id, title, base_url } = provider.spec;
-  const host = `${id.replace(/_/g, '-')}.${SANDBOX_DOMAIN}`;
+  // Under a name of their own, so that no provider id can take a simulator's host (jira.sandbox.invalid).
+  const host = `${id.replace(/_/g, '-')}.exchanges.${SANDBOX_DOMAIN}`;
   // The exchanges name the provider by one URL (https://api.github.com); the sandbox answers at its path.
   const named = new URL(files[0].account[base_url.field]);
   const origin = `https://${host}`;
