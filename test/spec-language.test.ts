@@ -29,7 +29,7 @@ describe('the language, through the exchanges of a fixture provider that uses ev
   it('pages by cursor, page number and offset (with a size budget), maps lists, reads errors, sends headers from fields', async () => {
     const report = await runExchanges(await loadCatalog(SHOP, pluginRegistry));
     expect(report.failures.map(formatFailure)).toEqual([]);
-    expect(report).toMatchObject({ ran: 13, tools: 4 });
+    expect(report).toMatchObject({ ran: 14, tools: 4 });
   });
 });
 
@@ -89,7 +89,7 @@ describe('npm run check:specs', () => {
   it('lints the folder it is given, and runs its exchanges with --exchanges', async () => {
     expect(await check('test/fixtures/language-specs', '--exchanges')).toEqual({
       code: 0,
-      out: 'tool specs OK: 1 providers, 4 tools (test/fixtures/language-specs)\nexchanges OK: 13 exchanges of 4 tools\n',
+      out: 'tool specs OK: 1 providers, 4 tools (test/fixtures/language-specs)\nexchanges OK: 14 exchanges of 4 tools\n',
     });
     const broken = await check('test/fixtures/bad-specs/no-provider');
     expect(broken.code).toBe(1);

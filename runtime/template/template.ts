@@ -180,8 +180,11 @@ export interface CompiledTemplate {
   readonly variables: VariablePath[];
   /** True when the template is exactly one expression (keeps its JSON type). */
   readonly single: boolean;
-  /** Renders; `encode` is applied to every expression's output inside multi-part templates. */
-  render(view: View, encode?: (s: string) => string): unknown;
+  /**
+   * Renders; `encode` is applied to every expression's output inside multi-part templates. A multi-part
+   * template that needs a value the view lacks throws RenderError, or writes `missing` in its place when given.
+   */
+  render(view: View, encode?: (s: string) => string, missing?: string): unknown;
 }
 
 /** True when the string contains a template expression at all (plain strings skip compilation). */
@@ -214,7 +217,7 @@ export function compileTemplate(source: string, check: VariableCheck): CompiledT
     source,
     variables,
     single,
-    render(view, encode) {
+    render(view, encode, missing) {
       if (single) return (parts[0] as Eval)(view);
       let out = '';
       for (const part of parts) {
@@ -223,6 +226,10 @@ export function compileTemplate(source: string, check: VariableCheck): CompiledT
           continue;
         }
         const value = part(view);
+        if ((value === undefined || value === null) && missing !== undefined) {
+          out += missing;
+          continue;
+        }
         if (value === undefined || value === null) {
           throw new RenderError(`template "${source}" needs a value that was not given`);
         }
