@@ -1,16 +1,19 @@
-// The reference of the spec language (docs/spec-language.md) is generated from the schemas and the helper
-// table: the committed file must be what the generator writes, and every helper's example must give what the
-// reference says it gives.
+// What is generated from the spec language's schemas (its reference, docs/spec-language.md, and the TypeScript
+// shapes of spec files, runtime/toolspec/spec-types.ts): the committed files must be what the generator writes,
+// and every helper's example must give what the reference says it gives.
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { HELPERS, compileTemplate } from '../runtime/template/template.ts';
 import { exchangesSchema, providerSchema, toolSchema } from '../runtime/toolspec/language.ts';
+import { GENERATED } from '../runtime/toolspec/generate.ts';
 import { languageReference } from '../runtime/toolspec/reference.ts';
 
 describe('the reference of the spec language', () => {
-  it('is what npm run docs:spec writes', async () => {
-    const committed = await readFile('docs/spec-language.md', 'utf8');
-    expect(committed === languageReference(), 'docs/spec-language.md is out of date: run npm run docs:spec and commit it').toBe(true);
+  it('and the types of spec files are what npm run generate:spec writes', async () => {
+    for (const [file, generate] of Object.entries(GENERATED)) {
+      const committed = await readFile(file, 'utf8');
+      expect(committed === generate(), `${file} is out of date: run npm run generate:spec and commit it`).toBe(true);
+    }
   });
 
   it("renders every helper's example to what the reference says", () => {
