@@ -6,7 +6,7 @@ import { pointerParts } from '../json-pointer.ts';
 import { type BaseResolution, type OutboundRequest, type ProviderHttp, UpstreamStatusError } from '../plugin-api.ts';
 import { sha256 } from '../secrets.ts';
 import { TtlCache } from '../ttl-cache.ts';
-import type { CompiledRequest, Provider, BaseTool } from '../toolspec/catalog.ts';
+import type { AuthTemplate, CompiledRequest, Provider, BaseTool } from '../toolspec/catalog.ts';
 import type { VerifyWay } from '../toolspec/types.ts';
 import { createArgumentsAjv } from '../toolspec/loader.ts';
 import { type CompiledTemplate, RenderError, truthy } from '../template/template.ts';
@@ -255,6 +255,7 @@ export class Engine {
         for (const [k, v] of req.query) url.searchParams.append(k, v);
         // The account's credentials go only to the account's own origin: never to an absolute URL elsewhere.
         const sendAuth = withAuth && (url.origin === baseOrigin || authOrigins?.has(url.origin) === true);
+        if (sendAuth) for (const [k, v] of facts.authQuery) url.searchParams.set(k, v);
         const res = await this.http.send({
           method: req.method,
           url,
@@ -360,6 +361,8 @@ interface AccountFacts {
   headers: Readonly<Record<string, string>>;
   publicFields: Record<string, string>;
   auth: Record<string, string>;
+  /** Query parameters of the auth (an API key in the URL). */
+  authQuery: Array<[string, string]>;
   base?: string;
   baseOrigin?: string;
   redact: (text: string) => string;
@@ -374,16 +377,18 @@ function accountFacts(provider: Provider, account: AccountCredentials | null): A
   const cached = account ? FACTS.get(account) : NO_ACCOUNT.get(provider);
   if (cached && cached.provider === provider) return cached;
   const headers = { accept: 'application/json', ...provider.spec.headers };
-  const facts: AccountFacts = { provider, headers, publicFields: {}, auth: {}, redact: (text) => text };
+  const facts: AccountFacts = { provider, headers, publicFields: {}, auth: {}, authQuery: [], redact: (text) => text };
   if (account) {
     for (const [k, v] of Object.entries(account.fields)) if (!provider.secretFields.has(k)) facts.publicFields[k] = v;
     Object.freeze(facts.publicFields);
     facts.auth = authHeaders(provider, account);
+    facts.authQuery = Object.entries(filledTemplates(provider.authQuery, account));
     facts.base = baseUrl(provider, account);
     facts.baseOrigin = new URL(facts.base).origin;
     // Secret fields, and the credential of each auth header (the Basic form of e-mail:token, for one).
     const secrets = [...provider.secretFields].map((f) => account.fields[f]);
-    facts.redact = redactor([...secrets, ...Object.values(facts.auth).map((v) => v.split(' ').pop()!)]);
+    const credentials = [...Object.values(facts.auth), ...facts.authQuery.map(([, v]) => v)].map((v) => v.split(' ').pop()!);
+    facts.redact = redactor([...secrets, ...credentials]);
     FACTS.set(account, facts);
   } else NO_ACCOUNT.set(provider, facts);
   return facts;
@@ -409,10 +414,14 @@ function authHeaders(provider: Provider, account: AccountCredentials): Record<st
   if (basic && account.fields[basic.username] && account.fields[basic.password]) {
     out.authorization = 'Basic ' + Buffer.from(`${account.fields[basic.username]}:${account.fields[basic.password]}`).toString('base64');
   }
-  for (const h of provider.authHeaders) {
-    // A header whose fields are empty is left out (e.g. an n8n account without an API key).
-    if (h.fields.every((f) => account.fields[f])) out[h.name.toLowerCase()] = String(h.template.render({ account: account.fields }));
-  }
+  for (const [name, value] of Object.entries(filledTemplates(provider.authHeaders, account))) out[name.toLowerCase()] = value;
+  return out;
+}
+
+/** Auth templates rendered over the account; one whose fields are empty is left out (an n8n account without an API key). */
+function filledTemplates(templates: readonly AuthTemplate[], account: AccountCredentials): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const t of templates) if (t.fields.every((f) => account.fields[f])) out[t.name] = String(t.template.render({ account: account.fields }));
   return out;
 }
 

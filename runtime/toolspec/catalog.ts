@@ -42,12 +42,21 @@ export interface CompiledErrorRule {
   retryable?: boolean;
 }
 
+/** A header or query parameter of a provider's auth: a template over account fields, left out when one is empty. */
+export interface AuthTemplate {
+  name: string;
+  template: CompiledTemplate;
+  fields: string[];
+}
+
 export interface Provider {
   spec: ProviderSpec;
   file: string;
   /** Names of secret account fields: usable in auth only, encrypted at rest, redacted from errors. */
   secretFields: ReadonlySet<string>;
-  authHeaders: Array<{ name: string; template: CompiledTemplate; fields: string[] }>;
+  authHeaders: AuthTemplate[];
+  /** Query parameters of the auth (an API key in the URL), sent like the auth headers. */
+  authQuery: AuthTemplate[];
   errors: CompiledErrorRule[];
   /** The plugin of base_url.resolve. */
   baseResolver?: BoundPlugin<BasePlugin>;

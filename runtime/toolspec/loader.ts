@@ -11,7 +11,7 @@ import { pointerParts } from '../json-pointer.ts';
 import type { Plugin, PluginHook, PluginRegistry } from '../plugin-api.ts';
 import { type CompiledTemplate, TemplateError, type VariableCheck, compileTemplate, isTemplate } from '../template/template.ts';
 import { TreeTemplateError, compileTree } from '../template/tree.ts';
-import type { BoundPlugin, Catalog, CompiledErrorRule, CompiledRequest, CompiledStep, Provider, BaseTool } from './catalog.ts';
+import type { AuthTemplate, BoundPlugin, Catalog, CompiledErrorRule, CompiledRequest, CompiledStep, Provider, BaseTool } from './catalog.ts';
 import providerSchema from './schemas/provider.schema.json' with { type: 'json' };
 import toolSchema from './schemas/tool.schema.json' with { type: 'json' };
 import type { AccountFieldSpec, ErrorRuleSpec, PluginUseSpec, ProviderSpec, RequestSpec, ToolSpec } from './types.ts';
@@ -289,11 +289,13 @@ function compileProvider(src: SourceFile, spec: ProviderSpec, plugins: PluginReg
         : rest.length
           ? `account fields are strings: "${[root, field, ...rest].join('.')}" goes too deep`
           : null;
-  const authHeaders: Provider['authHeaders'] = [];
-  for (const [name, text] of Object.entries(spec.auth?.headers ?? {})) {
-    const t = compileLeaf(src, ['auth', 'headers', name], text, accountCheck);
-    if (t) authHeaders.push({ name, template: t, fields: t.variables.map((v) => v[1]) });
-  }
+  const authTemplates = (key: 'headers' | 'query'): AuthTemplate[] =>
+    Object.entries(spec.auth?.[key] ?? {}).flatMap(([name, text]) => {
+      const t = compileLeaf(src, ['auth', key, name], text, accountCheck);
+      return t ? [{ name, template: t, fields: t.variables.map((v) => v[1]) }] : [];
+    });
+  const authHeaders = authTemplates('headers');
+  const authQuery = authTemplates('query');
   for (const name of Object.keys(spec.headers ?? {})) {
     if (isTemplate(spec.headers![name])) src.report(['headers', name], 'default headers are constants; put account values under auth.headers');
   }
@@ -318,7 +320,7 @@ function compileProvider(src: SourceFile, spec: ProviderSpec, plugins: PluginReg
     ? bindPlugins(src, [{ use: spec.base_url.resolve }], ['base_url', 'resolve'], 'base', plugins, true)[0]
     : undefined;
   if (src.issues.length > before) return undefined;
-  return { spec, file: src.file, secretFields, authHeaders, errors, verify, baseResolver };
+  return { spec, file: src.file, secretFields, authHeaders, authQuery, errors, verify, baseResolver };
 }
 
 /**

@@ -79,7 +79,7 @@ export interface ProviderSpec {
   title: string;
   account: { kind: string; fields: AccountFieldSpec[] };
   base_url: { field: string; path?: string; resolve?: string };
-  auth?: { basic?: { username: string; password: string }; headers?: Record<string, string> };
+  auth?: { basic?: { username: string; password: string }; headers?: Record<string, string>; query?: Record<string, string> };
   headers?: Record<string, string>;
   errors?: ErrorRuleSpec[];
   verify?: VerifyWay | VerifyWay[];
