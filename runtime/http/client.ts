@@ -30,12 +30,14 @@ export interface UpstreamRequest {
   sandboxOwner?: string;
   /** The call's trace: each attempt becomes a span and sends its traceparent (runtime/tracing/outbound.ts). */
   trace?: OutboundTrace;
+  /** Answer with the body's bytes as they came (a Buffer), not parsed (a document that may be gzipped or YAML). */
+  raw?: boolean;
 }
 
 export interface UpstreamResponse {
   status: number;
   headers: Record<string, string | string[] | undefined>;
-  /** Parsed JSON when the answer is JSON, else text; null when empty. */
+  /** Parsed JSON when the answer is JSON, else text; null when empty (a Buffer when the request asked for `raw`). */
   body: unknown;
 }
 
@@ -154,7 +156,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     if (res.body.length > options.maxResponseBytes) {
       throw tooLarge();
     }
-    return { status: res.statusCode, headers: res.headers, body: parseBody(res.body, res.headers['content-type']) };
+    return { status: res.statusCode, headers: res.headers, body: req.raw ? res.body : parseBody(res.body, res.headers['content-type']) };
   }
 
   return {
