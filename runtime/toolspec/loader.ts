@@ -12,8 +12,7 @@ import type { Plugin, PluginHook, PluginRegistry } from '../plugin-api.ts';
 import { type CompiledTemplate, TemplateError, type VariableCheck, compileTemplate, isTemplate } from '../template/template.ts';
 import { TreeTemplateError, compileTree } from '../template/tree.ts';
 import type { AuthTemplate, BoundPlugin, Catalog, CompiledErrorRule, CompiledRequest, CompiledStep, Provider, BaseTool } from './catalog.ts';
-import providerSchema from './schemas/provider.schema.json' with { type: 'json' };
-import toolSchema from './schemas/tool.schema.json' with { type: 'json' };
+import { isExchangesFile, isProviderFile, providerSchema, toolSchema } from './language.ts';
 import type { AccountFieldSpec, ErrorRuleSpec, PluginUseSpec, ProviderSpec, RequestSpec, ToolSpec } from './types.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv | Ajv2020) => void;
@@ -149,12 +148,12 @@ export async function loadCatalog(dir: string, plugins: PluginRegistry, options:
     .map((d) => d.name)
     .sort();
   for (const folder of folders) {
-    const names = (await readdir(path.join(dir, folder))).filter((n) => /\.ya?ml$/.test(n)).sort();
+    const names = (await readdir(path.join(dir, folder))).filter((n) => /\.ya?ml$/.test(n) && !isExchangesFile(n)).sort();
     for (const name of names) {
       const file = path.join(dir, folder, name);
       const text = await readFile(file, 'utf8');
       const src = new SourceFile(rel(file), folder, text, issues);
-      const kind = /^provider\.ya?ml$/.test(name) ? 'provider' : 'tool';
+      const kind = isProviderFile(name) ? 'provider' : 'tool';
       (kind === 'provider' ? providerFiles : toolFiles).push(src);
       await checkSchemaLine(src, file, text, kind, options.schemaPaths === true);
     }
