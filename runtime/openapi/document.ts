@@ -242,7 +242,12 @@ function openApiOperation(p: string, method: string, op: Record<string, unknown>
     .filter(([, r]) => isObject(r))
     .map(([status, r]) => {
       const res = r as Record<string, unknown>;
-      return { status, description: text(res.description), content: contentOf(res.content), headers: Object.keys(objectOf(res.headers)).map((h) => h.toLowerCase()) };
+      return {
+        status,
+        description: text(res.description),
+        content: contentOf(res.content),
+        headers: Object.keys(objectOf(res.headers)).map((h) => h.toLowerCase()),
+      };
     });
   return { ...common(p, method, op), parameters, body, responses };
 }

@@ -66,7 +66,9 @@ export function providerSpec(doc: ApiDocument, selected: readonly ApiOperation[]
         `security scheme ${schemeName} (${scheme.type}) is mapped to an access token field: owners paste a token; a provider "connect" block would let them sign in instead`,
       );
     } else {
-      notes.push(`security scheme ${schemeName} (${scheme.type}${scheme.scheme ? ` ${scheme.scheme}` : ''}) cannot be expressed: add its authentication by hand`);
+      notes.push(
+        `security scheme ${schemeName} (${scheme.type}${scheme.scheme ? ` ${scheme.scheme}` : ''}) cannot be expressed: add its authentication by hand`,
+      );
     }
   }
   const constantHeaders = providerHeaders(selected);
@@ -121,7 +123,8 @@ function chosenSecurity(
     return { schemes: [], optional: false };
   }
   const others = alternatives.filter((r) => r !== first && Object.keys(r).length);
-  if (others.length) notes.push(`used security ${Object.keys(first).join(' + ')}; the document also accepts ${others.map((r) => Object.keys(r).join(' + ')).join(', ')}`);
+  if (others.length)
+    notes.push(`used security ${Object.keys(first).join(' + ')}; the document also accepts ${others.map((r) => Object.keys(r).join(' + ')).join(', ')}`);
   const schemes: Array<[string, SecurityScheme]> = [];
   for (const name of Object.keys(first)) {
     const scheme = doc.securitySchemes[name];

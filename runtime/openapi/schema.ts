@@ -79,6 +79,8 @@ const OBJECT_KEYS = ['minProperties', 'maxProperties'];
 
 class Converter {
   private readonly ancestors = new Set<object>();
+  /** Inside a union branch ajv fills no default (and strict mode refuses one there). */
+  private inUnion = 0;
 
   constructor(private readonly options: SchemaOptions) {}
 
@@ -107,6 +109,9 @@ class Converter {
     const union = Array.isArray(s.oneOf) ? s.oneOf : Array.isArray(s.anyOf) ? s.anyOf : undefined;
     let out: Schema;
     let hoisted: string | undefined;
+    // What follows may end up as anyOf branches (a union, several types, or null beside the type).
+    const branched = Boolean(union) || types.length > 1 || nullable;
+    if (branched) this.inUnion++;
     if (union) {
       // oneOf becomes anyOf: documents' branches often overlap (a string and a string with a format),
       // and then "exactly one" refuses values the API takes.
@@ -126,11 +131,12 @@ class Converter {
     } else {
       out = this.single(s, types[0], level);
     }
+    if (branched) this.inUnion--;
     if (nullable && Object.keys(out).length) out = withNull(out);
     const description = this.description(s.description ?? hoisted, level);
     const result: Schema = {};
     if (description) result.description = description;
-    if (input && top && s.default !== undefined && s.readOnly !== true) result.default = s.default;
+    if (input && top && !this.inUnion && s.default !== undefined && s.readOnly !== true) result.default = s.default;
     // Keywords first, then the annotations, as a person writes them: { type: string, description: ... }.
     return { ...out, ...result };
   }

@@ -5,7 +5,7 @@
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Document, isMap, isScalar, isSeq, type Node as YamlNode, Scalar } from 'yaml';
+import { Document, Scalar, isMap, isScalar, isSeq } from 'yaml';
 import type { ImportPlan } from './plan.ts';
 import { operationLabel } from './plan.ts';
 
@@ -35,7 +35,10 @@ const FLOW_WIDTH = 100;
 /** Every file of the plan, rendered. */
 export function renderPlan(plan: ImportPlan, outDir: string): RenderedFile[] {
   const schemaLine = (kind: 'provider' | 'tool') =>
-    `# yaml-language-server: $schema=${path.relative(path.resolve(outDir), path.join(SCHEMAS, `${kind}.schema.json`)).split(path.sep).join('/')}`;
+    `# yaml-language-server: $schema=${path
+      .relative(path.resolve(outDir), path.join(SCHEMAS, `${kind}.schema.json`))
+      .split(path.sep)
+      .join('/')}`;
   const files: RenderedFile[] = [
     {
       name: 'provider.yaml',
@@ -91,21 +94,22 @@ export function yamlOf(value: unknown): string {
   return doc.toString({ lineWidth: LINE_WIDTH, minContentWidth: 40, flowCollectionPadding: true });
 }
 
-/** Children first: a collection goes on one line only when its collections already do. */
-function layout(node: unknown): void {
-  if (isMap(node)) for (const pair of node.items) layout(pair.value);
-  else if (isSeq(node)) for (const item of node.items) layout(item);
-  else return;
-  (node as { flow?: boolean }).flow = fitsOnOneLine(node as YamlNode);
-}
-
-/** Only collections of scalars (or of one-line collections) go on one line, and only when short. */
-function fitsOnOneLine(node: YamlNode): boolean {
-  const items = isMap(node) ? node.items.map((p) => p.value) : isSeq(node) ? node.items : [];
-  if (!items.length) return true;
-  const simple = items.every((v) => isScalar(v) || ((isMap(v) || isSeq(v)) && (v as { flow?: boolean }).flow === true));
-  if (!simple) return false;
-  // A list of names (required, enum) stays one flow list however long; the line is wrapped.
-  if (isSeq(node) && items.every((v) => isScalar(v) && !/\s/.test(String(v.value)))) return true;
-  return JSON.stringify(node.toJSON()).length <= FLOW_WIDTH && !items.some((v) => isScalar(v) && /\n/.test(String(v.value)));
+/**
+ * Children first: a collection goes on one line when all it holds is scalars and one-line collections and
+ * its one-line form is short; a list of single words (required, enum) always does (the line is wrapped).
+ * Returns the length of the node's one-line form, or Infinity when it cannot have one.
+ */
+function layout(node: unknown): number {
+  if (isScalar(node)) return /\n/.test(String(node.value)) ? Infinity : JSON.stringify(node.value ?? null).length;
+  if (!isMap(node) && !isSeq(node)) return Infinity;
+  let length = 2;
+  let words = isSeq(node);
+  for (const item of node.items as unknown[]) {
+    const [key, value] = isMap(node) ? [(item as { key: unknown }).key, (item as { value: unknown }).value] : [undefined, item];
+    length += layout(value) + (key === undefined ? 2 : String((key as { value?: unknown }).value).length + 4);
+    words &&= isScalar(value) && !/\s/.test(String(value.value));
+  }
+  const flow = words || length <= FLOW_WIDTH;
+  (node as { flow?: boolean }).flow = flow;
+  return flow ? length : Infinity;
 }
