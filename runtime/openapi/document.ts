@@ -106,13 +106,22 @@ const isUrl = (s: string) => /^https?:\/\//i.test(s);
 export async function readApiDocument(source: string, fetch: FetchBytes): Promise<ApiDocument> {
   const fromNetwork = isUrl(source);
   const root = fromNetwork ? source : path.resolve(source);
+  // The parser wraps what a resolver throws into "Error reading file": the first failure is kept to be told as it is.
+  let failure: Error | undefined;
   const read = async (file: FileInfo): Promise<Buffer> => {
-    const url = file.url;
-    if (isUrl(url)) return gunzipped(await fetch(new URL(url)));
+    try {
+      return gunzipped(await readOne(file.url));
+    } catch (err) {
+      failure ??= err as Error;
+      throw err;
+    }
+  };
+  const readOne = async (url: string): Promise<Buffer> => {
+    if (isUrl(url)) return fetch(new URL(url));
     if (fromNetwork) throw new DocumentError(`${url}: a document read from a URL may refer to other URLs only, not to files`);
     const local = url.startsWith('file:') ? fileURLToPath(url) : url;
     try {
-      return gunzipped(await readFile(local));
+      return await readFile(local);
     } catch (err) {
       throw new DocumentError(`${local}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
     }
@@ -126,9 +135,8 @@ export async function readApiDocument(source: string, fetch: FetchBytes): Promis
       dereference: { circular: true, preservedProperties: ['summary', 'description'] },
     });
   } catch (err) {
-    if (err instanceof DocumentError) throw err;
-    const cause = (err as { cause?: unknown }).cause;
-    throw new DocumentError(`${source}: ${cause instanceof DocumentError ? cause.message : (err as Error).message}`);
+    if (failure instanceof DocumentError) throw failure;
+    throw new DocumentError(`${source}: ${(failure ?? (err as Error)).message}`);
   }
   return normalize(raw, source);
 }
@@ -372,9 +380,10 @@ function swaggerOperation(doc: Record<string, unknown>, p: string, method: strin
       const res = r as Record<string, unknown>;
       const examples = objectOf(res.examples);
       const content: Record<string, ApiMedia> = {};
-      if (isObject(res.schema)) {
-        for (const t of produces) content[t] = { schema: res.schema, examples: examples[t] === undefined ? {} : { example: examples[t] } };
-      }
+      // Without a schema the answer has no JSON to describe; other types it produces (a stream, text) still say what it is.
+      const types = isObject(res.schema) ? produces : produces.filter((t) => !isJsonMediaType(t));
+      for (const t of types)
+        content[t] = { schema: isObject(res.schema) ? res.schema : undefined, examples: examples[t] === undefined ? {} : { example: examples[t] } };
       return { status, description: text(res.description), content, headers: Object.keys(objectOf(res.headers)).map((h) => h.toLowerCase()) };
     });
   return { ...common(p, method, op), parameters, body, responses };
@@ -401,6 +410,15 @@ function swaggerScheme(s: Record<string, unknown>): SecurityScheme {
       return { type: 'oauth2', description, flows: { [flow]: urls } };
     }
   }
+}
+
+/** Header parameters OpenAPI says are ignored (the request's own), and what a provider's auth sets. */
+export const RESERVED_HEADERS: ReadonlySet<string> = new Set(['accept', 'content-type', 'authorization']);
+
+/** The one value a parameter takes when it says so (a default, a const, a one-value enum): an API version, typically. */
+export function fixedValue(schema: Schema): string | undefined {
+  const v = schema.default ?? schema.const ?? (Array.isArray(schema.enum) && schema.enum.length === 1 ? schema.enum[0] : undefined);
+  return v === undefined || v === null || typeof v === 'object' ? undefined : String(v);
 }
 
 /** application/json, and the +json types (application/vnd.github+json, application/problem+json). */

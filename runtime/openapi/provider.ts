@@ -2,9 +2,9 @@
 // the API answers, how requests authenticate, the headers every operation sends alike, and a cheap request
 // that proves an account works.
 import type { AccountFieldSpec, ProviderSpec, VerifyWay } from '../toolspec/types.ts';
-import type { ApiDocument, ApiOperation, SecurityRequirement, SecurityScheme } from './document.ts';
+import { type ApiDocument, type ApiOperation, RESERVED_HEADERS, type SecurityRequirement, type SecurityScheme, fixedValue } from './document.ts';
 import { snake } from './names.ts';
-import { capitalized, shorten, words } from './text.ts';
+import { shorten, titled } from './text.ts';
 
 export interface ProviderOptions {
   id: string;
@@ -15,8 +15,8 @@ export interface ProviderOptions {
 
 export interface ProviderResult {
   spec: ProviderSpec;
-  /** Header parameters sent as provider constants (lower-case); the tools leave them out. */
-  constantHeaders: Set<string>;
+  /** Header parameters the provider sends as constants: lower-case name -> value. */
+  constantHeaders: Map<string, string>;
   notes: string[];
 }
 
@@ -55,7 +55,7 @@ export function providerSpec(doc: ApiDocument, selected: readonly ApiOperation[]
       const password = secret('password', 'Password', 'Sent with the username as HTTP Basic authentication');
       (spec.auth ??= {}).basic = { username, password };
     } else if (scheme.type === 'apiKey' && scheme.name) {
-      const f = secret(snake(scheme.name).replace(/^x_/, '') || 'api_key', capitalized(words(scheme.name)), said ?? `Sent as the ${scheme.in} ${scheme.name}`);
+      const f = secret(snake(scheme.name).replace(/^x_/, '') || 'api_key', titled(scheme.name), said ?? `Sent as the ${scheme.in} ${scheme.name}`);
       if (scheme.in === 'query') ((spec.auth ??= {}).query ??= {})[scheme.name] = `{{account.${f}}}`;
       else if (scheme.in === 'cookie') ((spec.auth ??= {}).headers ??= {}).Cookie = `${scheme.name}={{account.${f}}}`;
       else ((spec.auth ??= {}).headers ??= {})[scheme.name] = `{{account.${f}}}`;
@@ -79,7 +79,7 @@ export function providerSpec(doc: ApiDocument, selected: readonly ApiOperation[]
   const verify = spec.auth ? verifyWay(doc, spec.title) : undefined;
   if (verify) spec.verify = verify;
   else if (spec.auth) notes.push('no "who am I" request (GET .../me, /user...) was found for verify: add one by hand, or accounts cannot be verified');
-  return { spec, constantHeaders: new Set([...constantHeaders.keys()].map((h) => h.toLowerCase())), notes };
+  return { spec, constantHeaders: new Map([...constantHeaders].map(([h, v]) => [h.toLowerCase(), v])), notes };
 }
 
 function baseField(doc: ApiDocument, notes: string[]): AccountFieldSpec {
@@ -156,26 +156,22 @@ function oauthDescription(scheme: SecurityScheme): string {
 }
 
 /**
- * Header parameters that every selected operation declaring them gives the same default (an API version
- * such as Notion-Version): sent by the provider on every request rather than asked of the model each time.
+ * Header parameters with a fixed value (an API version such as Notion-Version): the provider sends the value
+ * most of the selected operations give on every request, rather than asking the model for it each time.
  */
 function providerHeaders(selected: readonly ApiOperation[]): Map<string, string> {
-  const seen = new Map<string, { name: string; values: Set<string> }>();
+  const counts = new Map<string, { name: string; values: Map<string, number> }>();
   for (const op of selected) {
     for (const p of op.parameters) {
-      if (p.in !== 'header') continue;
-      const fixed = p.schema.default ?? p.schema.const ?? (Array.isArray(p.schema.enum) && p.schema.enum.length === 1 ? p.schema.enum[0] : undefined);
-      const key = p.name.toLowerCase();
-      const entry = seen.get(key) ?? { name: p.name, values: new Set<string>() };
-      entry.values.add(fixed === undefined || fixed === null || typeof fixed === 'object' ? '\u0000' : String(fixed));
-      seen.set(key, entry);
+      const value = p.in === 'header' ? fixedValue(p.schema) : undefined;
+      if (value === undefined || RESERVED_HEADERS.has(p.name.toLowerCase())) continue;
+      const entry = counts.get(p.name.toLowerCase()) ?? { name: p.name, values: new Map<string, number>() };
+      entry.values.set(value, (entry.values.get(value) ?? 0) + 1);
+      counts.set(p.name.toLowerCase(), entry);
     }
   }
   const out = new Map<string, string>();
-  for (const { name, values } of seen.values()) {
-    const [only] = values;
-    if (values.size === 1 && only !== '\u0000' && !/^(accept|content-type|authorization)$/i.test(name)) out.set(name, only);
-  }
+  for (const { name, values } of counts.values()) out.set(name, [...values].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0][0]);
   return out;
 }
 

@@ -126,6 +126,9 @@ class Converter {
       }
       out = branches.length === 1 ? branches[0] : { anyOf: branches };
       if (branches.some((b) => Object.keys(b).length === 0)) out = {};
+    } else if (!types.length && nullable && !s.nullable && !s['x-nullable']) {
+      // `type: "null"` alone (a union's null branch), not "anything, or null".
+      out = { type: 'null' };
     } else if (types.length > 1) {
       out = { anyOf: types.map((t) => this.single(s, t, level)) };
     } else {
@@ -192,12 +195,12 @@ class Converter {
       if (isObject(p) && (input ? p.readOnly === true : p.writeOnly === true)) continue;
       properties[name] = this.convert(p, level + 1, input);
     }
-    if (Object.keys(properties).length) out.properties = properties;
     // Required properties are kept at the top of a result (its shape) and everywhere in arguments.
     if (input || level === 0) {
       const required = (Array.isArray(s.required) ? s.required.map(String) : []).filter((r) => r in properties);
       if (required.length) out.required = required;
     }
+    if (Object.keys(properties).length) out.properties = properties;
     if (!input) return;
     if (s.additionalProperties === false) out.additionalProperties = false;
     else if (isObject(s.additionalProperties) && Object.keys(s.additionalProperties).length) {

@@ -55,5 +55,13 @@ export function words(name: string): string {
     .toLowerCase();
 }
 
-/** First letter upper case. */
-export const capitalized = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+const ACRONYMS: Record<string, string> = { api: 'API', url: 'URL', uri: 'URI', id: 'ID', ids: 'IDs', http: 'HTTP', oauth: 'OAuth', sso: 'SSO' };
+
+/** A name as a title: words, the first one capitalized, acronyms in capitals ("api_key" -> "API key"). */
+export function titled(name: string): string {
+  const text = words(name)
+    .split(' ')
+    .map((w) => ACRONYMS[w] ?? w)
+    .join(' ');
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}

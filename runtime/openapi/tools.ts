@@ -2,10 +2,10 @@
 // arguments by location (path, query, header) and the JSON body's properties as top-level arguments, one
 // plain object as input (no top-level union, which Claude Code refuses), the result's shape as output.
 import type { HttpMethod, JsonSchema, RequestSpec, ToolAnnotations, ToolSpec } from '../toolspec/types.ts';
-import { type ApiMedia, type ApiOperation, type ApiParameter, type Schema, isJsonMediaType } from './document.ts';
+import { type ApiMedia, type ApiOperation, type ApiParameter, RESERVED_HEADERS, type Schema, fixedValue, isJsonMediaType } from './document.ts';
 import { argumentName } from './names.ts';
 import { flattenAllOf, portableSchema, typesOf } from './schema.ts';
-import { capitalized, shorten, words } from './text.ts';
+import { shorten, titled } from './text.ts';
 
 export interface ToolOptions {
   provider: string;
@@ -13,8 +13,8 @@ export interface ToolOptions {
   credits: number;
   /** The longest tool description the linter accepts. */
   descriptionLimit: number;
-  /** Header parameters the provider sends on every request (lower-case): not arguments. */
-  providerHeaders: ReadonlySet<string>;
+  /** Header parameters the provider sends on every request (lower-case name -> value): not arguments. */
+  providerHeaders: ReadonlyMap<string, string>;
 }
 
 export type ToolResult = { spec: ToolSpec; notes: string[] } | { skip: string };
@@ -36,8 +36,6 @@ const OUTPUT_DEPTH = 2;
 const ARGUMENT_DESCRIPTION = 300;
 const RESULT_DESCRIPTION = 160;
 
-/** Header parameters OpenAPI says are ignored (the request's own), and what the provider's auth sets. */
-const RESERVED_HEADERS = new Set(['accept', 'content-type', 'authorization']);
 const STREAMING = /^(text\/event-stream|application\/(x-)?ndjson|application\/jsonl|application\/json-seq|application\/stream\+json)/i;
 
 export function toolSpec(op: ApiOperation, options: ToolOptions): ToolResult {
@@ -69,7 +67,13 @@ export function toolSpec(op: ApiOperation, options: ToolOptions): ToolResult {
   }
   for (const p of byLocation('header')) {
     const lower = p.name.toLowerCase();
-    if (RESERVED_HEADERS.has(lower) || options.providerHeaders.has(lower)) continue;
+    if (RESERVED_HEADERS.has(lower)) continue;
+    // A fixed value (an API version) is sent as it is: by the provider, or here when this operation's differs.
+    const fixed = fixedValue(p.schema);
+    if (fixed !== undefined) {
+      if (options.providerHeaders.get(lower) !== fixed) (request.headers ??= {})[p.name] = fixed;
+      continue;
+    }
     const name = args.add(p.name, parameterSchema(p, false), p.required);
     (request.headers ??= {})[p.name] = `{{args.${name}}}`;
   }
@@ -251,7 +255,7 @@ function outputOf(media: ApiMedia): Result {
 
 function titleOf(op: ApiOperation): string {
   if (op.summary) return op.summary.replace(/\s+/g, ' ').replace(/\.$/, '').trim();
-  return capitalized(words(op.operationId ?? `${op.method} ${op.path}`));
+  return titled(op.operationId ?? `${op.method} ${op.path}`);
 }
 
 function descriptionOf(op: ApiOperation, limit: number): string {

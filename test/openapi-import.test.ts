@@ -1,0 +1,413 @@
+// The OpenAPI import (runtime/openapi/, `npm run import:openapi`): real documents (GitHub's official one,
+// Notion's), a circular $ref and a Swagger 2.0 fixture, imported, linted with the real loader, re-imported
+// byte for byte, and called through the service with the official MCP client against loopback fakes.
+import { spawn } from 'node:child_process';
+import { readFile, readdir, mkdtemp, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pluginRegistry } from '../plugins/registry.ts';
+import { readApiDocument } from '../runtime/openapi/document.ts';
+import { TOOL_NAME_LIMIT } from '../runtime/openapi/names.ts';
+import { type ImportOptions, type ImportPlan, planImport } from '../runtime/openapi/plan.ts';
+import { type WriteReport, renderPlan, writePlan } from '../runtime/openapi/write.ts';
+import { loadCatalog } from '../runtime/toolspec/loader.ts';
+import { MAX_DESCRIPTION_LENGTH } from '../runtime/toolspec/language.ts';
+import { connectV2 } from './support/mcp-clients.ts';
+import { type TestService, createOwner, createServer, startTestService } from './support/service.ts';
+import { type ToolCalls, toolCalls } from './support/tool-calls.ts';
+
+const FIXTURES = path.resolve('test/fixtures/openapi');
+const GITHUB = path.join(FIXTURES, 'github-api.github.com.json.gz');
+const NOTION = path.resolve('node_modules/@notionhq/notion-mcp-server/scripts/notion-openapi.json');
+const noNetwork = async (url: URL): Promise<Buffer> => {
+  throw new Error(`no network in this test: ${url.href}`);
+};
+
+/** Reads, plans, writes into `<specs>/<provider>`: what the command does, in-process. */
+async function importInto(specs: string, source: string, options: Omit<ImportOptions, 'descriptionLimit'>): Promise<{ plan: ImportPlan; report: WriteReport }> {
+  const doc = await readApiDocument(source, noNetwork);
+  const plan = planImport(doc, { ...options, descriptionLimit: MAX_DESCRIPTION_LENGTH });
+  const out = path.join(specs, options.provider);
+  return { plan, report: await writePlan(renderPlan(plan, out), out, false) };
+}
+
+/** The import command as a process (the suite's network safety net loaded into it); its output and exit code. */
+function importCommand(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', '--import', './test/support/loopback-only.ts', 'runtime/openapi/import.ts', ...args], {
+    env: { ...process.env, ALLOW_PRIVATE_NETWORKS: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, out })));
+}
+
+interface Received {
+  method: string;
+  url: URL;
+  headers: http.IncomingHttpHeaders;
+  body: any;
+}
+
+/** A loopback HTTP server answering with `answer`; every request it got is in `received`. */
+async function fakeApi(answer: (req: Received) => { status: number; body?: unknown; headers?: Record<string, string> }) {
+  const received: Received[] = [];
+  const server = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (d) => (raw += d));
+    req.on('end', () => {
+      const r: Received = { method: req.method!, url: new URL(req.url!, 'http://fake'), headers: req.headers, body: raw ? JSON.parse(raw) : undefined };
+      received.push(r);
+      const a = answer(r);
+      res.writeHead(a.status, { 'content-type': 'application/json', ...a.headers });
+      res.end(a.body === undefined ? '' : JSON.stringify(a.body));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { url, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+const tempSpecs = () => mkdtemp(path.join(tmpdir(), 'openapi-import-'));
+
+describe("GitHub's official document, tag issues", () => {
+  let specs: string;
+  let first: { plan: ImportPlan; report: WriteReport };
+  let svc: TestService;
+  let fake: Awaited<ReturnType<typeof fakeApi>>;
+  let calls: ToolCalls;
+
+  beforeAll(async () => {
+    specs = await tempSpecs();
+    first = await importInto(specs, GITHUB, { provider: 'github', title: 'GitHub', tags: ['issues'], auth: 'bearer' });
+    fake = await fakeApi(github);
+    svc = await startTestService({ TOOL_SPECS_DIR: specs });
+    const owner = await createOwner(svc);
+    const { serverId, key } = await createServer(svc, owner, {
+      accounts: { gh: { kind: 'github', name: 'GitHub', api_url: fake.url, token: 'ghp_test_token_1234' } },
+      tools: ['github_issues_create', 'github_issues_get', 'github_issues_list_for_repo', 'github_issues_create_comment'].map((base_tool) => ({
+        base_tool,
+        account: 'gh',
+      })),
+    });
+    const client = await connectV2(svc.url, serverId, key);
+    calls = toolCalls(client);
+  }, 120_000);
+  afterAll(async () => {
+    await svc?.close();
+    await fake?.close();
+  });
+
+  it('makes every operation of the tag a tool that the loader accepts', async () => {
+    expect(first.plan.tools.length + first.plan.skipped.length).toBe(first.plan.document.operations.filter((o) => o.tags.includes('issues')).length);
+    expect(first.plan.skipped).toEqual([]);
+    const catalog = await loadCatalog(specs, pluginRegistry);
+    expect(catalog.tools.size).toBe(first.plan.tools.length);
+    const create = catalog.tools.get('github_issues_create')!.spec;
+    expect(create.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false });
+    expect(catalog.tools.get('github_issues_get')!.spec.annotations).toMatchObject({ readOnlyHint: true });
+    expect(catalog.tools.get('github_issues_delete_comment')!.spec.annotations).toMatchObject({ destructiveHint: true, idempotentHint: true });
+    // The body's properties are top-level arguments beside the path's; title is the one the body requires.
+    expect(create.input).toMatchObject({ type: 'object', additionalProperties: false, required: ['owner', 'repo', 'title'] });
+    expect(Object.keys(create.input.properties as object)).toEqual(expect.arrayContaining(['owner', 'repo', 'title', 'body', 'labels', 'assignees']));
+    const provider = catalog.providers.get('github')!.spec;
+    expect(provider.auth?.headers).toEqual({ Authorization: 'Bearer {{account.token}}' });
+    expect(provider.account.fields.find((f) => f.name === 'api_url')?.default).toBe('https://api.github.com');
+    expect(provider.verify).toMatchObject({ method: 'GET', path: '/user' });
+  });
+
+  it('writes the same bytes when the same document is imported again', async () => {
+    const again = await importInto(specs, GITHUB, { provider: 'github', title: 'GitHub', tags: ['issues'], auth: 'bearer' });
+    expect(again.report.written).toEqual([]);
+    expect(again.report.unchanged.length).toBe(first.plan.tools.length + 1);
+  });
+
+  it('creates an issue (201) with the token, the path and the body the document describes', async () => {
+    const issue = await calls.ok('github_issues_create', { owner: 'octo', repo: 'hello', title: 'Found a bug', body: 'It breaks', labels: ['bug'] });
+    expect(issue).toMatchObject({ number: 7, title: 'Found a bug', state: 'open' });
+    const sent = fake.received.find((r) => r.method === 'POST' && r.url.pathname === '/repos/octo/hello/issues')!;
+    expect(sent.headers.authorization).toBe('Bearer ghp_test_token_1234');
+    expect(sent.body).toEqual({ title: 'Found a bug', body: 'It breaks', labels: ['bug'] });
+    const comment = await calls.ok('github_issues_create_comment', { owner: 'octo', repo: 'hello', issue_number: 7, body: 'Me too' });
+    expect(comment).toMatchObject({ id: 1, body: 'Me too' });
+  });
+
+  it("says what GitHub refused: 404, and 422 with GitHub's errors", async () => {
+    const missing = await calls.fails('github_issues_get', { owner: 'octo', repo: 'hello', issue_number: 404 });
+    expect(missing).toMatchObject({ code: 'not_found', provider_status: 404 });
+    expect(missing.message).toContain('Not Found');
+    const invalid = await calls.fails('github_issues_create', { owner: 'octo', repo: 'hello', title: 'x', assignees: ['nobody'] });
+    expect(invalid.provider_status).toBe(422);
+    expect(invalid.message).toContain('Validation Failed');
+  });
+
+  it('lists issues with the query GitHub pages by', async () => {
+    const listed = await calls.ok('github_issues_list_for_repo', { owner: 'octo', repo: 'hello', state: 'all', per_page: 2 });
+    expect(listed.items.map((i: any) => i.number)).toEqual([1, 2]);
+    const sent = fake.received.filter((r) => r.url.pathname === '/repos/octo/hello/issues' && r.method === 'GET').at(-1)!;
+    expect(Object.fromEntries(sent.url.searchParams)).toMatchObject({ state: 'all', per_page: '2' });
+  });
+});
+
+/** Answers like GitHub's REST API for the calls above. */
+function github(r: Received): { status: number; body?: unknown; headers?: Record<string, string> } {
+  const issue = (number: number, title = `Issue ${number}`) => ({
+    id: 1000 + number,
+    node_id: `I_${number}`,
+    url: `https://api.github.com/repos/octo/hello/issues/${number}`,
+    html_url: `https://github.com/octo/hello/issues/${number}`,
+    number,
+    title,
+    state: 'open',
+    locked: false,
+    labels: [],
+    assignee: null,
+    milestone: null,
+    comments: 0,
+    closed_at: null,
+    created_at: '2026-01-01T00:00:00Z',
+    updated_at: '2026-01-01T00:00:00Z',
+    repository_url: 'https://api.github.com/repos/octo/hello',
+    labels_url: '',
+    comments_url: '',
+    events_url: '',
+    user: null,
+  });
+  const p = r.url.pathname;
+  if (r.method === 'POST' && p === '/repos/octo/hello/issues') {
+    if (r.body?.assignees?.includes('nobody')) {
+      return {
+        status: 422,
+        body: {
+          message: 'Validation Failed',
+          errors: [{ resource: 'Issue', field: 'assignees', code: 'invalid', value: 'nobody' }],
+          documentation_url: 'https://docs.github.com/rest/issues/issues#create-an-issue',
+          status: '422',
+        },
+      };
+    }
+    return { status: 201, body: issue(7, r.body.title) };
+  }
+  if (r.method === 'POST' && p === '/repos/octo/hello/issues/7/comments') {
+    const url = 'https://api.github.com/repos/octo/hello/issues/comments/1';
+    const at = '2026-01-01T00:00:00Z';
+    return {
+      status: 201,
+      body: {
+        id: 1,
+        node_id: 'IC_1',
+        url,
+        html_url: url,
+        issue_url: issue(7).url,
+        body: r.body.body,
+        user: null,
+        created_at: at,
+        updated_at: at,
+        author_association: 'OWNER',
+      },
+    };
+  }
+  if (r.method === 'GET' && p === '/repos/octo/hello/issues') {
+    const page = Number(r.url.searchParams.get('page') ?? 1);
+    const link = (n: number, rel: string) => `<https://api.github.com/repositories/1/issues?state=all&per_page=2&page=${n}>; rel="${rel}"`;
+    return { status: 200, body: [issue(page * 2 - 1), issue(page * 2)], headers: { link: [link(page + 1, 'next'), link(3, 'last')].join(', ') } };
+  }
+  return { status: 404, body: { message: 'Not Found', documentation_url: 'https://docs.github.com/rest', status: '404' } };
+}
+
+describe("GitHub's official document, every operation", () => {
+  it('imports all 1,223 operations into unique names of at most 56 characters (figures printed)', async () => {
+    const { code, out } = await importCommand([GITHUB, '--provider', 'github', '--dry-run', '--out', path.join(tmpdir(), 'github-all')]);
+    expect(code, out).toBe(0);
+    const names = out
+      .split('\ntools:\n')[1]
+      .split('\n\n')[0]
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/)[0]);
+    const skipped = out.split('\nskipped:\n')[1].split('\n\n')[0].split('\n');
+    expect(names.length + skipped.length).toBe(1223);
+    expect(new Set(names).size).toBe(names.length);
+    for (const n of names) expect(n).toMatch(new RegExp(`^[A-Za-z0-9_.-]{1,${TOOL_NAME_LIMIT}}$`));
+    const figures = /imported in ([\d.]+) s, peak memory (\d+) MB/.exec(out)!;
+    console.log(
+      `GitHub, every operation: ${names.length} tools, ${skipped.length} skipped, imported in ${figures[1]} s, peak memory ${figures[2]} MB, ` +
+        `longest name ${Math.max(...names.map((n) => n.length))} characters`,
+    );
+  }, 240_000);
+});
+
+describe("Notion's OpenAPI 3.1 document", () => {
+  it('imports every operation lint-clean: the bearer token, Notion-Version sent by the provider', async () => {
+    const specs = await tempSpecs();
+    const { plan } = await importInto(specs, NOTION, { provider: 'notion' });
+    expect(plan.document.version).toBe('3.1');
+    expect(plan.skipped).toEqual([]);
+    const catalog = await loadCatalog(specs, pluginRegistry);
+    expect(catalog.tools.size).toBe(plan.document.operations.length);
+    const provider = catalog.providers.get('notion')!.spec;
+    expect(provider.headers).toEqual({ 'Notion-Version': '2025-09-03' });
+    expect(provider.auth?.headers).toEqual({ Authorization: 'Bearer {{account.token}}' });
+    expect(provider.verify).toMatchObject({ path: '/v1/users/me' });
+    // The header is the provider's, not an argument of every tool.
+    const page = catalog.tools.get('notion_retrieve_a_page')!.spec;
+    expect(Object.keys(page.input.properties as object)).toEqual(['page_id', 'filter_properties']);
+    const again = await importInto(specs, NOTION, { provider: 'notion' });
+    expect(again.report.written).toEqual([]);
+  });
+});
+
+describe('a circular $ref', () => {
+  it('ends each loop in a finite schema, across files, and the specs lint clean', async () => {
+    const specs = await tempSpecs();
+    const { plan } = await importInto(specs, path.join(FIXTURES, 'circular.yaml'), { provider: 'folders' });
+    expect(plan.tools.map((t) => t.spec.id)).toEqual(['folders_create_folder', 'folders_get_folder', 'folders_get_me']);
+    const create = plan.tools[0].spec;
+    // Serializable (no loop left), and readOnly id is not an argument.
+    expect(() => JSON.stringify(create)).not.toThrow();
+    expect(Object.keys(create.input.properties as object)).toEqual(['name', 'parent', 'children', 'owner']);
+    expect((create.output.properties as any).owner.properties.manager).toEqual({ type: 'object' });
+    const catalog = await loadCatalog(specs, pluginRegistry);
+    expect(catalog.providers.get('folders')!.spec.account.fields.map((f) => f.name)).toEqual(['api_url', 'token']);
+    expect(catalog.providers.get('folders')!.spec.account.fields[0].default).toBe('https://folders.example/api/v1');
+  });
+});
+
+describe('a Swagger 2.0 document', () => {
+  let specs: string;
+  let plan: ImportPlan;
+  let svc: TestService;
+  let fake: Awaited<ReturnType<typeof fakeApi>>;
+  let calls: ToolCalls;
+  let accountId: string;
+  let ownerToken: string;
+
+  beforeAll(async () => {
+    specs = await tempSpecs();
+    ({ plan } = await importInto(specs, path.join(FIXTURES, 'petstore-swagger2.yaml'), { provider: 'petstore' }));
+    fake = await fakeApi((r) => {
+      if (r.url.searchParams.get('api_key') !== 'k-123') return { status: 401, body: { message: 'bad key' } };
+      if (r.url.pathname === '/v2/users/me') return { status: 200, body: { username: 'ada' } };
+      if (r.method === 'GET' && r.url.pathname === '/v2/pets') return { status: 200, body: [{ id: 1, name: 'doggie', status: 'available' }] };
+      if (r.method === 'POST' && r.url.pathname === '/v2/pets') return { status: 201, body: { id: 2, ...r.body } };
+      if (r.method === 'DELETE' && r.url.pathname === '/v2/pets/2') return { status: 204 };
+      return { status: 404, body: { message: 'Pet not found' } };
+    });
+    svc = await startTestService({ TOOL_SPECS_DIR: specs });
+    const owner = await createOwner(svc);
+    ownerToken = owner.token;
+    const { serverId, key, accountIds } = await createServer(svc, owner, {
+      accounts: { pets: { kind: 'petstore', name: 'Pets', api_url: `${fake.url}/v2`, api_key: 'k-123' } },
+      tools: ['petstore_find_pets_by_status', 'petstore_add_pet', 'petstore_get_pet_by_id', 'petstore_delete_pet'].map((base_tool) => ({
+        base_tool,
+        account: 'pets',
+      })),
+    });
+    accountId = accountIds.pets;
+    calls = toolCalls(await connectV2(svc.url, serverId, key));
+  }, 60_000);
+  afterAll(async () => {
+    await svc?.close();
+    await fake?.close();
+  });
+
+  it('reads host, basePath, body and formData parameters, collectionFormat and the API key in the query', async () => {
+    expect(plan.document.servers).toEqual(['https://petstore.example/v2']);
+    expect(plan.provider.auth).toEqual({ query: { api_key: '{{account.api_key}}' } });
+    expect(plan.skipped.map((s) => [s.operation.operationId, s.reason])).toEqual([
+      ['uploadFile', 'its body is multipart/form-data (file uploads), which a tool does not send'],
+      ['watchPet', 'it streams its answer (text/event-stream)'],
+      ['health', 'it answers with text/plain, not JSON'],
+    ]);
+    await loadCatalog(specs, pluginRegistry);
+  });
+
+  it('verifies the account and calls the tools with the key in the query, arrays comma-joined', async () => {
+    const verified = await svc.call('POST', `/api/accounts/${accountId}/verify`, { token: ownerToken });
+    expect(verified.body).toMatchObject({ verified: true });
+    const found = await calls.ok('petstore_find_pets_by_status', { status: ['available', 'pending'] });
+    expect(found.items).toEqual([{ id: 1, name: 'doggie', status: 'available' }]);
+    const sent = fake.received.find((r) => r.url.pathname === '/v2/pets')!;
+    expect(Object.fromEntries(sent.url.searchParams)).toEqual({ status: 'available,pending', limit: '20', api_key: 'k-123' });
+    expect(await calls.ok('petstore_add_pet', { name: 'rex', tags: [{ name: 'good' }] })).toEqual({ id: 2, name: 'rex', tags: [{ name: 'good' }] });
+    expect(await calls.ok('petstore_delete_pet', { petId: 2 })).toEqual({ success: true });
+    const missing = await calls.fails('petstore_get_pet_by_id', { petId: 9 });
+    expect(missing).toMatchObject({ code: 'not_found', provider_status: 404 });
+    expect(missing.message).not.toContain('k-123');
+  });
+});
+
+describe('the command', () => {
+  let server: http.Server;
+  let base: string;
+  beforeAll(async () => {
+    // The fixtures served over HTTP on loopback (the circular one refers to its second file by a relative URL).
+    server = http.createServer(async (req, res) => {
+      const name = path.basename(new URL(req.url!, 'http://x').pathname);
+      try {
+        const text = await readFile(path.join(FIXTURES, name));
+        res.writeHead(200, { 'content-type': 'application/yaml' }).end(text);
+      } catch {
+        res.writeHead(404).end();
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('reads a URL through the outbound guard: refused by default, read when loopback is allowed', async () => {
+    const out = path.join(await tempSpecs(), 'folders');
+    const refused = await importCommand([`${base}/circular.yaml`, '--provider', 'folders', '--out', out]);
+    expect(refused.code).toBe(1);
+    expect(refused.out).toMatch(/127\.0\.0\.1.*(refused|not allowed)/i);
+    const read = await importCommand([`${base}/circular.yaml`, '--provider', 'folders', '--out', out], { ALLOW_PRIVATE_NETWORKS: 'loopback' });
+    expect(read.code, read.out).toBe(0);
+    expect(read.out).toContain('lint: tool specs OK: 1 providers, 3 tools');
+    expect((await readdir(out)).sort()).toEqual(['create_folder.yaml', 'get_folder.yaml', 'get_me.yaml', 'provider.yaml']);
+  }, 60_000);
+
+  it('dry run: says what would be made and skipped, writes nothing; selects by tag, operationId and method and path', async () => {
+    const out = path.join(await tempSpecs(), 'petstore');
+    const source = path.join(FIXTURES, 'petstore-swagger2.yaml');
+    const dry = await importCommand([
+      source,
+      '--provider',
+      'petstore',
+      '--tag',
+      'store',
+      '--operation',
+      'addPet',
+      '--operation',
+      'delete /pets/*',
+      '--dry-run',
+      '--out',
+      out,
+    ]);
+    expect(dry.code, dry.out).toBe(0);
+    expect(dry.out).toContain('4 of 8 operations selected by --tag store, --operation addPet, --operation delete /pets/*');
+    expect(dry.out).toMatch(/petstore_add_pet\s+POST \/pets \(addPet\)/);
+    expect(dry.out).toMatch(/petstore_delete_pet\s+DELETE \/pets\/\{petId\} \(deletePet\)/);
+    expect(dry.out).toContain('GET /store/health (health): it answers with text/plain, not JSON');
+    expect(dry.out).toContain('files: 4 would write');
+    await expect(readdir(out)).rejects.toThrow();
+    const unknown = await importCommand([source, '--provider', 'petstore', '--tag', 'pets', '--dry-run']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.out).toContain("--tag pets: no operation has this tag (the document's tags: pet, store)");
+  }, 60_000);
+
+  it('leaves a file whose import line was deleted alone, and names files of operations it no longer makes', async () => {
+    const specs = await tempSpecs();
+    const out = path.join(specs, 'petstore');
+    await importInto(specs, path.join(FIXTURES, 'petstore-swagger2.yaml'), { provider: 'petstore' });
+    const edited = (await readFile(path.join(out, 'add_pet.yaml'), 'utf8')).replace(/^# Imported by.*\n/m, '').replace('credits: 1', 'credits: 3');
+    await writeFile(path.join(out, 'add_pet.yaml'), edited);
+    const again = await importInto(specs, path.join(FIXTURES, 'petstore-swagger2.yaml'), { provider: 'petstore', operations: ['addPet', 'getMe'] });
+    expect(again.report).toMatchObject({ written: [], kept: ['add_pet.yaml'] });
+    expect(again.report.stale.sort()).toEqual(['delete_pet.yaml', 'find_pets_by_status.yaml', 'get_pet_by_id.yaml']);
+    expect(await readFile(path.join(out, 'add_pet.yaml'), 'utf8')).toBe(edited);
+  });
+});
