@@ -126,8 +126,19 @@ export default tseslint.config(
     ],
     ['runtime/toolspec/check.ts'],
   ),
-  // The CLI of `npm run check:specs` is a composition root of its own: it loads the specs with the real plugins.
-  boundary(['runtime/toolspec/check.ts'], [toolspecLayer, noWeb('runtime/toolspec')]),
+  // The CLI of `npm run check:specs` is a composition root of its own: it loads the specs with the real plugins
+  // and runs their exchanges through the engine.
+  boundary(
+    ['runtime/toolspec/check.ts'],
+    [
+      {
+        regex: `${up}${layers(except('toolspec', 'template', 'engine', 'http'))}/`,
+        message:
+          'Layers: the CLI of npm run check:specs loads the specs (runtime/toolspec) and runs their exchanges (runtime/engine, runtime/http); it knows nothing of the store, the domain, the pipeline, MCP, the API or the dashboard.',
+      },
+      noWeb('runtime/toolspec'),
+    ],
+  ),
   boundary(
     ['runtime/openapi/**'],
     [

@@ -3,6 +3,7 @@
 // a response size cap, and errors that never carry secrets.
 import http from 'node:http';
 import https from 'node:https';
+import type { LookupFunction } from 'node:net';
 import tls from 'node:tls';
 import got, { type Got, type Method, type Response, RequestError } from 'got';
 import type { SandboxLease, SandboxRouter } from '../sandbox/sandboxes.ts';
@@ -54,6 +55,8 @@ export interface HttpClientOptions {
   ca?: string;
   /** The service's own sandboxes (absent when SANDBOXES=off). */
   sandboxes?: SandboxRouter;
+  /** Resolves host names (default: the system's resolver); the guard judges what it answers. */
+  resolve?: LookupFunction;
 }
 
 export interface HttpClient {
@@ -71,7 +74,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
   };
   const client: Got = got.extend({
     agent: agents,
-    dnsLookup: guardedLookup(options.allow) as never,
+    dnsLookup: guardedLookup(options.allow, options.resolve) as never,
     throwHttpErrors: false,
     responseType: 'buffer',
     followRedirect: true,

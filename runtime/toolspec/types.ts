@@ -61,6 +61,8 @@ export interface ErrorRuleSpec {
   detail?: string;
   hint?: string;
   retryable?: boolean;
+  /** Whether the credits go back (default: 429 and 5xx). */
+  refund?: boolean;
 }
 
 export interface ToolAnnotations {
