@@ -142,14 +142,21 @@ describe("GitHub's official document, tag issues", () => {
     expect(missing.message).toContain('Not Found');
     const invalid = await calls.fails('github_issues_create', { owner: 'octo', repo: 'hello', title: 'x', assignees: ['nobody'] });
     expect(invalid.provider_status).toBe(422);
+    // The details of GitHub's errors array reach the client, not just "Validation Failed".
     expect(invalid.message).toContain('Validation Failed');
+    expect(invalid.message).toContain('Issue.assignees: invalid');
   });
 
-  it('lists issues with the query GitHub pages by', async () => {
+  it('pages by the Link header: has_more and the next page, several pages in one call', async () => {
     const listed = await calls.ok('github_issues_list_for_repo', { owner: 'octo', repo: 'hello', state: 'all', per_page: 2 });
+    expect(listed).toMatchObject({ has_more: true, next_page: 2 });
     expect(listed.items.map((i: any) => i.number)).toEqual([1, 2]);
     const sent = fake.received.filter((r) => r.url.pathname === '/repos/octo/hello/issues' && r.method === 'GET').at(-1)!;
     expect(Object.fromEntries(sent.url.searchParams)).toMatchObject({ state: 'all', per_page: '2' });
+    const rest = await calls.ok('github_issues_list_for_repo', { owner: 'octo', repo: 'hello', state: 'all', per_page: 2, page: 2, pages: 5 });
+    expect(rest.items.map((i: any) => i.number)).toEqual([3, 4, 5, 6]);
+    expect(rest.has_more).toBe(false);
+    expect(rest.next_page).toBeUndefined();
   });
 });
 
@@ -211,10 +218,13 @@ function github(r: Received): { status: number; body?: unknown; headers?: Record
       },
     };
   }
-  if (r.method === 'GET' && p === '/repos/octo/hello/issues') {
+  // GitHub's next links name the repository by id.
+  if (r.method === 'GET' && (p === '/repos/octo/hello/issues' || p === '/repositories/1/issues')) {
     const page = Number(r.url.searchParams.get('page') ?? 1);
-    const link = (n: number, rel: string) => `<https://api.github.com/repositories/1/issues?state=all&per_page=2&page=${n}>; rel="${rel}"`;
-    return { status: 200, body: [issue(page * 2 - 1), issue(page * 2)], headers: { link: [link(page + 1, 'next'), link(3, 'last')].join(', ') } };
+    // Three pages; GitHub's Link names the next one on every page but the last.
+    const link = (n: number, rel: string) => `<http://${r.headers.host}/repositories/1/issues?state=all&per_page=2&page=${n}>; rel="${rel}"`;
+    const links = page < 3 ? [link(page + 1, 'next'), link(3, 'last')] : [link(1, 'first'), link(page - 1, 'prev')];
+    return { status: 200, body: [issue(page * 2 - 1), issue(page * 2)], headers: { link: links.join(', ') } };
   }
   return { status: 404, body: { message: 'Not Found', documentation_url: 'https://docs.github.com/rest', status: '404' } };
 }

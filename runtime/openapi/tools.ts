@@ -56,13 +56,16 @@ export function toolSpec(op: ApiOperation, options: ToolOptions): ToolResult {
   if (unknown.length) return { skip: `the path names {${unknown.join('}, {')}}, which no parameter declares` };
   request.path = op.path.replace(/\{([^}]+)\}/g, (_m, n: string) => `{{args.${pathArgs.get(n)}}}`);
 
+  const queryArgs = new Map<string, { name: string; schema: JsonSchema }>();
   for (const p of byLocation('query')) {
     if (p.style === 'deepObject') {
       if (p.required) return { skip: `the query parameter ${p.name} is a deepObject (name[key]=value), which templates cannot write` };
       notes.push(`left out the optional query parameter ${p.name} (deepObject style)`);
       continue;
     }
-    const name = args.add(p.name, parameterSchema(p, false), p.required);
+    const schema = parameterSchema(p, false);
+    const name = args.add(p.name, schema, p.required);
+    queryArgs.set(p.name, { name, schema });
     (request.query ??= {})[p.name] = queryTemplate(p, name);
   }
   for (const p of byLocation('header')) {
@@ -90,20 +93,40 @@ export function toolSpec(op: ApiOperation, options: ToolOptions): ToolResult {
     notes.push(...body.notes);
   }
 
+  let { output, map } = result;
+  let howToPage = '';
+  const pageParam = result.list && result.linkPaged ? PAGE_PARAMS.find((n) => queryArgs.has(n)) : undefined;
+  if (pageParam) {
+    // GitHub's way (RFC 8288): the next page's URL in the Link header; its page value goes back in the page argument.
+    const page = queryArgs.get(pageParam)!;
+    const pages = args.add('pages', { type: 'integer', minimum: 1, maximum: 10, default: 1, description: 'Pages to read in this call (1-10)' }, false);
+    request.paginate = { style: 'link', param: { query: pageParam }, max_pages: `{{args.${pages}}}` };
+    const next = `next_${page.name}`;
+    output = {
+      type: 'object',
+      required: ['items', 'has_more'],
+      properties: { items: { type: 'array', items: result.list }, has_more: { type: 'boolean' }, [next]: { type: page.schema.type === 'integer' ? 'integer' : 'string' } },
+    };
+    map = { items: '{{response.items}}', has_more: '{{response.has_more}}', [next]: '{{response.next_cursor}}' };
+    howToPage = ` When has_more is true, pass ${next} as ${page.name} to read on, or ask for several pages at once.`;
+  }
   const spec: ToolSpec = {
     id: options.name,
     provider: options.provider,
     title: titleOf(op),
-    description: descriptionOf(op, options.descriptionLimit),
+    description: descriptionOf(op, options.descriptionLimit - howToPage.length) + howToPage,
     credits: options.credits,
     annotations: ANNOTATIONS[method],
     input: args.schema(),
-    output: result.output,
+    output,
     request,
   };
-  if (result.map !== undefined) spec.response = { map: result.map };
+  if (map !== undefined) spec.response = { map };
   return { spec, notes };
 }
+
+/** Query parameters that select a page of a list paged by Link headers, most usual first. */
+const PAGE_PARAMS = ['page', 'after', 'cursor', 'page_token', 'starting_after'];
 
 /** The arguments of a tool as they are added: unique names, properties in order, the required ones. */
 class Arguments {
@@ -222,6 +245,10 @@ function objectShape(raw: Schema): ObjectShape | undefined {
 interface Result {
   output: JsonSchema;
   map?: unknown;
+  /** The schema of each item, when the answer is a list. */
+  list?: JsonSchema;
+  /** The answer says where the next page is in a Link header. */
+  linkPaged?: boolean;
 }
 
 /** The first 2xx answer (else `default`), what the tool returns of it and how. */
@@ -236,7 +263,7 @@ function resultOf(op: ApiOperation): Result | { skip: string } {
     const streaming = types.find((t) => STREAMING.test(t));
     return { skip: streaming ? `it streams its answer (${streaming})` : `it answers with ${types.join(', ')}, not JSON` };
   }
-  return outputOf(success!.content[json]);
+  return { ...outputOf(success!.content[json]), linkPaged: success!.headers.includes('link') };
 }
 
 function outputOf(media: ApiMedia): Result {
@@ -250,7 +277,8 @@ function outputOf(media: ApiMedia): Result {
   }
   const key = types.length === 1 && types[0] === 'array' ? 'items' : 'value';
   const { description: _d, ...inner } = schema;
-  return { output: { type: 'object', required: [key], properties: { [key]: inner } }, map: { [key]: '{{response.body}}' } };
+  const list = key === 'items' ? ((inner.items as JsonSchema | undefined) ?? {}) : undefined;
+  return { output: { type: 'object', required: [key], properties: { [key]: inner } }, map: { [key]: '{{response.body}}' }, list };
 }
 
 function titleOf(op: ApiOperation): string {
