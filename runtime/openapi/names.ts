@@ -15,13 +15,59 @@ export function snake(name: string): string {
     .toLowerCase();
 }
 
-/** At most `limit` characters: cut at a word and marked with a short hash of the whole, so cut names stay apart. */
+/** Words a long name loses first: they join, the others say what the tool does. */
+const FILLER = new Set(['a', 'an', 'the', 'to', 'for', 'of', 'in', 'on', 'with', 'by', 'from', 'and', 'or', 'as', 'at']);
+/** Then long words are shortened the way people shorten them. */
+const SHORTER: Record<string, string> = {
+  repository: 'repo',
+  repositories: 'repos',
+  organization: 'org',
+  organizations: 'orgs',
+  authenticated: 'auth',
+  configuration: 'config',
+  configurations: 'configs',
+  environment: 'env',
+  environments: 'envs',
+  enterprise: 'ent',
+  installation: 'install',
+  application: 'app',
+  applications: 'apps',
+  permissions: 'perms',
+  information: 'info',
+  administrator: 'admin',
+  deployment: 'deploy',
+  deployments: 'deploys',
+  notification: 'notif',
+  notifications: 'notifs',
+  subscription: 'sub',
+  subscriptions: 'subs',
+  attestations: 'attests',
+  dependency: 'dep',
+  dependencies: 'deps',
+  protection: 'prot',
+  variables: 'vars',
+  variable: 'var',
+  settings: 'prefs',
+};
+
+/**
+ * At most `limit` characters: filler and repeated words dropped (after the first two), long words shortened,
+ * then words before the last one dropped; a name of a few very long words is cut and marked with a short hash.
+ */
 function fit(name: string, limit: number): string {
   if (name.length <= limit) return name;
+  const words = name.split('_');
+  // A word said before says nothing new ("github_billing_get_github_billing_usage").
+  const lean = [...words.slice(0, 2), ...words.slice(2).filter((w, i) => !FILLER.has(w) && !words.slice(0, i + 2).includes(w))];
+  const shortened = lean.map((w, i) => (i < 1 ? w : (SHORTER[w] ?? w)));
+  // Still too long: words go from before the last one, which tells an org's tool from a repository's.
+  while (shortened.join('_').length > limit && shortened.length > 4) shortened.splice(-2, 1);
+  const short = shortened.join('_');
+  if (short.length <= limit) return short;
   const hash = createHash('sha256').update(name).digest('hex').slice(0, 6);
   const room = limit - hash.length - 1;
-  const head = name.slice(0, room + 1);
-  const cut = head.lastIndexOf('_') > room / 2 ? head.slice(0, head.lastIndexOf('_')) : name.slice(0, room);
+  const head = short.slice(0, room + 1);
+  const cut = head.lastIndexOf('_') > room / 2 ? head.slice(0, head.lastIndexOf('_')) : short.slice(0, room);
   return `${cut.replace(/_+$/, '')}_${hash}`;
 }
 

@@ -105,7 +105,11 @@ export function toolSpec(op: ApiOperation, options: ToolOptions): ToolResult {
     output = {
       type: 'object',
       required: ['items', 'has_more'],
-      properties: { items: { type: 'array', items: result.list }, has_more: { type: 'boolean' }, [next]: { type: page.schema.type === 'integer' ? 'integer' : 'string' } },
+      properties: {
+        items: { type: 'array', items: result.list },
+        has_more: { type: 'boolean' },
+        [next]: { type: page.schema.type === 'integer' ? 'integer' : 'string' },
+      },
     };
     map = { items: '{{response.items}}', has_more: '{{response.has_more}}', [next]: '{{response.next_cursor}}' };
     howToPage = ` When has_more is true, pass ${next} as ${page.name} to read on, or ask for several pages at once.`;
