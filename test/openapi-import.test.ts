@@ -9,10 +9,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pluginRegistry } from '../plugins/registry.ts';
-import { readApiDocument } from '../runtime/openapi/document.ts';
+import { normalize, readApiDocument } from '../runtime/openapi/document.ts';
 import { TOOL_NAME_LIMIT } from '../runtime/openapi/names.ts';
 import { type ImportOptions, type ImportPlan, planImport } from '../runtime/openapi/plan.ts';
 import { type WriteReport, renderPlan, writePlan } from '../runtime/openapi/write.ts';
+import { runExchanges } from '../runtime/engine/exchange-runner.ts';
 import { loadCatalog } from '../runtime/toolspec/loader.ts';
 import { MAX_DESCRIPTION_LENGTH } from '../runtime/toolspec/language.ts';
 import { connectV2 } from './support/mcp-clients.ts';
@@ -120,10 +121,19 @@ describe("GitHub's official document, tag issues", () => {
     expect(provider.verify).toMatchObject({ method: 'GET', path: '/user' });
   });
 
+  it("writes an exchange per operation from the document's examples, and each runs as written", async () => {
+    const withExamples = first.plan.tools.filter((t) => t.exchanges);
+    // Every operation of the tag but one has an example answer, or answers with no body.
+    expect(withExamples.length).toBe(first.plan.tools.length - 1);
+    const report = await runExchanges(await loadCatalog(specs, pluginRegistry));
+    expect(report.failures).toEqual([]);
+    expect(report.ran).toBe(withExamples.length);
+  }, 60_000);
+
   it('writes the same bytes when the same document is imported again', async () => {
     const again = await importInto(specs, GITHUB, { provider: 'github', title: 'GitHub', tags: ['issues'], auth: 'bearer' });
     expect(again.report.written).toEqual([]);
-    expect(again.report.unchanged.length).toBe(first.plan.tools.length + 1);
+    expect(again.report.unchanged).toEqual(first.report.written);
   });
 
   it('creates an issue (201) with the token, the path and the body the document describes', async () => {
@@ -267,6 +277,8 @@ describe("Notion's OpenAPI 3.1 document", () => {
     expect(Object.keys(page.input.properties as object)).toEqual(['page_id', 'filter_properties']);
     const again = await importInto(specs, NOTION, { provider: 'notion' });
     expect(again.report.written).toEqual([]);
+    const exchanges = await runExchanges(catalog);
+    expect(exchanges).toMatchObject({ failures: [], ran: plan.tools.filter((t) => t.exchanges).length });
   });
 });
 
@@ -283,6 +295,39 @@ describe('a circular $ref', () => {
     const catalog = await loadCatalog(specs, pluginRegistry);
     expect(catalog.providers.get('folders')!.spec.account.fields.map((f) => f.name)).toEqual(['api_url', 'token']);
     expect(catalog.providers.get('folders')!.spec.account.fields[0].default).toBe('https://folders.example/api/v1');
+  });
+});
+
+describe('security schemes', () => {
+  const withScheme = (scheme: Record<string, unknown>, security: unknown = [{ s: [] }]) =>
+    planImport(
+      normalize(
+        {
+          openapi: '3.0.3',
+          info: { title: 'Things', version: '1' },
+          servers: [{ url: 'https://things.example' }],
+          components: { securitySchemes: { s: scheme } },
+          security,
+          paths: { '/me': { get: { operationId: 'me', responses: { '200': { description: 'me' } } } } },
+        },
+        'inline',
+      ),
+      { provider: 'things', descriptionLimit: MAX_DESCRIPTION_LENGTH },
+    );
+
+  it('maps basic, API keys in a header or a cookie, and OAuth 2 (to an access token field, said so)', () => {
+    expect(withScheme({ type: 'http', scheme: 'basic' }).provider.auth).toEqual({ basic: { username: 'username', password: 'password' } });
+    expect(withScheme({ type: 'apiKey', in: 'header', name: 'X-API-Key' }).provider.auth).toEqual({ headers: { 'X-API-Key': '{{account.api_key}}' } });
+    expect(withScheme({ type: 'apiKey', in: 'cookie', name: 'sid' }).provider.auth).toEqual({ headers: { Cookie: 'sid={{account.sid}}' } });
+    const oauth = withScheme({
+      type: 'oauth2',
+      flows: { authorizationCode: { authorizationUrl: 'https://things.example/authorize', tokenUrl: 'https://things.example/token', scopes: {} } },
+    });
+    expect(oauth.provider.auth).toEqual({ headers: { Authorization: 'Bearer {{account.access_token}}' } });
+    expect(oauth.provider.account.fields[1]).toMatchObject({ name: 'access_token', secret: true });
+    expect(oauth.notes.join('\n')).toContain('mapped to an access token field');
+    // An empty alternative makes the credentials optional.
+    expect(withScheme({ type: 'http', scheme: 'bearer' }, [{ s: [] }, {}]).provider.account.fields[1]).toMatchObject({ name: 'token', required: false });
   });
 });
 
@@ -348,6 +393,16 @@ describe('a Swagger 2.0 document', () => {
     expect(missing).toMatchObject({ code: 'not_found', provider_status: 404 });
     expect(missing.message).not.toContain('k-123');
   });
+
+  it('writes exchanges from the examples that carry the API key in the query, and they run', async () => {
+    expect(plan.tools.filter((t) => t.exchanges).map((t) => t.spec.id)).toEqual(['petstore_find_pets_by_status', 'petstore_delete_pet']);
+    expect(plan.tools[0].exchanges!.exchanges[0].requests[0]).toMatchObject({
+      path: '/v2/pets',
+      query: { status: 'available', limit: '20', api_key: 'example-api_key' },
+      answer: { status: 200, body: [{ id: 1, name: 'doggie', status: 'available' }] },
+    });
+    expect(await runExchanges(await loadCatalog(specs, pluginRegistry))).toMatchObject({ failures: [], ran: 2 });
+  });
 });
 
 describe('the command', () => {
@@ -402,7 +457,7 @@ describe('the command', () => {
     expect(dry.out).toMatch(/petstore_add_pet\s+POST \/pets \(addPet\)/);
     expect(dry.out).toMatch(/petstore_delete_pet\s+DELETE \/pets\/\{petId\} \(deletePet\)/);
     expect(dry.out).toContain('GET /store/health (health): it answers with text/plain, not JSON');
-    expect(dry.out).toContain('files: 4 would write');
+    expect(dry.out).toContain('files: 5 would write');
     await expect(readdir(out)).rejects.toThrow();
     const unknown = await importCommand([source, '--provider', 'petstore', '--tag', 'pets', '--dry-run']);
     expect(unknown.code).toBe(1);
@@ -417,7 +472,13 @@ describe('the command', () => {
     await writeFile(path.join(out, 'add_pet.yaml'), edited);
     const again = await importInto(specs, path.join(FIXTURES, 'petstore-swagger2.yaml'), { provider: 'petstore', operations: ['addPet', 'getMe'] });
     expect(again.report).toMatchObject({ written: [], kept: ['add_pet.yaml'] });
-    expect(again.report.stale.sort()).toEqual(['delete_pet.yaml', 'find_pets_by_status.yaml', 'get_pet_by_id.yaml']);
+    expect(again.report.stale.sort()).toEqual([
+      'delete_pet.exchanges.yaml',
+      'delete_pet.yaml',
+      'find_pets_by_status.exchanges.yaml',
+      'find_pets_by_status.yaml',
+      'get_pet_by_id.yaml',
+    ]);
     expect(await readFile(path.join(out, 'add_pet.yaml'), 'utf8')).toBe(edited);
   });
 });

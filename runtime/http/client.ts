@@ -110,7 +110,8 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
 
   /** One request (and its redirects) through the guarded client, or through a sandbox's own connection. */
   async function exchange(req: UpstreamRequest, sandbox: SandboxLease | undefined): Promise<UpstreamResponse> {
-    const hasBody = req.body !== undefined && req.method !== 'GET' && req.method !== 'DELETE';
+    // DELETE may carry a body (GitHub's removal of assignees or labels takes one); GET never does.
+    const hasBody = req.body !== undefined && req.method !== 'GET';
     const attempts = req.trace && attemptSpans(req.trace, req.method);
     const promise = client(req.url, {
       method: req.method as Method,

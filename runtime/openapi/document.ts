@@ -21,6 +21,8 @@ export interface ApiParameter {
   style?: string;
   explode?: boolean;
   deprecated: boolean;
+  /** The document's example value, if it gives one. */
+  example?: unknown;
 }
 
 export interface ApiMedia {
@@ -202,11 +204,24 @@ function securityOf(v: unknown): SecurityRequirement[] | undefined {
   return v.filter(isObject).map((r) => Object.fromEntries(Object.entries(r).map(([k, scopes]) => [k, Array.isArray(scopes) ? scopes.map(String) : []])));
 }
 
+/** `example`, or the first of `examples` (3.x: named objects with a value; JSON Schema: a list). */
+function exampleOf(o: Record<string, unknown>): unknown {
+  if (o.example !== undefined) return o.example;
+  if (Array.isArray(o.examples)) return o.examples[0];
+  return Object.values(objectOf(o.examples)).map((e) => objectOf(e).value)[0];
+}
+
 function examplesOf(media: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (media.example !== undefined) out.example = media.example;
-  for (const [name, ex] of Object.entries(objectOf(media.examples))) if (isObject(ex) && ex.value !== undefined) out[name] = ex.value;
+  for (const [name, ex] of Object.entries(objectOf(media.examples))) if (isObject(ex) && ex.value !== undefined) out[name] = unwrapped(ex.value);
   return out;
+}
+
+/** A value that is itself an Example object (GitHub's `value: {$ref: '#/components/examples/issue'}`): its value. */
+function unwrapped(value: unknown): unknown {
+  const EXAMPLE_KEYS = ['value', 'summary', 'description'];
+  return isObject(value) && 'value' in value && Object.keys(value).every((k) => EXAMPLE_KEYS.includes(k) || k.startsWith('x-')) ? value.value : value;
 }
 
 function contentOf(v: unknown): Record<string, ApiMedia> {
@@ -241,6 +256,7 @@ function openApiOperation(p: string, method: string, op: Record<string, unknown>
       style: typeof param.style === 'string' ? param.style : undefined,
       explode: typeof param.explode === 'boolean' ? param.explode : undefined,
       deprecated: param.deprecated === true,
+      example: exampleOf(param) ?? (isObject(param.schema) ? exampleOf(param.schema) : undefined),
     });
   }
   const body = isObject(op.requestBody)
@@ -367,6 +383,7 @@ function swaggerOperation(doc: Record<string, unknown>, p: string, method: strin
         schema,
         ...(schema.type === 'array' ? collectionStyle(param.collectionFormat) : {}),
         deprecated: false,
+        example: param['x-example'],
       });
     }
   }

@@ -117,8 +117,10 @@ function summary(plan: ImportPlan, report: WriteReport, out: string, dryRun: boo
     `${doc.title}${doc.apiVersion ? ` ${doc.apiVersion}` : ''} (${doc.version === '2.0' ? 'Swagger 2.0' : `OpenAPI ${doc.version}`}): ${selected} of ${doc.operations.length} operations selected${chosen.length ? ` by ${chosen.join(', ')}` : ''}`,
   );
   const where = path.relative(process.cwd(), out) || '.';
+  const exchanges = plan.tools.filter((t) => t.exchanges).length;
   lines.push(
-    `${dryRun ? 'would make' : 'made'} ${where}/: provider.yaml and ${plan.tools.length} tool${plan.tools.length === 1 ? '' : 's'}; ${plan.skipped.length} skipped`,
+    `${dryRun ? 'would make' : 'made'} ${where}/: provider.yaml, ${plan.tools.length} tool${plan.tools.length === 1 ? '' : 's'} and ` +
+      `${exchanges} exchanges file${exchanges === 1 ? '' : 's'} (from the document's examples); ${plan.skipped.length} skipped`,
   );
   const width = Math.max(0, ...plan.tools.map((t) => t.spec.id.length));
   lines.push('', 'tools:');

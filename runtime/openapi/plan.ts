@@ -1,8 +1,9 @@
 // What an import makes of a document: the operations chosen (by tag, operationId or method and path), a
 // provider spec, one tool spec per operation that can be a tool, and each one left out with its reason.
 // Pure: nothing is read or written here (document.ts reads, write.ts writes).
-import type { ProviderSpec, ToolSpec } from '../toolspec/types.ts';
+import type { ExchangesSpec, ProviderSpec, ToolSpec } from '../toolspec/types.ts';
 import type { ApiDocument, ApiOperation } from './document.ts';
+import { exchangesOf } from './exchanges.ts';
 import { snake, toolNames } from './names.ts';
 import { providerSpec } from './provider.ts';
 import { toolSpec } from './tools.ts';
@@ -27,6 +28,8 @@ export interface PlannedTool {
   /** File name in the provider's folder. */
   file: string;
   notes: string[];
+  /** Its exchanges, from the document's examples (none when the document has no example answer). */
+  exchanges?: ExchangesSpec;
 }
 
 export interface ImportPlan {
@@ -67,7 +70,10 @@ export function planImport(doc: ApiDocument, options: ImportOptions): ImportPlan
       providerHeaders: provider.constantHeaders,
     });
     if ('skip' in made) skipped.push({ operation, reason: made.skip });
-    else tools.push({ operation, spec: made.spec, file: `${name.startsWith(prefix) ? name.slice(prefix.length) : name}.yaml`, notes: made.notes });
+    else {
+      const file = `${name.startsWith(prefix) ? name.slice(prefix.length) : name}.yaml`;
+      tools.push({ operation, spec: made.spec, file, notes: made.notes, exchanges: exchangesOf(operation, made.spec, provider.spec) });
+    }
   }
   return { document: doc, provider: provider.spec, tools, skipped, notes: provider.notes };
 }

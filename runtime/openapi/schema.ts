@@ -8,7 +8,7 @@ import { shorten } from './text.ts';
 export interface SchemaOptions {
   /**
    * input: what a tool accepts, with the document's constraints (ajv checks the arguments against them).
-   * output: what it returns, shape only: types and properties, no enum, format, bounds or closed objects,
+   * output: what it returns, shape only: types and properties, no required, enum, format, bounds or closed objects,
    * which an API loosens over time (a new enum value must not turn a good answer into unexpected_response).
    */
   mode: 'input' | 'output';
@@ -195,8 +195,9 @@ class Converter {
       if (isObject(p) && (input ? p.readOnly === true : p.writeOnly === true)) continue;
       properties[name] = this.convert(p, level + 1, input);
     }
-    // Required properties are kept at the top of a result (its shape) and everywhere in arguments.
-    if (input || level === 0) {
+    // Required properties are kept in arguments only: GitHub's own examples leave out properties its schemas
+    // require in 53 of 1,197 answers, and a result missing one would be refused as unexpected_response.
+    if (input) {
       const required = (Array.isArray(s.required) ? s.required.map(String) : []).filter((r) => r in properties);
       if (required.length) out.required = required;
     }

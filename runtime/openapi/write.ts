@@ -6,6 +6,7 @@ import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Document, Scalar, isMap, isScalar, isSeq } from 'yaml';
+import { exchangesFileOf } from '../toolspec/language.ts';
 import type { ImportPlan } from './plan.ts';
 import { operationLabel } from './plan.ts';
 
@@ -34,7 +35,7 @@ const FLOW_WIDTH = 100;
 
 /** Every file of the plan, rendered. */
 export function renderPlan(plan: ImportPlan, outDir: string): RenderedFile[] {
-  const schemaLine = (kind: 'provider' | 'tool') =>
+  const schemaLine = (kind: 'provider' | 'tool' | 'exchanges') =>
     `# yaml-language-server: $schema=${path
       .relative(path.resolve(outDir), path.join(SCHEMAS, `${kind}.schema.json`))
       .split(path.sep)
@@ -46,10 +47,9 @@ export function renderPlan(plan: ImportPlan, outDir: string): RenderedFile[] {
     },
   ];
   for (const t of plan.tools) {
-    files.push({
-      name: t.file,
-      text: `${schemaLine('tool')}\n${IMPORT_MARK} from ${operationLabel(t.operation)}; delete this line to keep your edits.\n${yamlOf(t.spec)}`,
-    });
+    const imported = `${IMPORT_MARK} from ${operationLabel(t.operation)}; delete this line to keep your edits.`;
+    files.push({ name: t.file, text: `${schemaLine('tool')}\n${imported}\n${yamlOf(t.spec)}` });
+    if (t.exchanges) files.push({ name: exchangesFileOf(t.file), text: `${schemaLine('exchanges')}\n${imported}\n${yamlOf(t.exchanges)}` });
   }
   return files;
 }
