@@ -76,6 +76,7 @@ export async function buildComponents(
         idleMs: config.sandboxes.idleMinutes * 60_000,
         maxSets: config.sandboxes.maxSets,
         logger,
+        catalog,
       })
     : undefined;
   const http = createHttpClient({

@@ -1,7 +1,7 @@
 // Maps provider answers to the spec's error families, keeping the provider's own detail.
 import type { UpstreamResponse } from '../http/client.ts';
 import type { CompiledErrorRule, DetailSource, Provider, BaseTool } from '../toolspec/catalog.ts';
-import { type CompiledTemplate, RenderError, lookup, truthy } from '../template/template.ts';
+import { type CompiledTemplate, lookup, truthy } from '../template/template.ts';
 import { ToolError } from '../tool-error.ts';
 
 /** Fallback families, after the tool's and the provider's own rules. */
@@ -74,20 +74,14 @@ function providerCode(body: unknown, at: string[] | undefined): string | undefin
 
 /** The detail a source finds: text as it is, a list or an object read the built-in way. */
 function detailFrom(source: DetailSource, body: unknown, view: Record<string, unknown>): string {
-  const value = 'pointer' in source ? lookup(body, source.pointer) : safely(source.template, view, undefined);
+  const value = 'pointer' in source ? lookup(body, source.pointer) : safely(source.template, view);
   if (value === undefined || value === null) return '';
   return typeof value === 'object' ? providerDetail(value) : clip(String(value).trim());
 }
 
-/** Renders a template of an error rule; a value it needs that the answer lacks gives `fallback`. */
-function safely<T>(template: CompiledTemplate | string, view: Record<string, unknown>, fallback: T): unknown {
-  if (typeof template === 'string') return template;
-  try {
-    return template.render(view);
-  } catch (err) {
-    if (err instanceof RenderError) return fallback;
-    throw err;
-  }
+/** Renders a template of an error rule; a value the answer lacks is written "?" (a provider's error is not ours). */
+function safely(template: CompiledTemplate | string, view: Record<string, unknown>): unknown {
+  return typeof template === 'string' ? template : template.render(view, undefined, '?');
 }
 
 function headerValues(res: UpstreamResponse, name: string): string[] {
@@ -111,7 +105,7 @@ function matches(
     const values = headerValues(res, name).map((v) => v.trim());
     if (typeof wanted === 'boolean' ? values.length > 0 !== wanted : !values.some((v) => wanted.includes(v))) return false;
   }
-  return !rule.when || truthy(safely(rule.when, view, false));
+  return !rule.when || truthy(safely(rule.when, view));
 }
 
 /** A code rendered from the answer, in our snake_case form; '' when nothing usable is left. */
@@ -140,16 +134,16 @@ export function mapUpstreamError(
   const rule = [...(tool?.errors ?? []), ...(provider?.errors ?? [])].find((r) => matches(r, res, code, providerDetailText, step, errorView));
   const fallback = DEFAULT_RULES.find((r) => r.test(res.status))!;
   const detail = rule?.detail ? detailFrom(rule.detail, res.body, errorView) : providerDetailText;
-  let message = rule ? String(safely(rule.message, errorView, fallback.message) ?? '') || fallback.message : fallback.message;
+  let message = rule ? String(safely(rule.message, errorView) ?? '') || fallback.message : fallback.message;
   if (detail && !message.includes(detail)) message += `: ${detail}`;
   const transient = res.status === 429 || res.status >= 500;
   if (res.status === 429) {
     const after = res.headers['retry-after'];
     if (after) message += ` (retry after ${Array.isArray(after) ? after[0] : after} s)`;
   }
-  const hint = rule?.hint === undefined ? '' : String(safely(rule.hint, errorView, '') ?? '');
+  const hint = rule?.hint === undefined ? '' : String(safely(rule.hint, errorView) ?? '');
   if (hint) message = `${message.replace(/[.\s]+$/, '')}. ${hint}`;
-  const ourCode = !rule ? fallback.code : typeof rule.code === 'string' ? rule.code : snakeCase(safely(rule.code, errorView, '')) || fallback.code;
+  const ourCode = !rule ? fallback.code : typeof rule.code === 'string' ? rule.code : snakeCase(safely(rule.code, errorView)) || fallback.code;
   return new ToolError(ourCode, message, { retryable: rule?.retryable ?? transient, providerStatus: res.status, refund: rule?.refund ?? transient });
 }
 

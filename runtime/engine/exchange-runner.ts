@@ -68,7 +68,9 @@ export async function runExchanges(catalog: Catalog, options: { only?: ReadonlyS
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ message: 'the exchange has no answer for this request' }),
       };
-      res.writeHead(out.status, out.headers).end(out.body);
+      // No Date header: what a tool passes on of the answer's headers is then the same at every run.
+      res.sendDate = false;
+      res.writeHead(out.status, { ...out.headers, 'content-length': String(Buffer.byteLength(out.body)) }).end(out.body);
     });
   });
   await new Promise<void>((resolve) => standIn.listen(0, '127.0.0.1', resolve));

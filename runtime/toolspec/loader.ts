@@ -10,7 +10,7 @@ import addFormatsModule from 'ajv-formats';
 import { pointerParts } from '../json-pointer.ts';
 import type { Plugin, PluginHook, PluginRegistry } from '../plugin-api.ts';
 import { type CompiledTemplate, TemplateError, type VariableCheck, compileTemplate, isTemplate } from '../template/template.ts';
-import { TreeTemplateError, compileTree } from '../template/tree.ts';
+import { TreeTemplateErrors, compileTree } from '../template/tree.ts';
 import type {
   BoundPlugin,
   Catalog,
@@ -400,22 +400,29 @@ function compileTool(
     if (spec.response!.map !== undefined) responseMap = compileTreeAt(src, ['response', 'map'], spec.response!.map, mapScope);
     responsePlugins = bindPlugins(src, spec.response!.plugins ?? [], ['response', 'plugins'], 'response', plugins);
   }
-  if (has('output') && stepsShaped && !unshaped.has('response') && !spec.response?.plugins?.length) {
-    // What the result is made of: the map, or the default result of a paginated last step.
-    const lastPaginated = stepSpecs.at(-1)?.request.paginate !== undefined;
-    const map = spec.response?.map ?? (lastPaginated ? { items: '', has_more: '', next_cursor: '' } : undefined);
-    for (const { at, property } of unmappedRequired(spec.output, map)) {
-      src.report(
-        spec.response?.map !== undefined ? ['response', 'map', ...at] : ['output', 'required'],
-        `the output requires "${property}", which ${spec.response?.map !== undefined ? 'this mapping does not produce' : 'the default result of a paginated request ({items, has_more, next_cursor}) does not have'}: every call would fail`,
-      );
-    }
-  }
+  if (has('output') && stepsShaped && !unshaped.has('response')) checkOutputMapped(src, spec, stepSpecs.at(-1)?.request.paginate !== undefined);
   const errors = has('errors') ? compileErrorRules(src, spec.errors ?? [], ['errors'], check({ steps: knownSteps, response: true }), knownSteps) : [];
 
   const { input: validate, output: validateOutput } = compiled;
   if (src.issues.length > before || !provider || !validate || !validateOutput) return undefined;
   return { spec, file: src.file, provider, validate, validateOutput, steps, responseMap, responsePlugins, errors };
+}
+
+/**
+ * A required output property that the result never has fails every call: the response map's (or, without one,
+ * a paginated request's default result's) keys are checked against the output schema. Response plugins may
+ * add anything, so a tool with some is not judged.
+ */
+function checkOutputMapped(src: SourceFile, spec: ToolSpec, lastPaginated: boolean): void {
+  if (spec.response?.plugins?.length) return;
+  const mapped = spec.response?.map !== undefined;
+  const map = mapped ? spec.response!.map : lastPaginated ? { items: '', has_more: '', next_cursor: '' } : undefined;
+  for (const { at, property } of unmappedRequired(spec.output, map)) {
+    src.report(
+      mapped ? ['response', 'map', ...at] : ['output', 'required'],
+      `the output requires "${property}", which ${mapped ? 'this mapping does not produce' : 'the default result of a paginated request ({items, has_more, next_cursor}) does not have'}: every call would fail`,
+    );
+  }
 }
 
 function compileRequest(src: SourceFile, req: RequestSpec, at: string[], scope: VariableCheck, plugins: PluginRegistry): CompiledRequest | undefined {
@@ -593,8 +600,8 @@ function compileTreeAt(src: SourceFile, at: string[], value: unknown, scope: Var
   try {
     return compileTree(value, scope);
   } catch (err) {
-    if (!(err instanceof TreeTemplateError)) throw err;
-    src.report([...at, ...err.pointer], err.message, { line: err.line, column: err.column });
+    if (!(err instanceof TreeTemplateErrors)) throw err;
+    for (const p of err.problems) src.report([...at, ...p.pointer], p.message, { line: p.line, column: p.column });
     return undefined;
   }
 }
