@@ -7,7 +7,7 @@ import { type BaseResolution, type OutboundRequest, type ProviderHttp, UpstreamS
 import { sha256 } from '../secrets.ts';
 import { TtlCache } from '../ttl-cache.ts';
 import { withFieldDefaults } from '../toolspec/account-fields.ts';
-import type { CompiledRequest, Provider, BaseTool } from '../toolspec/catalog.ts';
+import type { AuthTemplate, CompiledRequest, Provider, BaseTool } from '../toolspec/catalog.ts';
 import type { VerifyWay } from '../toolspec/types.ts';
 import { createArgumentsAjv } from '../toolspec/loader.ts';
 import { type CompiledTemplate, RenderError, truthy } from '../template/template.ts';
@@ -266,6 +266,7 @@ export class Engine {
         for (const [k, v] of req.query) url.searchParams.append(k, v);
         // The account's credentials go only to the account's own origin: never to an absolute URL elsewhere.
         const sendAuth = withAuth && (url.origin === baseOrigin || authOrigins?.has(url.origin) === true);
+        if (sendAuth) for (const [k, v] of facts.authQuery) url.searchParams.set(k, v);
         const res = await this.http.send({
           method: req.method,
           url,
@@ -373,6 +374,8 @@ interface AccountFacts {
   headers: Readonly<Record<string, string>>;
   publicFields: Record<string, string>;
   auth: Record<string, string>;
+  /** Query parameters of the auth (an API key in the URL). */
+  authQuery: Array<[string, string]>;
   base?: string;
   baseOrigin?: string;
   redact: (text: string) => string;
@@ -392,14 +395,16 @@ function accountFacts(provider: Provider, account: AccountCredentials | null): A
   for (const [k, v] of Object.entries(fields)) if (!provider.secretFields.has(k)) publicFields[k] = v;
   Object.freeze(publicFields);
   const headers = { accept: 'application/json', ...providerHeaders(provider, publicFields) };
-  const facts: AccountFacts = { provider, fields, headers, publicFields, auth: {}, redact: (text) => text };
+  const facts: AccountFacts = { provider, fields, headers, publicFields, auth: {}, authQuery: [], redact: (text) => text };
   if (account) {
     facts.auth = authHeaders(provider, fields);
+    facts.authQuery = Object.entries(filledTemplates(provider.authQuery, fields));
     facts.base = baseUrl(provider, fields);
     facts.baseOrigin = new URL(facts.base).origin;
-    // Secret fields, and the credential of each auth header (the Basic form of e-mail:token, for one).
+    // Secret fields, and the credential of each auth header (the Basic form of e-mail:token, for one) or query parameter.
     const secrets = [...provider.secretFields].map((f) => fields[f]);
-    facts.redact = redactor([...secrets, ...Object.values(facts.auth).map((v) => v.split(' ').pop()!)]);
+    const credentials = [...Object.values(facts.auth), ...facts.authQuery.map(([, v]) => v)].map((v) => v.split(' ').pop()!);
+    facts.redact = redactor([...secrets, ...credentials]);
     FACTS.set(account, facts);
   } else NO_ACCOUNT.set(provider, facts);
   return facts;
@@ -425,10 +430,14 @@ function authHeaders(provider: Provider, fields: Readonly<Record<string, string>
   if (basic && fields[basic.username] && fields[basic.password]) {
     out.authorization = 'Basic ' + Buffer.from(`${fields[basic.username]}:${fields[basic.password]}`).toString('base64');
   }
-  for (const h of provider.authHeaders) {
-    // A header whose fields are empty is left out (e.g. an n8n account without an API key).
-    if (h.fields.every((f) => fields[f])) out[h.name.toLowerCase()] = String(h.template.render({ account: fields }));
-  }
+  for (const [name, value] of Object.entries(filledTemplates(provider.authHeaders, fields))) out[name.toLowerCase()] = value;
+  return out;
+}
+
+/** Auth templates rendered over the account; one whose fields are empty is left out (an n8n account without an API key). */
+function filledTemplates(templates: readonly AuthTemplate[], fields: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const t of templates) if (t.fields.every((f) => fields[f])) out[t.name] = String(t.template.render({ account: fields }));
   return out;
 }
 

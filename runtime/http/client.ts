@@ -31,12 +31,14 @@ export interface UpstreamRequest {
   sandboxOwner?: string;
   /** The call's trace: each attempt becomes a span and sends its traceparent (runtime/tracing/outbound.ts). */
   trace?: OutboundTrace;
+  /** Answer with the body's bytes as they came (a Buffer), not parsed (a document that may be gzipped or YAML). */
+  raw?: boolean;
 }
 
 export interface UpstreamResponse {
   status: number;
   headers: Record<string, string | string[] | undefined>;
-  /** Parsed JSON when the answer is JSON, else text; null when empty. */
+  /** Parsed JSON when the answer is JSON, else text; null when empty (a Buffer when the request asked for `raw`). */
   body: unknown;
 }
 
@@ -108,7 +110,8 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
 
   /** One request (and its redirects) through the guarded client, or through a sandbox's own connection. */
   async function exchange(req: UpstreamRequest, sandbox: SandboxLease | undefined): Promise<UpstreamResponse> {
-    const hasBody = req.body !== undefined && req.method !== 'GET' && req.method !== 'DELETE';
+    // DELETE may carry a body (GitHub's removal of assignees or labels takes one); GET never does.
+    const hasBody = req.body !== undefined && req.method !== 'GET';
     const attempts = req.trace && attemptSpans(req.trace, req.method);
     const promise = client(req.url, {
       method: req.method as Method,
@@ -157,7 +160,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     if (res.body.length > options.maxResponseBytes) {
       throw tooLarge();
     }
-    return { status: res.statusCode, headers: res.headers, body: parseBody(res.body, res.headers['content-type']) };
+    return { status: res.statusCode, headers: res.headers, body: req.raw ? res.body : parseBody(res.body, res.headers['content-type']) };
   }
 
   return {

@@ -70,6 +70,13 @@ export interface CompiledErrorRule {
   refund?: boolean;
 }
 
+/** A header or query parameter of a provider's auth: a template over account fields, left out when one is empty. */
+export interface AuthTemplate {
+  name: string;
+  template: CompiledTemplate;
+  fields: string[];
+}
+
 export interface Provider {
   spec: ProviderSpec;
   file: string;
@@ -77,7 +84,9 @@ export interface Provider {
   digest: string;
   /** Names of secret account fields: usable in auth only, encrypted at rest, redacted from errors. */
   secretFields: ReadonlySet<string>;
-  authHeaders: Array<{ name: string; template: CompiledTemplate; fields: string[] }>;
+  authHeaders: AuthTemplate[];
+  /** Query parameters of the auth (an API key in the URL), sent like the auth headers. */
+  authQuery: AuthTemplate[];
   /** provider.yaml `headers`: constants, or templates over non-secret account fields. */
   headers: Array<{ name: string; value: CompiledTemplate | string; fields: string[] }>;
   errors: CompiledErrorRule[];

@@ -279,6 +279,7 @@ function compileProvider(src: SourceFile, spec: ProviderSpec, plugins: PluginReg
     }
   }
   const authHeaders: Provider['authHeaders'] = [];
+  const authQuery: Provider['authQuery'] = [];
   const headers: Provider['headers'] = [];
   if (!unshaped.has('auth')) {
     for (const role of ['username', 'password'] as const) {
@@ -286,9 +287,14 @@ function compileProvider(src: SourceFile, spec: ProviderSpec, plugins: PluginReg
       if (name !== undefined && !isField(name)) src.report(['auth', 'basic', role], `"${name}" is not an account field`);
     }
     const inAuth = fieldScope(accountVariable(fields, 'auth'));
-    for (const [name, text] of Object.entries(spec.auth?.headers ?? {})) {
-      const t = compileLeaf(src, ['auth', 'headers', name], text, inAuth);
-      if (t) authHeaders.push({ name, template: t, fields: t.variables.map((v) => v[1]) });
+    for (const [key, list] of [
+      ['headers', authHeaders],
+      ['query', authQuery],
+    ] as const) {
+      for (const [name, text] of Object.entries(spec.auth?.[key] ?? {})) {
+        const t = compileLeaf(src, ['auth', key, name], text, inAuth);
+        if (t) list.push({ name, template: t, fields: t.variables.map((v) => v[1]) });
+      }
     }
   }
   if (!unshaped.has('headers')) {
@@ -335,7 +341,7 @@ function compileProvider(src: SourceFile, spec: ProviderSpec, plugins: PluginReg
       ? bindPlugins(src, [{ use: spec.base_url.resolve }], ['base_url', 'resolve'], 'base', plugins, true)[0]
       : undefined;
   if (src.issues.length > before || unshaped.size) return undefined;
-  return { spec, file: src.file, digest: src.digest, secretFields, authHeaders, headers, errors, errorBody, verify, baseResolver };
+  return { spec, file: src.file, digest: src.digest, secretFields, authHeaders, authQuery, headers, errors, errorBody, verify, baseResolver };
 }
 
 /** A scope of account fields only (provider headers): `check` judges the field. */

@@ -191,6 +191,8 @@ export interface ProviderSpec {
     };
     /** Header templates over account.* (secrets allowed here only); dropped when a field they use is empty (a field's default counts as its value). */
     headers?: Record<string, string>;
+    /** Query parameter templates over account.* (an API key sent in the URL), like headers: secrets allowed, only to the account's own origin, dropped when a field they use is empty (a field's default counts as its value). */
+    query?: Record<string, string>;
   };
   /** Headers on every request: constants, or templates over the account's non-secret fields ("{{account.api_version}}"; secrets belong under auth.headers). A header that renders empty is left out; a field's default stands in for an account saved before the field existed. */
   headers?: Record<string, string>;
