@@ -112,7 +112,9 @@ describe('sandbox accounts', () => {
       expect(verified.body, account.name).toMatchObject({ verified: true });
     }
     expect(svc.sandboxes!.stats()).toEqual({ sets: 2, sandboxes: 8 });
-  });
+    // A bound, not a wait: the first calls start each owner's sandboxes and the shared Postgres, which takes
+    // tens of seconds on a busy 2-core machine (it went past 20 s on main at a load average of 20).
+  }, 120_000);
 
   it("keeps one owner's sandbox data from every other owner", async () => {
     const title = `A's secret todo ${Date.now()}`;
