@@ -78,7 +78,7 @@ export function publicCall(c: CallDoc) {
 const REFUNDED: Record<string, string> = {
   interrupted: 'the service stopped during this call; which tool it was is not known',
   network_error: 'the provider could not be reached (connection refused or reset, or its name did not resolve)',
-  timeout: 'the provider did not answer in time',
+  timeout: 'the provider did not answer in time, and the request had not fully reached it',
   rate_limited: 'the provider refused the request as one too many (HTTP 429)',
   provider_error: 'the provider failed on its side',
   cancelled: 'the client cancelled the call, or went away, before the request reached the provider',
@@ -100,6 +100,9 @@ const KEPT: Record<string, string> = {
   account_required: 'the tool needs an account and none is bound to it (nothing was sent)',
   invalid_arguments: 'a value the request needs was missing or not usable (nothing was sent)',
   cancelled: 'the client cancelled after the request reached the provider, which may have acted on it',
+  timeout: 'the request reached the provider, which may have acted on it, but no answer came in time (whoever set the timeout)',
+  network_error: 'the connection broke after the request reached the provider, which may have acted on it',
+  response_too_large: 'the provider answered the request, with more than this service accepts',
 };
 
 /** Why a call was refused before any charge. */

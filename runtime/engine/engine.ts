@@ -1,7 +1,7 @@
 // Runs a tool from (loaded spec, account credentials, arguments): render each step's request, apply
 // plugins, call the provider through the one HTTP client, map the answer, map failures to ToolError.
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { type HttpClient, type UpstreamResponse, cancelled } from '../http/client.ts';
+import { type HttpClient, type UpstreamResponse, paidAfterAnswer } from '../http/client.ts';
 import { pointerParts } from '../json-pointer.ts';
 import { type BaseResolution, type OutboundRequest, type ProviderHttp, UpstreamStatusError } from '../plugin-api.ts';
 import { sha256 } from '../secrets.ts';
@@ -92,9 +92,10 @@ export class Engine {
     const redact = facts.redact;
     const view: View = { args, account: facts.publicFields, steps: {} };
     const resolved = account ? await this.resolveBase(provider, account, opts.signal, false, opts.outbound) : undefined;
-    // Once the provider answered one request of this call, a later cancellation still leaves that work paid for.
+    // Once the provider answered one request of this call, a later request that gets no answer (cancelled,
+    // timed out, connection broken) still leaves that work paid for.
     let answered = false;
-    const paidFor = (failure: ToolError) => (failure.code === 'cancelled' && failure.refund && answered ? cancelled(true) : failure);
+    const paidFor = (failure: ToolError) => (answered ? paidAfterAnswer(failure) : failure);
     const http = this.bind(provider, account, opts, tool.spec.annotations.idempotentHint, resolved?.base, undefined, () => {
       answered = true;
     });
