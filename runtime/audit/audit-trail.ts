@@ -221,12 +221,20 @@ export function csvOf(events: AuditDoc[]): string {
   );
 }
 
+/**
+ * A cell a spreadsheet would run as a formula: one starting with = + - @ (or their full-width forms), also after
+ * leading whitespace or invisible format characters (a spreadsheet may skip those), or with a tab or CR.
+ */
+const FORMULA = /^[\s\p{Cf}]*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20]|^[\t\r]/u;
+/** Quoted whenever it holds a separator some spreadsheet splits on (the comma, and the semicolon of many locales). */
+const NEEDS_QUOTES = /[",;\t\r\n]/;
+
 /** RFC 4180 text; a cell a spreadsheet would run as a formula is prefixed with a quote. */
 export function csvTable(columns: string[], rows: unknown[][]): string {
   const cell = (v: unknown) => {
     let text = v === null || v === undefined ? '' : v instanceof Date ? v.toISOString() : typeof v === 'string' ? v : JSON.stringify(v);
-    if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-    return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+    if (FORMULA.test(text)) text = `'${text}`;
+    return NEEDS_QUOTES.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
   };
   return [columns.join(','), ...rows.map((r) => r.map(cell).join(','))].join('\r\n') + '\r\n';
 }
