@@ -105,6 +105,7 @@ export async function buildComponents(
       refreshMs: config.oauthRefreshDays * 86_400_000,
       cacheMs: config.keyCacheMs,
       reuseMs: config.oauthRefreshReuseSeconds * 1000,
+      successorSecret: createHmac('sha256', masterKey).update('oauth refresh successors').digest(),
       audit,
     }),
   };

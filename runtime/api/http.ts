@@ -5,6 +5,7 @@ import { AccountFieldError } from '../accounts/accounts.ts';
 import { RestrictionError } from '../access/restrictions.ts';
 import { CursorError } from '../audit/audit-trail.ts';
 import { BodyTooLargeError, readBody } from '../http/body.ts';
+import { hiddenCharacterProblem } from '../names.ts';
 import { DuplicateKeyError } from '../store/port.ts';
 
 /** A management-API failure: its HTTP status and a message naming what is wrong. */
@@ -85,6 +86,9 @@ export function str(body: Record<string, unknown>, name: string, o: { required?:
     return undefined;
   }
   if (typeof v !== 'string' || v.trim() === '' || v.length > 200) throw new ApiError(400, `"${name}" must be a non-empty string of at most 200 characters`);
+  // Every such string is a name or an identifier someone reads: no control or invisible characters.
+  const hidden = hiddenCharacterProblem(v);
+  if (hidden) throw new ApiError(400, `"${name}" ${hidden}`);
   if (o.pattern && !o.pattern.test(v)) throw new ApiError(400, `"${name}" must be ${o.what ?? `of the form ${o.pattern}`}`);
   return v;
 }

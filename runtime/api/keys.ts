@@ -5,6 +5,7 @@ import type { Context } from 'koa';
 import { type ApiKeyDoc, type ApiKeys, publicKey } from '../access/keys.ts';
 import { RESTRICTION_MESSAGES, RESTRICTION_PROPERTIES, type RestrictionInput, applyRestrictions, restrictionChanges } from '../access/restrictions.ts';
 import { requestInfo } from '../audit/request-context.ts';
+import { VISIBLE_TEXT_PATTERN } from '../names.ts';
 import { connectSnippets } from '../servers/client-setup.ts';
 import { bodyChecker } from './body-schema.ts';
 import { type ApiDeps, type Guards, me, ownServer } from './context.ts';
@@ -12,8 +13,8 @@ import { ApiError, jsonBody, notFound } from './http.ts';
 
 type KeyBody = RestrictionInput & { name?: string };
 
-const KEY_FIELDS = { name: { type: 'string', minLength: 1, maxLength: 200, pattern: '\\S' }, ...RESTRICTION_PROPERTIES };
-const KEY_MESSAGES = { name: '"name" must be a non-empty string of at most 200 characters', ...RESTRICTION_MESSAGES };
+const KEY_FIELDS = { name: { type: 'string', minLength: 1, maxLength: 200, pattern: VISIBLE_TEXT_PATTERN }, ...RESTRICTION_PROPERTIES };
+const KEY_MESSAGES = { name: '"name" must be a non-empty string of at most 200 characters, without control or invisible characters', ...RESTRICTION_MESSAGES };
 const VALUE_NEVER_CHANGES = '"key": the value of a key never changes; create a new key (and revoke this one) instead';
 const checkServerKey = bodyChecker<KeyBody>({ properties: KEY_FIELDS, required: ['name'] }, KEY_MESSAGES);
 const checkGlobalKey = bodyChecker<KeyBody>({ properties: KEY_FIELDS }, KEY_MESSAGES);
