@@ -95,7 +95,8 @@ export async function buildComponents(
   const tools = new CustomTools(store, catalog, config.keyCacheMs);
   const accounts = new Accounts(store, catalog, new Vault(masterKey), config.keyCacheMs);
   const credits = new Credits(store);
-  const signInLimits = new SignInLimits(undefined, store.mongo);
+  // Device cookies (browsers that signed in before) are signed with a key derived from the master key.
+  const signInLimits = new SignInLimits({ deviceSecret: createHmac('sha256', masterKey).update('sign-in devices').digest(), mongo: store.mongo });
   const audit = new AuditTrail(store, logger);
   const budgets = new Budgets(store);
   const oauth = {
