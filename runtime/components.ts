@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { Accounts, Vault, parseMasterKey } from './accounts/accounts.ts';
 import { Budgets } from './access/budgets.ts';
 import { ApiKeys } from './access/keys.ts';
+import { OwnerLimits } from './access/owner-limits.ts';
 import { Owners } from './access/owners.ts';
 import { passwordChecks } from './access/passwords.ts';
 import { KeyRateLimiter } from './access/rate-limit.ts';
@@ -97,7 +98,7 @@ export async function buildComponents(
   const credits = new Credits(store);
   // Device cookies (browsers that signed in before) are signed with a key derived from the master key.
   const signInLimits = new SignInLimits({ deviceSecret: createHmac('sha256', masterKey).update('sign-in devices').digest(), mongo: store.mongo });
-  const audit = new AuditTrail(store, logger);
+  const audit = new AuditTrail(store, logger, config.ownerLimits.auditEvents);
   const budgets = new Budgets(store);
   const oauth = {
     clients: new OAuthClients(store, metadataHttp, (address) => signInLimits.fetchMetadata(address)),
@@ -132,7 +133,28 @@ export async function buildComponents(
   });
   const metrics = new Metrics(passwordChecks);
   const rateLimiter = new KeyRateLimiter(config.rateLimit, store.mongo);
-  const pipeline = new CallPipeline({ keys, oauth: oauth.grants, budgets, servers, tools, accounts, credits, ledger, rateLimiter, engine, logger, metrics });
+  const { callsPerBurst, callsPerMinute } = config.ownerLimits;
+  const ownerRateLimiter = new KeyRateLimiter(
+    { burstPoints: callsPerBurst, burstSeconds: config.rateLimit.burstSeconds, minutePoints: callsPerMinute },
+    store.mongo,
+  );
+  const ownerRateWords = `${callsPerBurst} requests per ${config.rateLimit.burstSeconds} s and ${callsPerMinute} per minute`;
+  const pipeline = new CallPipeline({
+    keys,
+    oauth: oauth.grants,
+    budgets,
+    servers,
+    tools,
+    accounts,
+    credits,
+    ledger,
+    rateLimiter,
+    ownerRateLimiter,
+    ownerRateWords,
+    engine,
+    logger,
+    metrics,
+  });
   return {
     store,
     catalog,
@@ -150,8 +172,13 @@ export async function buildComponents(
     credits,
     ledger,
     engine,
-    sessions: new Sessions(store, { idleMs: config.sessionIdleMinutes * 60_000, maxMs: config.sessionMaxDays * 86_400_000 }),
+    sessions: new Sessions(store, {
+      idleMs: config.sessionIdleMinutes * 60_000,
+      maxMs: config.sessionMaxDays * 86_400_000,
+      perOwner: config.ownerLimits.sessions,
+    }),
     signInLimits,
+    ownerLimits: new OwnerLimits(config.ownerLimits, store.mongo),
     oauth,
     sandboxes,
     operatorToken: secrets.operatorToken,
@@ -161,7 +188,7 @@ export async function buildComponents(
     async tryTool(call) {
       const principal = pipeline.dashboardCaller(call.ownerId, call.serverId);
       const limited = await pipeline.rateLimit(principal);
-      if (!limited.allowed) return { ok: false, rateLimited: true, headers: limited.headers };
+      if (!limited.allowed) return { ok: false, rateLimited: true, headers: limited.headers, limit: limited.limit };
       const outcome = await pipeline.callTool(principal, call.tool, call.arguments, { signal: call.signal, progress: () => undefined });
       if (!outcome) return { ok: false, rateLimited: false };
       // As the clients of today get it (the revision most of them speak): content, structuredContent, isError.

@@ -2,6 +2,7 @@
 import path from 'node:path';
 import { type AllowList, parseAllowList } from './http/guard.ts';
 import { DEFAULT_MONGO_OPTIONS, type MongoOptions, WeakWriteConcernError, writeConcernFor } from './store/mongo-options.ts';
+import type { OwnerLimitSettings } from './access/owner-limits.ts';
 import { type TracingConfig, parseTracingConfig } from './tracing/config.ts';
 
 export interface Config {
@@ -29,6 +30,8 @@ export interface Config {
   upstreamTimeoutMs: number;
   maxResponseBytes: number;
   rateLimit: { burstPoints: number; burstSeconds: number; minutePoints: number };
+  /** What one owner may use, whatever its number of keys, tokens or sessions (runtime/access/owner-limits.ts). */
+  ownerLimits: OwnerLimitSettings;
   /** tools/list page size. */
   toolsPageSize: number;
   /** How long a key lookup is cached (revocation reaches other instances within this time). */
@@ -168,6 +171,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       burstPoints: int('RATE_LIMIT_BURST', 100, 1, 1_000_000),
       burstSeconds: int('RATE_LIMIT_BURST_SECONDS', 10, 1, 3600),
       minutePoints: int('RATE_LIMIT_PER_MINUTE', 1000, 1, 10_000_000),
+    },
+    ownerLimits: {
+      callsPerBurst: int('OWNER_RATE_LIMIT_BURST', 300, 1, 10_000_000),
+      callsPerMinute: int('OWNER_RATE_LIMIT_PER_MINUTE', 3000, 1, 100_000_000),
+      writesPerMinute: int('MANAGEMENT_WRITES_PER_MINUTE', 120, 1, 1_000_000),
+      exportsPerMinute: int('EXPORTS_PER_MINUTE', 5, 1, 10_000),
+      quotas: {
+        servers: int('MAX_SERVERS_PER_OWNER', 100, 1, 1_000_000),
+        tools: int('MAX_TOOLS_PER_OWNER', 1000, 1, 10_000_000),
+        keys: int('MAX_KEYS_PER_OWNER', 200, 1, 1_000_000),
+        accounts: int('MAX_ACCOUNTS_PER_OWNER', 100, 1, 1_000_000),
+        tokens: int('MAX_TOKENS_PER_OWNER', 50, 1, 100_000),
+      },
+      sessions: int('MAX_SESSIONS_PER_OWNER', 50, 1, 100_000),
+      auditEvents: int('AUDIT_MAX_EVENTS_PER_OWNER', 10_000, 100, 100_000_000),
     },
     toolsPageSize: int('TOOLS_PAGE_SIZE', 100, 1, 1000),
     keyCacheMs: int('KEY_CACHE_MS', 5000, 0, 30_000),

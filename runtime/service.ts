@@ -162,6 +162,7 @@ function sweepsOf(c: Components, config: Config, logger: Logger): () => Promise<
       task('session sweep', () => c.sessions.sweep()),
       task('OAuth token sweep', () => c.oauth.grants.sweep()),
       task('audit retention', () => c.audit.sweep(new Date(Date.now() - config.auditRetentionDays * 86_400_000))),
+      task('audit volume', () => c.audit.trim()),
       task('budget sweep', () => c.budgets.sweep()),
       ...(c.store.kind === 'mongodb' ? [task('rate-limit counter sweep', () => sweepExpiredCounters(c.store))] : []),
     ]);

@@ -9,7 +9,7 @@ import { DEVICE_COOKIE, DEVICE_COOKIE_SECONDS, type SignInRefusal } from '../acc
 import { requestInfo } from '../audit/request-context.ts';
 import { DuplicateKeyError } from '../store/port.ts';
 import { MAX_GRANT, grantCredits } from './admin.ts';
-import { type ApiDeps, type Guards, crossSiteProblem, me, sessionActor, sessionOwner } from './context.ts';
+import { type ApiDeps, type Guards, crossSiteProblem, me, sessionActor, sessionOwner, withRoom } from './context.ts';
 import { ApiError, jsonBody, notFound, onlyFields, str } from './http.ts';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -226,7 +226,14 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
   router.post('/me/tokens', g.owner, async (ctx) => {
     const body = await jsonBody(ctx, d.maxBodyBytes, true);
     onlyFields(body, ['name']);
-    const { doc, token } = await d.owners.issueToken(me(ctx)._id, str(body, 'name') ?? 'token');
+    const name = str(body, 'name') ?? 'token';
+    const { doc, token } = await withRoom(
+      d,
+      ctx,
+      'tokens',
+      (owner) => d.owners.countTokens(owner),
+      () => d.owners.issueToken(me(ctx)._id, name),
+    );
     await d.audit.record(requestInfo(ctx), { action: 'token.create', owner_id: me(ctx)._id, target: { type: 'token', id: doc._id, name: doc.name } });
     ctx.status = 201;
     ctx.body = { ...publicOwnerToken(doc), token };

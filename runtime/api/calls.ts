@@ -4,12 +4,12 @@
 // ledger (runtime/billing/) writes the records.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { csvTable, decodeCursor, encodeCursor } from '../audit/audit-trail.ts';
+import { decodeCursor, encodeCursor } from '../audit/audit-trail.ts';
 import type { CallDoc, CallOutcome } from '../billing/ledger.ts';
 import type { Collection, Filter } from '../store/port.ts';
-import { type ApiDeps, type Guards, me } from './context.ts';
+import { type ApiDeps, type Guards, me, refuseWhenLimited } from './context.ts';
 import { ApiError, notFound } from './http.ts';
-import { type ListPage, asDownload, everyPage, listQueryReader } from './list-query.ts';
+import { type ListPage, listQueryReader, sendDownload } from './list-query.ts';
 
 export const CALL_OUTCOMES: readonly CallOutcome[] = ['ok', 'tool_error', 'refunded', 'rejected'];
 
@@ -174,36 +174,36 @@ export function callsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const ownerId = me(ctx)._id;
     const q = callsQuery(ctx.query);
     if (q.format) {
-      const all = await everyPage(async (page) => {
-        const { calls, next_cursor } = await listCalls(d.ledger.calls, ownerId, q, page);
-        return { items: calls, next_cursor };
+      refuseWhenLimited(ctx, await d.ownerLimits.export(ownerId));
+      const names = q.format === 'csv' ? await callNames(d, ownerId) : undefined;
+      sendDownload(ctx, q.format, {
+        name: 'calls',
+        read: async (page) => {
+          const { calls, next_cursor } = await listCalls(d.ledger.calls, ownerId, q, page);
+          return { items: calls, next_cursor };
+        },
+        json: { field: 'calls', item: publicCall },
+        csv: {
+          columns: CSV_COLUMNS,
+          row: (c) => [
+            c.at,
+            c._id,
+            c.server_id,
+            names?.servers.get(c.server_id),
+            c.key_id,
+            names?.keys.get(c.key_id),
+            c.tool,
+            c.outcome,
+            c.code,
+            c.charged,
+            c.credits,
+            c.latency_ms,
+            c.provider_status,
+            c.message,
+            c.via,
+          ],
+        },
       });
-      asDownload(ctx, 'calls', q.format);
-      if (q.format === 'json') {
-        ctx.body = { calls: all.map(publicCall) };
-        return;
-      }
-      const names = await callNames(d, ownerId);
-      ctx.body = csvTable(
-        CSV_COLUMNS,
-        all.map((c) => [
-          c.at,
-          c._id,
-          c.server_id,
-          names.servers.get(c.server_id),
-          c.key_id,
-          names.keys.get(c.key_id),
-          c.tool,
-          c.outcome,
-          c.code,
-          c.charged,
-          c.credits,
-          c.latency_ms,
-          c.provider_status,
-          c.message,
-          c.via,
-        ]),
-      );
       return;
     }
     const page = await listCalls(d.ledger.calls, ownerId, q, { limit: q.limit, cursor: q.cursor });

@@ -3,6 +3,7 @@ import type { Context, Next } from 'koa';
 import type { Accounts } from '../accounts/accounts.ts';
 import type { Budgets } from '../access/budgets.ts';
 import type { ApiKeys } from '../access/keys.ts';
+import type { OwnerLimits, QuotaKind, Refusal } from '../access/owner-limits.ts';
 import type { OwnerDoc, Owners } from '../access/owners.ts';
 import { SESSION_COOKIE, type Sessions, csrfTokenOf } from '../access/sessions.ts';
 import type { SignInLimits } from '../access/sign-in-limits.ts';
@@ -34,6 +35,8 @@ export interface ApiDeps {
   engine: Engine;
   sessions: Sessions;
   signInLimits: SignInLimits;
+  /** What one owner may change, download and keep. */
+  ownerLimits: OwnerLimits;
   oauth: { clients: OAuthClients; grants: OAuthGrants };
   /** The service's own provider sandboxes; absent when SANDBOXES=off. */
   sandboxes?: Sandboxes;
@@ -51,7 +54,7 @@ export interface ApiDeps {
 /** What a "Try" came to: the tools/call result as a client gets it, or the rate limit's refusal. */
 export type TryOutcome =
   | { ok: true; result: { content: unknown[]; structuredContent?: unknown; isError: boolean } }
-  | { ok: false; rateLimited: true; headers: Record<string, string> }
+  | { ok: false; rateLimited: true; headers: Record<string, string>; limit?: string }
   | { ok: false; rateLimited: false };
 
 type Guard = (ctx: Context, next: Next) => Promise<void>;
@@ -96,6 +99,8 @@ export function guards(d: ApiDeps): Guards {
         ctx.set('WWW-Authenticate', 'Bearer');
         throw new ApiError(401, 'Sign in, or send an owner token (Authorization: Bearer mcpo_...)');
       }
+      // Every change an owner makes counts against its writes a minute, whichever token or session makes it.
+      if (!SAFE_METHODS.has(ctx.method)) refuseWhenLimited(ctx, await d.ownerLimits.write(found._id));
       ctx.state.owner = found;
       await next();
     },
@@ -103,6 +108,29 @@ export function guards(d: ApiDeps): Guards {
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** A refusal of an owner's limit: 429 with Retry-After and the limit in words. */
+export function refuseWhenLimited(ctx: Context, refusal: Refusal | null): void {
+  if (!refusal) return;
+  ctx.set('Retry-After', String(refusal.waitSeconds));
+  throw new ApiError(429, refusal.message);
+}
+
+/**
+ * Creates `needed` things of a kind when the calling owner's quota has room (403 naming the limit otherwise),
+ * counting what it has with `count`.
+ */
+export function withRoom<T>(
+  d: ApiDeps,
+  ctx: Context,
+  kind: QuotaKind,
+  count: (ownerId: string) => Promise<number>,
+  create: () => Promise<T>,
+  needed = 1,
+): Promise<T> {
+  const ownerId = me(ctx)._id;
+  return d.ownerLimits.withRoom(ownerId, kind, needed, () => count(ownerId), create);
+}
 
 /**
  * Why a browser request is not from the service's own pages, or null when it is. The own origin is the

@@ -1,5 +1,6 @@
 // JSON in and out for the management API: body reading, field checks, and errors as {error, message}.
 import type { Context, Next } from 'koa';
+import { QuotaExceededError } from '../access/owner-limits.ts';
 import { PasswordsBusyError } from '../access/passwords.ts';
 import { AccountFieldError } from '../accounts/accounts.ts';
 import { RestrictionError } from '../access/restrictions.ts';
@@ -42,6 +43,7 @@ export async function apiErrors(ctx: Context, next: Next): Promise<void> {
     let message = 'Internal error';
     if (err instanceof ApiError) [status, message] = [err.status, err.message];
     else if (err instanceof AccountFieldError || err instanceof RestrictionError || err instanceof CursorError) [status, message] = [400, err.message];
+    else if (err instanceof QuotaExceededError) [status, message] = [403, err.message];
     else if (err instanceof PasswordsBusyError) {
       [status, message] = [503, err.message];
       ctx.set('Retry-After', '1');

@@ -8,7 +8,7 @@ import { requestInfo } from '../audit/request-context.ts';
 import { VISIBLE_TEXT_PATTERN } from '../names.ts';
 import { connectSnippets } from '../servers/client-setup.ts';
 import { bodyChecker } from './body-schema.ts';
-import { type ApiDeps, type Guards, me, ownServer } from './context.ts';
+import { type ApiDeps, type Guards, me, ownServer, withRoom } from './context.ts';
 import { ApiError, jsonBody, notFound } from './http.ts';
 
 type KeyBody = RestrictionInput & { name?: string };
@@ -40,7 +40,13 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
   const created = async (ctx: Context, body: KeyBody, scope: { kind: 'server'; serverId: string; serverName: string } | { kind: 'global' }) => {
     const ownerId = me(ctx)._id;
     const restrictions = applyRestrictions(undefined, body, await toolNames(ownerId, scope.kind === 'server' ? scope.serverId : null));
-    const made = await d.keys.create(ownerId, body.name ?? 'Global key', scope, restrictions);
+    const made = await withRoom(
+      d,
+      ctx,
+      'keys',
+      (owner) => d.keys.countLive(owner),
+      () => d.keys.create(ownerId, body.name ?? 'Global key', scope, restrictions),
+    );
     const { tools, access, expires_at, credit_limit } = publicKey(made.doc);
     await d.audit.record(requestInfo(ctx), {
       action: 'key.create',

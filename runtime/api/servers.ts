@@ -2,7 +2,7 @@
 import type Router from '@koa/router';
 import { requestInfo } from '../audit/request-context.ts';
 import { SERVER_ID_PATTERN, publicServer } from '../servers/servers.ts';
-import { type ApiDeps, type Guards, me, ownServer } from './context.ts';
+import { type ApiDeps, type Guards, me, ownServer, withRoom } from './context.ts';
 import { ApiError, jsonBody, notFound, onlyFields, str } from './http.ts';
 
 export function serversRoutes(router: Router, d: ApiDeps, g: Guards): void {
@@ -25,7 +25,13 @@ export function serversRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const body = await jsonBody(ctx, d.maxBodyBytes);
     const name = str(body, 'name', { required: true })!;
     const id = str(body, 'id', { pattern: SERVER_ID_PATTERN, what: '1-64 letters, digits, "_" or "-", starting with a letter or digit' });
-    const server = await d.servers.create(me(ctx)._id, name, id);
+    const server = await withRoom(
+      d,
+      ctx,
+      'servers',
+      (owner) => d.servers.count(owner),
+      () => d.servers.create(me(ctx)._id, name, id),
+    );
     await d.audit.record(requestInfo(ctx), { action: 'server.create', owner_id: me(ctx)._id, target: { type: 'server', id: server._id, name } });
     ctx.status = 201;
     ctx.body = publicServer(server);
