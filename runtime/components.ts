@@ -25,6 +25,7 @@ import { Metrics } from './metrics.ts';
 import { LATEST_LEGACY_VERSION } from './mcp/protocol.ts';
 import { callResult } from './mcp/tool-wire.ts';
 import { METADATA_FETCH_LIMITS, OAuthClients } from './oauth/clients.ts';
+import { OffLoop } from './off-loop.ts';
 import { OAuthGrants } from './oauth/grants.ts';
 import { CallPipeline } from './pipeline/call-pipeline.ts';
 import { Sandboxes } from './sandbox/sandboxes.ts';
@@ -34,6 +35,9 @@ import { Servers } from './servers/servers.ts';
 import type { Store } from './store/port.ts';
 import type { LiveCatalog } from './toolspec/live.ts';
 import { type Tracing, startTracing } from './tracing/tracing.ts';
+
+/** A conversion (of the largest input the tool specs take: 250,000 characters of a Notion page) is stopped after this long. */
+const CONVERSION_TIMEOUT_MS = 10_000;
 
 /** No call lasts longer: the longest webhook wait (300 s) plus the retries and the answer, with margin. */
 export const MAX_CALL_MS = 15 * 60_000;
@@ -45,6 +49,8 @@ export interface Components extends ApiDeps {
   metrics: Metrics;
   /** The outbound clients, closed at shutdown. */
   http: HttpClient[];
+  /** The worker threads of plugins' long work (markdown conversions), stopped at shutdown. */
+  offLoop: OffLoop;
   /** OpenTelemetry traces; undefined (no SDK loaded) unless an OTLP endpoint is configured. Flushed at shutdown. */
   tracing?: Tracing;
 }
@@ -90,7 +96,9 @@ export async function buildComponents(
   });
   // OAuth client ID metadata documents: the same guard, no retries, a small document only.
   const metadataHttp = createHttpClient({ ...METADATA_FETCH_LIMITS, allow: config.allowPrivateNetworks, retries: 0, maxRetryAfterMs: 0, ca });
-  const engine = new Engine(http, { defaultTimeoutMs: config.upstreamTimeoutMs });
+  // Converting an owner's markdown can take long: in worker threads, off the event loop all owners share.
+  const offLoop = new OffLoop({ workers: config.conversionThreads, timeoutMs: CONVERSION_TIMEOUT_MS });
+  const engine = new Engine(http, { defaultTimeoutMs: config.upstreamTimeoutMs, offLoop });
   const keys = new ApiKeys(store, config.keyCacheMs);
   const servers = new Servers(store, config.keyCacheMs);
   const tools = new CustomTools(store, catalog, config.keyCacheMs);
@@ -161,6 +169,7 @@ export async function buildComponents(
     pipeline,
     metrics,
     http: [http, metadataHttp],
+    offLoop,
     tracing: config.tracing && (await startTracing(config.tracing, logger, SERVICE_INFO.version)),
     owners: new Owners(store),
     servers,

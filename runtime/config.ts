@@ -1,4 +1,5 @@
 // Environment -> typed, validated configuration. Every problem is reported at once, by variable name.
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { type AllowList, parseAllowList } from './http/guard.ts';
 import { DEFAULT_MONGO_OPTIONS, type MongoOptions, WeakWriteConcernError, writeConcernFor } from './store/mongo-options.ts';
@@ -32,6 +33,8 @@ export interface Config {
   rateLimit: { burstPoints: number; burstSeconds: number; minutePoints: number };
   /** What one owner may use, whatever its number of keys, tokens or sessions (runtime/access/owner-limits.ts). */
   ownerLimits: OwnerLimitSettings;
+  /** Worker threads converting owners' markdown (each one conversion at a time), off the shared event loop. */
+  conversionThreads: number;
   /** tools/list page size. */
   toolsPageSize: number;
   /** How long a key lookup is cached (revocation reaches other instances within this time). */
@@ -187,6 +190,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       sessions: int('MAX_SESSIONS_PER_OWNER', 50, 1, 100_000),
       auditEvents: int('AUDIT_MAX_EVENTS_PER_OWNER', 10_000, 100, 100_000_000),
     },
+    // Leave a core to the event loop: one thread on two cores, at most four.
+    conversionThreads: int('CONVERSION_THREADS', Math.max(1, Math.min(4, availableParallelism() - 1)), 1, 64),
     toolsPageSize: int('TOOLS_PAGE_SIZE', 100, 1, 1000),
     keyCacheMs: int('KEY_CACHE_MS', 5000, 0, 30_000),
     publicUrl: '',

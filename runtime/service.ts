@@ -93,6 +93,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       await drain(server, lifecycle, config.upstreamTimeoutMs + 5000);
       await flush();
       for (const client of c.http) client.close();
+      await c.offLoop.close();
       await c.sandboxes?.close();
       // The spans of the last calls, bounded by the export timeout.
       await c.tracing?.shutdown();

@@ -11,6 +11,7 @@ import type { VerifyWay } from '../toolspec/types.ts';
 import { createArgumentsAjv } from '../toolspec/loader.ts';
 import { type CompiledTemplate, RenderError, truthy } from '../template/template.ts';
 import { renderTree } from '../template/tree.ts';
+import type { OffLoop } from '../off-loop.ts';
 import { ToolError } from '../tool-error.ts';
 import type { OutboundTrace } from '../tracing/outbound.ts';
 import { mapUpstreamError, redactor } from './errors.ts';
@@ -23,6 +24,8 @@ export interface AccountCredentials {
 }
 
 export interface RunOptions {
+  /** Whose call it is: its plugins' work off the event loop waits behind this owner's own only. */
+  owner?: string;
   signal?: AbortSignal;
   progress?: (message: string) => void;
   /** The call's trace, when tracing is on: every provider request of the call becomes a span of it. */
@@ -32,6 +35,8 @@ export interface RunOptions {
 export interface EngineOptions {
   /** Timeout of one upstream request unless the tool sets its own. */
   defaultTimeoutMs: number;
+  /** The worker threads of plugins' long work (PluginContext.offLoop); without them it runs here, on the event loop. */
+  offLoop?: OffLoop;
 }
 
 type View = { args: Record<string, unknown>; account: Record<string, string>; steps: Record<string, UpstreamResponse>; response?: UpstreamResponse };
@@ -106,6 +111,8 @@ export class Engine {
       toolId: tool.spec.id,
       signal: opts.signal ?? new AbortController().signal,
       progress: opts.progress ?? (() => {}),
+      offLoop: <T>(module: URL, name: string, arg: unknown): Promise<T> =>
+        this.options.offLoop ? this.options.offLoop.run<T>(opts.owner ?? '', { module, name, arg }) : runHere<T>(module, name, arg),
     };
     const applied: string[] = [];
     let last: UpstreamResponse | undefined;
@@ -442,4 +449,10 @@ export function describeSchemaErrors(errors: ErrorObject[], words = ARGUMENT_WOR
     seen.add(text);
   }
   return [...seen].join('; ');
+}
+
+/** An OffLoop job run on this thread (an engine without worker threads). */
+async function runHere<T>(module: URL, name: string, arg: unknown): Promise<T> {
+  const fn = ((await import(module.href)) as Record<string, (arg: unknown) => T | Promise<T>>)[name];
+  return fn(arg);
 }

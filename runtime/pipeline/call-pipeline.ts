@@ -170,7 +170,7 @@ export class CallPipeline implements McpBackend {
     let outcome: ToolCallResult;
     let failure: ToolError | undefined;
     try {
-      const run = { signal: options.signal, progress: options.progress, outbound: trace.outbound(validated) };
+      const run = { owner: principal.ownerId, signal: options.signal, progress: options.progress, outbound: trace.outbound(validated) };
       outcome = { ok: true, result: await this.d.engine.run(tool.base, validated, account, run) };
     } catch (err) {
       failure = err instanceof ToolError ? err : new ToolError('internal_error', 'The tool failed inside the service', { refund: true });
