@@ -82,6 +82,7 @@ export async function buildComponents(
         secret: createHmac('sha256', masterKey).update('sandbox credentials').digest(),
         idleMs: config.sandboxes.idleMinutes * 60_000,
         maxSets: config.sandboxes.maxSets,
+        maxWriteBytes: config.sandboxes.maxWriteMb * 1_048_576,
         logger,
       })
     : undefined;

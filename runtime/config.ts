@@ -75,7 +75,7 @@ export interface Config {
   /** Audit events are kept this long. */
   auditRetentionDays: number;
   /** The service's own provider sandboxes ("Try it with sandbox accounts"): on, or off for a hosted service. */
-  sandboxes: { enabled: boolean; idleMinutes: number; maxSets: number };
+  sandboxes: { enabled: boolean; idleMinutes: number; maxSets: number; maxWriteMb: number };
   /** What the dashboard tells an owner whose credits run low or out: the operator's words and an optional link. */
   creditsHelp: { text: string; url?: string };
   /** OpenTelemetry traces over OTLP/HTTP; undefined (no SDK at all) unless an OTLP endpoint is set. */
@@ -212,7 +212,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     oauthRefreshDays: int('OAUTH_REFRESH_TOKEN_DAYS', 30, 1, 365),
     oauthRefreshReuseSeconds: int('OAUTH_REFRESH_REUSE_SECONDS', 60, 0, 3600),
     auditRetentionDays: int('AUDIT_RETENTION_DAYS', 365, 1, 3650),
-    sandboxes: { enabled: sandboxes !== 'off', idleMinutes: int('SANDBOX_IDLE_MINUTES', 30, 1, 1440), maxSets: int('SANDBOX_MAX_SETS', 50, 1, 10_000) },
+    sandboxes: {
+      enabled: sandboxes !== 'off',
+      idleMinutes: int('SANDBOX_IDLE_MINUTES', 30, 1, 1440),
+      maxSets: int('SANDBOX_MAX_SETS', 50, 1, 10_000),
+      maxWriteMb: int('SANDBOX_MAX_WRITE_MB', 5, 1, 10_000),
+    },
     creditsHelp: { text: helpText, url: helpUrl },
     tracing: parseTracingConfig(env, problems),
   };

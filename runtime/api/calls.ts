@@ -89,6 +89,7 @@ const REFUNDED: Record<string, string> = {
   internal_error: 'the tool failed inside this service',
   invalid_arguments: 'the tool refused the arguments before sending anything',
   sandbox_unavailable: 'the sandbox could not be started',
+  sandbox_full: 'the sandbox accounts took in as much data as they may until they start again from their seed',
   n8n_wrong_path: "n8n's public API is not at the account's URL",
   n8n_api_disabled: "n8n's public API is turned off",
   n8n_unreachable_api: "no n8n answered at the account's URL",

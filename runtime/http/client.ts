@@ -178,7 +178,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
             refund: true,
           });
         }
-        sandbox = await options.sandboxes.lease(req.sandboxOwner, req.url.hostname);
+        sandbox = await options.sandboxes.lease(req.sandboxOwner, req.url.hostname, bodyBytes(req));
       }
       try {
         return await exchange(req, sandbox);
@@ -191,6 +191,12 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       agents.https.destroy();
     },
   };
+}
+
+/** The size of what a request sends as its body (0 for none). */
+function bodyBytes(req: UpstreamRequest): number {
+  if (req.body === undefined || req.method === 'GET' || req.method === 'DELETE') return 0;
+  return Buffer.byteLength(typeof req.body === 'string' ? req.body : JSON.stringify(req.body));
 }
 
 /** JSON when it says or looks like JSON (some APIs mislabel), else text; null when empty. */
