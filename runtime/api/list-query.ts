@@ -1,6 +1,7 @@
 // What the paged lists of the API (the call log, the audit trail) share: their query string, read parameter by
 // parameter with every problem naming its parameter; and their downloads, which read every page of a filter.
 import { Readable } from 'node:stream';
+import { setImmediate } from 'node:timers/promises';
 import type { Context } from 'koa';
 import { csvLine } from '../audit/audit-trail.ts';
 import { ApiError } from './http.ts';
@@ -69,14 +70,14 @@ export interface Download<T> {
 
 /**
  * Answers with a download (never cached, like every API answer), streamed: each page is read when the client
- * took the previous one, so a download holds one page in memory at a time and the event loop runs other
- * requests between pages, whatever its size (never more than EXPORT_MAX items).
+ * took the previous one (a byte stream, so nothing is read ahead beyond its small buffer), so a download holds
+ * about one page in memory, and other requests get their turn between pages (never more than EXPORT_MAX items).
  */
 export function sendDownload<T>(ctx: Context, format: 'csv' | 'json', download: Download<T>): void {
   const stamp = new Date().toISOString().slice(0, 19).replace(/:/g, '-');
   ctx.set('Content-Disposition', `attachment; filename="${download.name}-${stamp}.${format}"`);
   ctx.type = format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8';
-  ctx.body = Readable.from(downloadText(format, download));
+  ctx.body = Readable.from(downloadText(format, download), { objectMode: false });
 }
 
 async function* downloadText<T>(format: 'csv' | 'json', d: Download<T>): AsyncGenerator<string> {
@@ -89,6 +90,9 @@ async function* downloadText<T>(format: 'csv' | 'json', d: Download<T>): AsyncGe
     else if (page.items.length) yield (sent ? ',' : '') + page.items.map((item) => JSON.stringify(d.json.item(item))).join(',');
     sent += page.items.length;
     cursor = page.next_cursor ?? undefined;
+    // A store that answers from memory resolves at once: without this the pages would follow one another
+    // without letting any other request in.
+    await setImmediate();
   } while (cursor && sent < EXPORT_MAX);
   if (format === 'json') yield ']}';
 }

@@ -104,8 +104,11 @@ interface EventGroup {
 
 export class AuditTrail {
   private readonly events: Collection<AuditDoc>;
-  /** Events recorded since each group was last trimmed (by this instance). */
-  private readonly recorded = new Map<string, { group: EventGroup; count: number }>();
+  /**
+   * The groups this instance recorded events of since the last housekeeping: how many since the group's last
+   * trim, and that trim (one at a time per group).
+   */
+  private readonly recorded = new Map<string, { group: EventGroup; count: number; trimming: Promise<number> }>();
 
   constructor(
     store: Store,
@@ -154,21 +157,26 @@ export class AuditTrail {
   private counted(group: EventGroup): void {
     if (this.maxPerOwner === Infinity) return;
     const slot = `${group.ownerId}\0${group.strangers}`;
-    const entry = this.recorded.get(slot) ?? { group, count: 0 };
-    entry.count += 1;
+    const entry = this.recorded.get(slot) ?? { group, count: 0, trimming: Promise.resolve(0) };
     this.recorded.set(slot, entry);
-    if (entry.count < Math.ceil(this.limitOf(group) / 10)) return;
-    this.recorded.delete(slot);
-    this.trimGroup(group).catch((err) => this.logger.error({ err, owner: group.ownerId }, 'audit trail not trimmed'));
+    if (++entry.count < Math.ceil(this.limitOf(group) / 10)) return;
+    entry.count = 0;
+    this.trimmed(entry).catch((err) => this.logger.error({ err, owner: group.ownerId }, 'audit trail not trimmed'));
   }
 
-  /** Trims every group recorded since its last trim to its newest events; how many events were deleted. */
+  /** Trims every group recorded since the last housekeeping to its newest events; how many events were deleted. */
   async trim(): Promise<number> {
-    const groups = [...this.recorded.values()].map((e) => e.group);
+    const entries = [...this.recorded.values()];
     this.recorded.clear();
     let deleted = 0;
-    for (const group of groups) deleted += await this.trimGroup(group);
+    for (const entry of entries) deleted += await this.trimmed(entry);
     return deleted;
+  }
+
+  /** Trims a group after its trim under way, if any: two at once could each keep what the other deletes around. */
+  private trimmed(entry: { group: EventGroup; trimming: Promise<number> }): Promise<number> {
+    entry.trimming = entry.trimming.catch(() => 0).then(() => this.trimGroup(entry.group));
+    return entry.trimming;
   }
 
   private limitOf(group: EventGroup): number {
