@@ -61,27 +61,31 @@ for (const store of stores)
       let owner: Owner;
       let other: Owner;
       let serverId: string;
+      let keyId: string;
       beforeAll(async () => {
         svc = await startTestService({ MANAGEMENT_WRITES_PER_MINUTE: '20', EXPORTS_PER_MINUTE: '2', ...store.env() });
         [owner, other] = await Promise.all([createOwner(svc, 0), createOwner(svc, 0)]);
         serverId = (await svc.call('POST', '/api/servers', { token: owner.token, body: { name: 'one' } })).body.id;
+        keyId = (await svc.call('POST', `/api/servers/${serverId}/api-keys`, { token: owner.token, body: { name: 'leaked' } })).body.id;
       });
       afterAll(() => svc.close());
 
-      it('refuses the 21st change of a minute with 429, Retry-After and the limit in words; reads and other owners go on', async () => {
+      it('refuses the 21st change of a minute with 429, Retry-After and the limit in words; revoking, reads and other owners go on', async () => {
         const rename = (i: number) => svc.call('PATCH', `/api/servers/${serverId}`, { token: owner.token, body: { name: `name ${i}` } });
-        // One write (the server) was made in beforeAll.
+        // Two writes (the server, the key) were made in beforeAll.
         const answers = [];
-        for (let i = 0; i < 21; i++) answers.push(await rename(i));
-        expect(answers.slice(0, 19).map((a) => a.status)).toEqual(Array(19).fill(200));
-        const refused = answers.slice(19);
+        for (let i = 0; i < 20; i++) answers.push(await rename(i));
+        expect(answers.slice(0, 18).map((a) => a.status)).toEqual(Array(18).fill(200));
+        const refused = answers.slice(18);
         for (const a of refused) {
           expect(a.status).toBe(429);
           expect(a.body.message).toMatch(/^Too many changes: an owner may make 20 a minute through the management API; try again in \d+ s$/);
           expect(Number(a.headers.get('retry-after'))).toBeGreaterThan(0);
         }
         // Refused, so nothing changed and nothing was recorded.
-        expect((await svc.call('GET', `/api/servers/${serverId}`, { token: owner.token })).body.name).toBe('name 18');
+        expect((await svc.call('GET', `/api/servers/${serverId}`, { token: owner.token })).body.name).toBe('name 17');
+        // Taking something away is never refused: a leaked key can be revoked whatever a runaway script spent.
+        expect((await svc.call('DELETE', `/api/servers/${serverId}/api-keys/${keyId}`, { token: owner.token })).status).toBe(200);
         expect((await svc.call('GET', '/api/servers', { token: owner.token })).status).toBe(200);
         expect((await svc.call('POST', '/api/servers', { token: other.token, body: { name: 'theirs' } })).status).toBe(201);
       });

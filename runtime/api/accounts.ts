@@ -66,7 +66,7 @@ export function accountsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     });
     ctx.body = showAccount(doc);
   });
-  router.delete('/accounts/:id', g.owner, async (ctx) => {
+  router.delete('/accounts/:id', g.ownerRevoking, async (ctx) => {
     const account = await ownAccount(ctx);
     const users = await d.tools.usingAccount(me(ctx)._id, ctx.params.id);
     if (users.length)

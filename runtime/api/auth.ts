@@ -134,7 +134,7 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     await d.audit.record(requestInfo(ctx), { action: 'invitation.accept', owner_id: owner._id, target: ownerTarget(owner), actor: sessionActor(session) });
   });
 
-  router.post('/auth/logout', g.owner, async (ctx) => {
+  router.post('/auth/logout', g.ownerRevoking, async (ctx) => {
     const session = await sessionOwner(d, ctx);
     if (session) await d.sessions.end(session.sessionId);
     await d.audit.record(requestInfo(ctx), { action: 'signout', owner_id: me(ctx)._id, target: ownerTarget(me(ctx)) });
@@ -178,7 +178,7 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     ctx.body = await meView(updated);
   });
 
-  router.post('/me/password', g.owner, async (ctx) => {
+  router.post('/me/password', g.ownerRevoking, async (ctx) => {
     const body = await jsonBody(ctx, d.maxBodyBytes);
     onlyFields(body, ['current_password', 'new_password', 'revoke_tokens']);
     const owner = me(ctx);
@@ -208,7 +208,7 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     ctx.status = 204;
   });
 
-  router.post('/me/sessions/revoke-all', g.owner, async (ctx) => {
+  router.post('/me/sessions/revoke-all', g.ownerRevoking, async (ctx) => {
     const ended = await d.sessions.endAll(me(ctx)._id);
     await d.audit.record(requestInfo(ctx), {
       action: 'session.revoke_all',
@@ -238,7 +238,7 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     ctx.status = 201;
     ctx.body = { ...publicOwnerToken(doc), token };
   });
-  router.delete('/me/tokens/:id', g.owner, async (ctx) => {
+  router.delete('/me/tokens/:id', g.ownerRevoking, async (ctx) => {
     const revoked = (await d.owners.listTokens(me(ctx)._id)).find((t) => t._id === ctx.params.id);
     if (!(await d.owners.revokeToken(me(ctx)._id, ctx.params.id))) throw notFound('Token');
     await d.audit.record(requestInfo(ctx), {

@@ -62,11 +62,43 @@ type Guard = (ctx: Context, next: Next) => Promise<void>;
 export interface Guards {
   /** The operator token. */
   operator: Guard;
-  /** An owner token; the owner is then `me(ctx)`. */
+  /** An owner token; the owner is then `me(ctx)`. A change counts against the owner's writes a minute. */
   owner: Guard;
+  /**
+   * `owner` for changes that take something away (delete, revoke, sign out, change the password): never
+   * refused by the writes limit, so that a runaway script of the owner's cannot keep it from stopping a leak.
+   */
+  ownerRevoking: Guard;
 }
 
 export function guards(d: ApiDeps): Guards {
+  async function ownerGuard(ctx: Context, next: Next, metered: boolean): Promise<void> {
+    const token = bearer(ctx);
+    let found: OwnerDoc | null = null;
+    if (token) {
+      const auth = await d.owners.authenticateToken(token);
+      found = auth?.owner ?? null;
+      if (auth) setActor(ctx, { type: 'token', id: auth.token._id, name: auth.token.name });
+    } else if (ctx.cookies.get(SESSION_COOKIE)) {
+      const session = await sessionOwner(d, ctx);
+      if (session && !SAFE_METHODS.has(ctx.method)) {
+        const refused = crossSiteProblem(ctx, d.site.publicUrl);
+        if (refused) throw new ApiError(403, refused);
+        if (!sameSecret(ctx.get('x-csrf-token'), session.csrfToken))
+          throw new ApiError(403, 'Missing or wrong CSRF token (X-CSRF-Token header): reload the page and try again');
+      }
+      found = session?.owner ?? null;
+      if (session) setActor(ctx, sessionActor(session.sessionId));
+    }
+    if (!found) {
+      ctx.set('WWW-Authenticate', 'Bearer');
+      throw new ApiError(401, 'Sign in, or send an owner token (Authorization: Bearer mcpo_...)');
+    }
+    // Every change an owner makes counts against its writes a minute, whichever token or session makes it.
+    if (metered && !SAFE_METHODS.has(ctx.method)) refuseWhenLimited(ctx, await d.ownerLimits.write(found._id));
+    ctx.state.owner = found;
+    await next();
+  }
   return {
     async operator(ctx, next) {
       const token = bearer(ctx);
@@ -77,33 +109,8 @@ export function guards(d: ApiDeps): Guards {
       setActor(ctx, { type: 'operator' });
       await next();
     },
-    async owner(ctx, next) {
-      const token = bearer(ctx);
-      let found: OwnerDoc | null = null;
-      if (token) {
-        const auth = await d.owners.authenticateToken(token);
-        found = auth?.owner ?? null;
-        if (auth) setActor(ctx, { type: 'token', id: auth.token._id, name: auth.token.name });
-      } else if (ctx.cookies.get(SESSION_COOKIE)) {
-        const session = await sessionOwner(d, ctx);
-        if (session && !SAFE_METHODS.has(ctx.method)) {
-          const refused = crossSiteProblem(ctx, d.site.publicUrl);
-          if (refused) throw new ApiError(403, refused);
-          if (!sameSecret(ctx.get('x-csrf-token'), session.csrfToken))
-            throw new ApiError(403, 'Missing or wrong CSRF token (X-CSRF-Token header): reload the page and try again');
-        }
-        found = session?.owner ?? null;
-        if (session) setActor(ctx, sessionActor(session.sessionId));
-      }
-      if (!found) {
-        ctx.set('WWW-Authenticate', 'Bearer');
-        throw new ApiError(401, 'Sign in, or send an owner token (Authorization: Bearer mcpo_...)');
-      }
-      // Every change an owner makes counts against its writes a minute, whichever token or session makes it.
-      if (!SAFE_METHODS.has(ctx.method)) refuseWhenLimited(ctx, await d.ownerLimits.write(found._id));
-      ctx.state.owner = found;
-      await next();
-    },
+    owner: (ctx, next) => ownerGuard(ctx, next, true),
+    ownerRevoking: (ctx, next) => ownerGuard(ctx, next, false),
   };
 }
 

@@ -102,7 +102,7 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
       ctx.res.off('close', stop);
     }
   });
-  router.delete('/servers/:id/tools/:toolId', g.owner, async (ctx) => {
+  router.delete('/servers/:id/tools/:toolId', g.ownerRevoking, async (ctx) => {
     const doc = await ownTool(ctx);
     await d.tools.delete(me(ctx)._id, ctx.params.id, doc._id);
     await d.audit.record(requestInfo(ctx), { action: 'tool.delete', owner_id: me(ctx)._id, target: toolTarget(doc) });

@@ -79,7 +79,7 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
       changes: serverId ? { server_id: serverId } : { kind: 'global' },
     });
 
-  router.post('/servers/:id/api-keys/revoke-all', g.owner, async (ctx) => {
+  router.post('/servers/:id/api-keys/revoke-all', g.ownerRevoking, async (ctx) => {
     await ownServer(d, ctx, ctx.params.id);
     // Connected apps hold credentials for the server too: "revoke all" leaves nothing that can call it.
     const keys = await d.keys.revokeAll(me(ctx)._id, ctx.params.id);
@@ -102,7 +102,7 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
     if (!key) throw notFound('API key');
     await changed(ctx, key);
   });
-  router.delete('/servers/:id/api-keys/:keyId', g.owner, async (ctx) => {
+  router.delete('/servers/:id/api-keys/:keyId', g.ownerRevoking, async (ctx) => {
     await ownServer(d, ctx, ctx.params.id);
     const before = await d.keys.get(me(ctx)._id, ctx.params.keyId);
     const doc = await d.keys.revoke(me(ctx)._id, ctx.params.id, ctx.params.keyId);
@@ -128,7 +128,7 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
     if (!key) throw notFound('API key');
     await changed(ctx, key);
   });
-  router.delete('/api-keys/:keyId', g.owner, async (ctx) => {
+  router.delete('/api-keys/:keyId', g.ownerRevoking, async (ctx) => {
     const key = await globalKey(ctx);
     const doc = (await d.keys.revokeGlobal(me(ctx)._id, key._id))!;
     if (!key.revoked_at) await revoked(ctx, doc);
@@ -147,7 +147,7 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
     });
     ctx.body = { id: doc._id, linked_server_ids: doc.linked_server_ids };
   });
-  router.delete('/api-keys/:keyId/servers/:serverId', g.owner, async (ctx) => {
+  router.delete('/api-keys/:keyId/servers/:serverId', g.ownerRevoking, async (ctx) => {
     const key = await globalKey(ctx);
     if (!key.linked_server_ids.includes(ctx.params.serverId)) throw notFound('Link to this server');
     const doc = (await d.keys.unlink(me(ctx)._id, key._id, ctx.params.serverId))!;

@@ -62,7 +62,7 @@ export function serversRoutes(router: Router, d: ApiDeps, g: Guards): void {
     });
     ctx.body = publicServer(updated);
   });
-  router.delete('/servers/:id', g.owner, async (ctx) => {
+  router.delete('/servers/:id', g.ownerRevoking, async (ctx) => {
     const server = await ownServer(d, ctx, ctx.params.id);
     // Its keys and connected apps die with it and global keys forget it (a new server may take its id later).
     const keys = await d.keys.revokeAll(me(ctx)._id, ctx.params.id);
