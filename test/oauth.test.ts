@@ -445,7 +445,7 @@ describe('registration and redirect URIs', () => {
       const res = await fetch(url, { redirect: 'manual', headers: { accept: 'text/html' } });
       expect(res.status, uri).toBe(400);
       expect(res.headers.get('location')).toBeNull();
-      expect(await res.text()).toContain('is not one that Raw client registered');
+      expect(await res.text()).toContain('is not one that \u2068Raw client\u2069 registered');
     }
   });
 
