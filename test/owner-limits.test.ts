@@ -294,7 +294,7 @@ describe('downloads are streamed', () => {
     // whole download: a page at a time.
     const longestMs = delay.max / 1e6;
     console.log(`10,000-row CSV download: ${took.toFixed(0)} ms, longest event-loop delay ${longestMs.toFixed(0)} ms`);
-    expect(longestMs / took).toBeLessThan(0.5);
+    expect(longestMs / took).toBeLessThan(0.6);
   });
 
   it('the JSON download keeps its shape', async () => {
