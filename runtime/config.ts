@@ -149,6 +149,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (helpUrl !== undefined && !isLinkUrl(helpUrl)) problems.push(`CREDITS_HELP_URL must be an http(s) or mailto: URL (got "${helpUrl}")`);
   const sandboxes = env.SANDBOXES || 'on';
   if (sandboxes !== 'on' && sandboxes !== 'off') problems.push(`SANDBOXES must be on or off (got "${env.SANDBOXES}")`);
+  const keyLimits: Config['rateLimit'] = {
+    burstPoints: int('RATE_LIMIT_BURST', 100, 1, 1_000_000),
+    burstSeconds: int('RATE_LIMIT_BURST_SECONDS', 10, 1, 3600),
+    minutePoints: int('RATE_LIMIT_PER_MINUTE', 1000, 1, 10_000_000),
+  };
   const config: Config = {
     port: int('PORT', 3000, 0, 65535),
     host: env.HOST || '127.0.0.1',
@@ -170,14 +175,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBodyBytes: int('MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     upstreamTimeoutMs: int('UPSTREAM_TIMEOUT_MS', 30_000, 100, 300_000),
     maxResponseBytes: int('MAX_RESPONSE_BYTES', 10 * 1024 * 1024, 1024, 256 * 1024 * 1024),
-    rateLimit: {
-      burstPoints: int('RATE_LIMIT_BURST', 100, 1, 1_000_000),
-      burstSeconds: int('RATE_LIMIT_BURST_SECONDS', 10, 1, 3600),
-      minutePoints: int('RATE_LIMIT_PER_MINUTE', 1000, 1, 10_000_000),
-    },
+    rateLimit: keyLimits,
     ownerLimits: {
-      callsPerBurst: int('OWNER_RATE_LIMIT_BURST', 300, 1, 10_000_000),
-      callsPerMinute: int('OWNER_RATE_LIMIT_PER_MINUTE', 3000, 1, 100_000_000),
+      // Three keys' worth unless set: an operator who raises the per-key limits raises the owner's with them.
+      callsPerBurst: int('OWNER_RATE_LIMIT_BURST', 3 * keyLimits.burstPoints, 1, 10_000_000),
+      callsPerMinute: int('OWNER_RATE_LIMIT_PER_MINUTE', 3 * keyLimits.minutePoints, 1, 100_000_000),
       writesPerMinute: int('MANAGEMENT_WRITES_PER_MINUTE', 120, 1, 1_000_000),
       exportsPerMinute: int('EXPORTS_PER_MINUTE', 5, 1, 10_000),
       quotas: {
