@@ -12,6 +12,7 @@
 // in words. The tokens of a grant waiting for the owner's pick are kept encrypted in the flow, which expires.
 // A flow names who will hold the account (`holder`): today always an owner.
 import { createHash } from 'node:crypto';
+import { type OwnerLimits, QuotaExceededError } from '../access/owner-limits.ts';
 import type { AuditTrail } from '../audit/audit-trail.ts';
 import type { RequestInfo } from '../audit/request-context.ts';
 import type { AccountCredentials, Engine, Grant } from '../engine/engine.ts';
@@ -105,6 +106,8 @@ export interface ConnectFlowsOptions {
   /** The address a browser opens for a provider's authorize URL (a sandbox's pages are served through this service). */
   browserUrl(url: URL, provider: Provider, sandboxOwner: string | undefined): URL;
   audit: AuditTrail;
+  /** A new connected account counts against the owner's quota of accounts like a pasted one. */
+  ownerLimits: OwnerLimits;
   site: { publicUrl: string };
   timeoutMs: number;
 }
@@ -419,12 +422,20 @@ export class ConnectFlows {
     const before = flow.account_id ? await this.o.accounts.get(ownerId, flow.account_id) : null;
     if (flow.account_id && !before)
       throw new FlowFailure('The account is gone', 'The account to reconnect was deleted meanwhile. Nothing was saved.', 'account_gone');
-    const account = await (before ? this.o.accounts.reconnect(ownerId, before._id, input) : this.o.accounts.createConnected(ownerId, input)).catch(
-      (err: unknown) => {
-        if (!(err instanceof AccountFieldError)) throw err;
-        throw new FlowFailure(`${provider.spec.title} gave an account this service cannot keep`, `${err.message}. Nothing was saved.`, 'invalid_account');
-      },
-    );
+    const saved = before
+      ? this.o.accounts.reconnect(ownerId, before._id, input)
+      : this.o.ownerLimits.withRoom(
+          ownerId,
+          'accounts',
+          1,
+          () => this.o.accounts.count(ownerId),
+          () => this.o.accounts.createConnected(ownerId, input),
+        );
+    const account = await saved.catch((err: unknown) => {
+      if (err instanceof QuotaExceededError) throw new FlowFailure('No room for another account', `${err.message}. Nothing was saved.`, 'quota');
+      if (!(err instanceof AccountFieldError)) throw err;
+      throw new FlowFailure(`${provider.spec.title} gave an account this service cannot keep`, `${err.message}. Nothing was saved.`, 'invalid_account');
+    });
     if (!account) throw new FlowFailure('The account is gone', 'The account to reconnect was deleted meanwhile. Nothing was saved.', 'account_gone');
     await this.flows.updateOne({ _id: flow._id }, { $set: { stage: 'done', pending: null } });
     await this.o.audit.record(request, {

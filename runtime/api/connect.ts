@@ -134,6 +134,8 @@ export function connectRoutes(router: Router, d: ApiDeps, g: Guards): void {
         d.sandboxes ? `There is no sandbox of ${provider.connect!.spec.by} to connect to` : 'Sandboxes are turned off on this service (SANDBOXES=off)',
       );
     const name = str(body, 'name') ?? (body.sandbox ? `${d.sandboxes!.connectionOf(provider.spec.account.kind)!.name} (OAuth)` : provider.spec.title);
+    // Said before the owner goes through a consent page (the account is counted again when it is made).
+    await d.ownerLimits.ensureRoom('accounts', 1, () => d.accounts.count(me(ctx)._id));
     await started(ctx, body, provider, name, undefined, body.sandbox === true);
   });
   router.post('/accounts/:id/reconnect', g.owner, async (ctx) => {

@@ -3,8 +3,8 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { requestInfo } from '../audit/request-context.ts';
 import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from '../json-depth.ts';
-import { type CustomToolDoc, publicTool } from '../servers/custom-tools.ts';
-import { type ApiDeps, type Guards, me, ownServer } from './context.ts';
+import { type CustomToolDoc, orphanReason, publicTool } from '../servers/custom-tools.ts';
+import { type ApiDeps, type Guards, me, ownServer, withRoom } from './context.ts';
 import { ApiError, jsonBody, notFound, onlyFields } from './http.ts';
 import { checkToolBinding } from './tool-binding.ts';
 
@@ -24,16 +24,22 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     await ownServer(d, ctx, ctx.params.id);
     onlyFields(body, ['name', 'base_tool', 'account_id', 'defaults', 'locked', 'description']);
     const binding = await checkToolBinding(d, me(ctx)._id, body);
-    const tool = await d.tools.create({ owner_id: me(ctx)._id, server_id: ctx.params.id, ...binding });
+    const tool = await withRoom(
+      d,
+      ctx,
+      'tools',
+      (owner) => d.tools.countForOwner(owner),
+      () => d.tools.create({ owner_id: me(ctx)._id, server_id: ctx.params.id, ...binding }),
+    );
     // What was set: the empty defaults, locks and description of a plain binding say nothing.
     const set = Object.entries(bindingView(binding)).filter(([, v]) => v !== null && !(typeof v === 'object' && Object.keys(v as object).length === 0));
     await d.audit.record(requestInfo(ctx), { action: 'tool.create', owner_id: me(ctx)._id, target: toolTarget(tool), changes: Object.fromEntries(set) });
     ctx.status = 201;
-    ctx.body = publicTool(tool);
+    ctx.body = publicTool(tool, d.catalog.current);
   });
   router.get('/servers/:id/tools', g.owner, async (ctx) => {
     await ownServer(d, ctx, ctx.params.id);
-    ctx.body = { tools: (await d.tools.list(me(ctx)._id, ctx.params.id)).map(publicTool) };
+    ctx.body = { tools: (await d.tools.list(me(ctx)._id, ctx.params.id)).map((t) => publicTool(t, d.catalog.current)) };
   });
   const ownTool = async (ctx: Context): Promise<CustomToolDoc> => {
     await ownServer(d, ctx, ctx.params.id);
@@ -42,12 +48,13 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     return doc;
   };
   router.get('/servers/:id/tools/:toolId', g.owner, async (ctx) => {
-    ctx.body = publicTool(await ownTool(ctx));
+    ctx.body = publicTool(await ownTool(ctx), d.catalog.current);
   });
   router.patch('/servers/:id/tools/:toolId', g.owner, async (ctx) => {
     const body = await jsonBody(ctx, d.maxBodyBytes);
     const current = await ownTool(ctx);
     onlyFields(body, ['name', 'account_id', 'defaults', 'locked', 'description']);
+    if (!d.catalog.current.tools.has(current.base_tool)) throw new ApiError(409, `The tool ${current.name} cannot be changed. ${orphanReason(current)}`);
     const binding = await checkToolBinding(d, me(ctx)._id, { ...current, ...body, base_tool: current.base_tool });
     const updated = (await d.tools.update(me(ctx)._id, ctx.params.id, current._id, binding))!;
     const before = bindingView(current);
@@ -58,7 +65,7 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
         .map((k) => [k, { from: before[k], to: after[k] }]),
     );
     await d.audit.record(requestInfo(ctx), { action: 'tool.update', owner_id: me(ctx)._id, target: toolTarget(updated), changes });
-    ctx.body = publicTool(updated);
+    ctx.body = publicTool(updated, d.catalog.current);
   });
   // "Try": the owner calls the tool as a client would, through the call pipeline (charged, recorded as from the
   // dashboard). The answer is the tools/call result as a client gets it; a failing call is still a 200 here,
@@ -88,7 +95,7 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
       });
       if (!outcome.ok && outcome.rateLimited) {
         ctx.set(outcome.headers);
-        throw new ApiError(429, 'Too many calls from the dashboard: try again in a few seconds');
+        throw new ApiError(429, `Too many calls from the dashboard (${outcome.limit ?? 'its limit'}): try again in a few seconds`);
       }
       if (!outcome.ok) throw notFound('Tool');
       ctx.body = { tool: doc.name, result: outcome.result, balance: await d.credits.balance(me(ctx)._id) };
@@ -96,7 +103,7 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
       ctx.res.off('close', stop);
     }
   });
-  router.delete('/servers/:id/tools/:toolId', g.owner, async (ctx) => {
+  router.delete('/servers/:id/tools/:toolId', g.ownerRevoking, async (ctx) => {
     const doc = await ownTool(ctx);
     await d.tools.delete(me(ctx)._id, ctx.params.id, doc._id);
     await d.audit.record(requestInfo(ctx), { action: 'tool.delete', owner_id: me(ctx)._id, target: toolTarget(doc) });

@@ -3,7 +3,7 @@
 import type { Accounts } from '../accounts/accounts.ts';
 import type { Budgets } from '../access/budgets.ts';
 import { ApiKeys } from '../access/keys.ts';
-import { type Holder, type Restrictions, isExpired, permits, refusal } from '../access/restrictions.ts';
+import { type Holder, type Restrictions, isExpired, permits, refusal, unlisted } from '../access/restrictions.ts';
 import type { KeyRateLimiter } from '../access/rate-limit.ts';
 import type { Credits } from '../billing/credits.ts';
 import { type CallCharge, type CallVia, type Ledger, recordOf } from '../billing/ledger.ts';
@@ -41,6 +41,10 @@ export interface CallPipelineDeps {
   credits: Credits;
   ledger: Ledger;
   rateLimiter: KeyRateLimiter;
+  /** Every credential of an owner together (keys, apps, the dashboard): one key's limits times many keys is not a limit. */
+  ownerRateLimiter: KeyRateLimiter;
+  /** The owner's limits in words, for a refusal: "300 requests per 10 s". */
+  ownerRateWords: string;
   engine: Engine;
   logger: Logger;
   metrics: Metrics;
@@ -90,19 +94,31 @@ export class CallPipeline implements McpBackend {
     return caller;
   }
 
-  rateLimit(principal: Caller, requests = 1): Promise<RateOutcome> {
+  /**
+   * The credential's own limits, then its owner's across all its credentials. In that order: requests a
+   * credential's own limit refuses (a runaway agent) never spend what the owner's other keys may use. A refusal
+   * by the owner's limit says so (`limit`); a key's own is the spec's plain 429.
+   */
+  async rateLimit(principal: Caller, requests = 1): Promise<RateOutcome> {
     // The dashboard is no key: its calls count per owner.
-    return this.d.rateLimiter.consume(principal.via ? `${principal.via}:${principal.ownerId}` : principal.keyId, requests);
+    const own = await this.d.rateLimiter.consume(principal.via ? `${principal.via}:${principal.ownerId}` : principal.keyId, requests);
+    if (!own.allowed) return principal.via ? { ...own, limit: 'the limit of your own tries' } : own;
+    const owner = await this.d.ownerRateLimiter.consume(`owner:${principal.ownerId}`, requests);
+    if (!owner.allowed) return { ...owner, limit: `the owner's limit across all its keys and apps (${this.d.ownerRateWords})` };
+    // The headers of the tighter of the two.
+    return Number(owner.headers['RateLimit-Remaining']) < Number(own.headers['RateLimit-Remaining']) ? owner : own;
   }
 
   async listTools(principal: Caller): Promise<ToolListing[]> {
-    return (await this.d.tools.forServer(principal.serverId)).map((t) => t.listing).filter((t) => permits(principal.restrictions, t));
+    return (await this.d.tools.forServer(principal.serverId)).tools.map((t) => t.listing).filter((t) => permits(principal.restrictions, t));
   }
 
   async callTool(principal: Caller, name: string, args: unknown, options: CallOptions): Promise<ToolCallResult | undefined> {
-    const tool = (await this.d.tools.forServer(principal.serverId)).find((t) => t.doc.name === name);
-    if (!tool) return undefined;
-    const cost = tool.base.spec.credits;
+    const { tools, orphans } = await this.d.tools.forServer(principal.serverId);
+    const tool = tools.find((t) => t.doc.name === name);
+    const orphan = tool ? undefined : orphans.find((t) => t.name === name);
+    if (!tool && !orphan) return undefined;
+    const cost = tool?.base.spec.credits ?? 0;
     const started = performance.now();
     const call: CallCharge = { id: randomId('call_'), cost, server_id: principal.serverId, key_id: principal.keyId, tool: name, via: principal.via };
     const latency = () => Math.round(performance.now() - started);
@@ -115,6 +131,10 @@ export class CallPipeline implements McpBackend {
       return { ok: false, error };
     };
 
+    if (!tool) {
+      // Without its spec there is nothing to judge read-only access by: only a credential's list of tools applies.
+      return rejected(unlisted(principal.restrictions, name, principal.holder ?? 'key') ?? orphaned(name, orphan!.base_tool));
+    }
     const refused = refusal(principal.restrictions, tool.listing, principal.holder ?? 'key');
     if (refused) return rejected(refused);
 
@@ -164,7 +184,7 @@ export class CallPipeline implements McpBackend {
     let outcome: ToolCallResult;
     let failure: ToolError | undefined;
     try {
-      const run = { signal: options.signal, progress: options.progress, outbound: trace.outbound(validated) };
+      const run = { owner: principal.ownerId, signal: options.signal, progress: options.progress, outbound: trace.outbound(validated) };
       outcome = { ok: true, result: await this.d.engine.run(tool.base, validated, account, run) };
     } catch (err) {
       failure = err instanceof ToolError ? err : new ToolError('internal_error', 'The tool failed inside the service', { refund: true });
@@ -184,6 +204,14 @@ export class CallPipeline implements McpBackend {
     this.d.metrics.toolCall(name, failure?.code ?? 'ok', kept);
     return outcome;
   }
+}
+
+/** The refusal of a call to a custom tool whose base tool is gone from the catalog. */
+function orphaned(name: string, baseTool: string): ToolError {
+  return new ToolError(
+    'tool_unavailable',
+    `The tool ${name} is unavailable: the tool spec it is built on (${baseTool}) is gone from this service. The server's owner can remove the tool, or have the spec restored.`,
+  );
 }
 
 /** What the call log keeps of an error: its message (never argument values) and the provider's status. */
