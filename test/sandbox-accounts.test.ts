@@ -248,7 +248,7 @@ describe('SANDBOXES=off', () => {
       expect((err as Error).message).toContain('SANDBOX_IDLE_MINUTES must be an integer from 1 to 1440 (got "0")');
       expect((err as Error).message).toContain('SANDBOX_MAX_SETS must be an integer from 1 to 10000 (got "x")');
     }
-    expect(loadConfig({}).sandboxes).toEqual({ enabled: true, idleMinutes: 30, maxSets: 50 });
+    expect(loadConfig({}).sandboxes).toEqual({ enabled: true, idleMinutes: 30, maxSets: 50, maxWriteMb: 5 });
   });
 });
 
