@@ -111,11 +111,12 @@ export async function buildComponents(
   // A record is made when its call ends and written milliseconds later on the embedded store; a replica set's
   // write may take seconds (timeouts, a failover): roll only what no pending write can precede.
   const settledMs = (config.ledgerRollAfterSeconds ?? (store.kind === 'embedded' ? 10 : 60)) * 1000;
-  const slowestWriteMs = config.mongo.serverSelectionMs + config.mongo.socketTimeoutMs;
+  // A write given up at its deadline may still be applied until its connection's socket timeout.
+  const slowestWriteMs = config.mongo.deadlineMs + config.mongo.socketTimeoutMs;
   if (store.kind === 'mongodb' && settledMs <= slowestWriteMs) {
     logger.warn(
       { ledgerRollAfterSeconds: settledMs / 1000, slowestWriteSeconds: slowestWriteMs / 1000 },
-      'LEDGER_ROLL_AFTER_SECONDS is shorter than a record write may take (MONGODB_SERVER_SELECTION_MS + MONGODB_SOCKET_TIMEOUT_MS): the roll-up may pass over a record another instance is still writing, and usage would miss it',
+      'LEDGER_ROLL_AFTER_SECONDS is shorter than a record write may take (MONGODB_DEADLINE_MS + MONGODB_SOCKET_TIMEOUT_MS): the roll-up may pass over a record another instance is still writing, and usage would miss it',
     );
   }
   // The embedded store keeps every document in memory: there the ledger keeps at most LEDGER_MAX_RECORDS

@@ -115,12 +115,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const d = DEFAULT_MONGO_OPTIONS;
   const mongo: MongoOptions = {
     poolSize: int('MONGODB_POOL_SIZE', d.poolSize, 1, 1000),
-    serverSelectionMs: int('MONGODB_SERVER_SELECTION_MS', d.serverSelectionMs, 100, 300_000),
+    deadlineMs: int('MONGODB_DEADLINE_MS', d.deadlineMs, 100, 120_000),
     socketTimeoutMs: int('MONGODB_SOCKET_TIMEOUT_MS', d.socketTimeoutMs, 1000, 600_000),
-    maxTimeMs: int('MONGODB_MAX_TIME_MS', d.maxTimeMs, 100, 300_000),
     allowWeakWrites: bool('MONGODB_ALLOW_WEAK_WRITES', d.allowWeakWrites),
   };
-  if (mongo.maxTimeMs >= mongo.socketTimeoutMs) problems.push('MONGODB_MAX_TIME_MS must be smaller than MONGODB_SOCKET_TIMEOUT_MS');
+  if (mongo.deadlineMs >= mongo.socketTimeoutMs) problems.push('MONGODB_DEADLINE_MS must be smaller than MONGODB_SOCKET_TIMEOUT_MS');
+  for (const replaced of ['MONGODB_SERVER_SELECTION_MS', 'MONGODB_MAX_TIME_MS']) {
+    if (env[replaced]) problems.push(`${replaced} is replaced by MONGODB_DEADLINE_MS (how long any store operation may take in all)`);
+  }
   if (env.MONGODB_URL) {
     try {
       writeConcernFor(env.MONGODB_URL, mongo.allowWeakWrites);

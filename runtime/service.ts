@@ -53,7 +53,16 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const { logger } = logs;
   const plugins = opts.plugins ?? pluginRegistry;
   const catalog = new LiveCatalog(await loadCatalog(config.toolSpecsDir, plugins));
-  const store = await openStore({ mongodbUrl: config.mongodbUrl, mongo: config.mongo, dataDir: config.dataDir, inMemory: config.inMemory });
+  const store = await openStore({
+    mongodbUrl: config.mongodbUrl,
+    mongo: config.mongo,
+    dataDir: config.dataDir,
+    inMemory: config.inMemory,
+    events: {
+      onUnavailable: (reason, err) => logger.error({ reason, err }, 'the store cannot take writes: calls and changes answer 503 until it does again'),
+      onAvailable: (unavailableForMs) => logger.warn({ unavailableForMs }, 'the store takes writes again'),
+    },
+  });
   let c: Components | undefined;
   try {
     await store.ensureIndexes(store.kind === 'mongodb' ? [...STORE_INDEXES, ...RATE_LIMIT_INDEXES] : STORE_INDEXES);

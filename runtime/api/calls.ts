@@ -77,6 +77,7 @@ export function publicCall(c: CallDoc) {
 /** Why a refunded call got its credits back (by the error code: docs/architecture.md, "Refunds"). */
 const REFUNDED: Record<string, string> = {
   interrupted: 'the service stopped during this call; which tool it was is not known',
+  store_unavailable: "the service's store refused or did not answer the call's record when it ended (the provider was reached and may have acted on it)",
   network_error: 'the provider could not be reached (connection refused or reset, or its name did not resolve)',
   timeout: 'the provider did not answer in time',
   rate_limited: 'the provider refused the request as one too many (HTTP 429)',

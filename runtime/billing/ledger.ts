@@ -8,7 +8,7 @@
 // minute) plus the few records not rolled yet, so no page loads a month of records. Around this file:
 // settlement.ts (ranges a crash left without a record), rollup.ts (aggregates, retention), ledger-check.ts
 // (the invariant, exact under traffic).
-import { DuplicateKeyError, type Collection, type Doc, type Filter, type Store } from '../store/port.ts';
+import { DuplicateKeyError, type Collection, type Doc, type Filter, type Store, StoreUnavailableError } from '../store/port.ts';
 import { Lease } from '../store/lease.ts';
 import type { ChargeStart, Credits } from './credits.ts';
 import { GroupCommit } from './group-commit.ts';
@@ -116,6 +116,13 @@ export class Ledger {
   private readonly housekeepingLease: Lease;
   /** The housekeeping under way in this process (one at a time). */
   private housekeeping: Promise<{ refunded: number; rolled: number } | null> | null = null;
+  /**
+   * Charged calls whose record the store did not take (it refused writes, or did not answer): their ranges are
+   * settled as interrupted as soon as the store takes writes again (settleUnrecorded). After a stop, settlement
+   * finds them without this list.
+   */
+  private readonly unrecorded = new Map<string, CallDoc>();
+  private settlingUnrecorded: Promise<void> | null = null;
 
   constructor(
     store: Store,
@@ -139,8 +146,30 @@ export class Ledger {
    * this is retried: credits.refund is guarded by the range).
    */
   async finish(doc: CallDoc, refund: boolean): Promise<void> {
-    await this.record(doc);
+    try {
+      await this.record(doc);
+    } catch (err) {
+      if (err instanceof StoreUnavailableError && doc.charge_key !== undefined) this.unrecorded.set(doc.charge_key, doc);
+      throw err;
+    }
     if (refund && doc.from !== undefined) await retried(() => this.credits.refund(doc.owner_id, doc.from!, doc.charged));
+  }
+
+  /**
+   * Settles the ranges of calls whose record the store did not take, each as refunded, or as its record says
+   * if the write reached the store after all (Settlement.settleUnrecorded). Stops at the first store failure:
+   * tried again after the next record written, at the next housekeeping and at shutdown.
+   */
+  settleUnrecorded(): Promise<void> {
+    this.settlingUnrecorded ??= (async () => {
+      for (const [key, doc] of this.unrecorded) {
+        await this.settlement.settleUnrecorded(doc as CallDoc & { from: number; charge_key: string });
+        this.unrecorded.delete(key);
+      }
+    })().finally(() => {
+      this.settlingUnrecorded = null;
+    });
+    return this.settlingUnrecorded;
   }
 
   /** The stamp of the records this process is writing: its roll-up stays behind it, whatever settledMs says (rollup.ts). */
@@ -157,7 +186,8 @@ export class Ledger {
           for (const doc of docs) doc.at = this.writing;
           return this.calls.insertMany(docs);
         },
-        (err) => !(err instanceof DuplicateKeyError),
+        // A refusal or a deadline is final here (the call answers 503); a duplicate is handled below.
+        (err) => !(err instanceof DuplicateKeyError) && !(err instanceof StoreUnavailableError),
       );
     } catch (err) {
       if (!(err instanceof DuplicateKeyError)) throw err;
@@ -168,12 +198,15 @@ export class Ledger {
       this.writing = null;
     }
     if (this.rollUp.recorded(docs)) this.housekeep().catch((err: unknown) => this.options.onBackgroundError?.(err));
+    // The store takes writes again: what it refused before is settled now.
+    if (this.unrecorded.size > 0) this.settleUnrecorded().catch((err: unknown) => this.options.onBackgroundError?.(err));
   }
 
-  /** Waits for the records being written (at shutdown). */
+  /** Waits for the records being written (at shutdown), and settles what the store refused if it can. */
   async flush(): Promise<void> {
     await this.records.idle();
     await this.housekeeping;
+    if (this.unrecorded.size > 0) await this.settleUnrecorded().catch(() => undefined);
   }
 
   /** The owner's latest calls, newest first. */
@@ -228,6 +261,7 @@ export class Ledger {
    */
   housekeep(): Promise<{ refunded: number; rolled: number } | null> {
     this.housekeeping ??= (async () => {
+      await this.settleUnrecorded();
       if (!(await this.housekeepingLease.acquire(HOUSEKEEPING_LEASE_MS))) return null;
       try {
         const refunded = await this.settlement.settleAll('stale');

@@ -93,24 +93,35 @@ export class Settlement {
 
   /** An interrupted range: recorded (once, whoever gets there first) and refunded (once). Returns 1 if this run refunded it. */
   private async interrupted(ownerId: string, from: number, credits: number): Promise<number> {
-    const doc: CallDoc = {
-      _id: `interrupted_${ownerId}_${from}`,
-      at: new Date(),
-      owner_id: ownerId,
-      server_id: '',
-      key_id: '',
-      tool: '',
-      outcome: 'refunded',
-      code: 'interrupted',
-      charged: credits,
-      credits: 0,
-      latency_ms: null,
-      from,
-      charge_key: chargeKey(ownerId, from),
-      message: 'The service stopped while this call was running (which tool it was is not known); its credits were refunded',
-    };
-    await this.calls.insertOne(doc).catch((err: unknown) => (err instanceof DuplicateKeyError ? undefined : Promise.reject(err)));
+    await this.calls
+      .insertOne(interruptedRecord(ownerId, from, credits))
+      .catch((err: unknown) => (err instanceof DuplicateKeyError ? undefined : Promise.reject(err)));
     return (await this.credits.refund(ownerId, from, credits)) ? 1 : 0;
+  }
+
+  /**
+   * The range of a charged call whose record the store did not take (it refused writes, or did not answer in
+   * time): recorded as refunded (`store_unavailable`) and refunded, unless the call's own record reached the
+   * store after all, which then decides (kept, or refunded). Returns 1 if this refunded it.
+   */
+  async settleUnrecorded(call: CallDoc & { from: number; charge_key: string }): Promise<number> {
+    const record: CallDoc = {
+      ...call,
+      at: new Date(),
+      outcome: 'refunded',
+      code: 'store_unavailable',
+      credits: 0,
+      message:
+        'The call reached the provider, but the service could not record it when it ended (its store refused the write or did not answer); its credits were refunded',
+    };
+    try {
+      await this.calls.insertOne(record);
+    } catch (err) {
+      if (!(err instanceof DuplicateKeyError)) throw err;
+      const stored = await this.calls.findOne({ charge_key: call.charge_key });
+      if (stored?.outcome !== 'refunded') return 0;
+    }
+    return (await this.credits.refund(call.owner_id, call.from, call.charged)) ? 1 : 0;
   }
 
   /** The owner's charged records from `start` on, in order of their place on the line, a page at a time. */
@@ -163,6 +174,26 @@ export class Settlement {
       );
     }
   }
+}
+
+/** The record of a range a stop left without a record. */
+function interruptedRecord(ownerId: string, from: number, credits: number): CallDoc {
+  return {
+    _id: `interrupted_${ownerId}_${from}`,
+    at: new Date(),
+    owner_id: ownerId,
+    server_id: '',
+    key_id: '',
+    tool: '',
+    outcome: 'refunded',
+    code: 'interrupted',
+    charged: credits,
+    credits: 0,
+    latency_ms: null,
+    from,
+    charge_key: chargeKey(ownerId, from),
+    message: 'The service stopped while this call was running (which tool it was is not known); its credits were refunded',
+  };
 }
 
 type Mark = NonNullable<CreditDoc['marks']>[number];

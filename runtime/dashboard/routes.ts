@@ -508,9 +508,22 @@ export function createDashboardRouter(d: ApiDeps): Router {
 /** Any other page a person types in gets a page that says so; machines keep their JSON 404. */
 export function pageNotFound(d: ApiDeps) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    if (ctx.method !== 'GET' || NOT_PAGES.test(ctx.path) || ctx.accepts('json', 'html') !== 'html') return next();
+    if (!isPageRequest(ctx)) return next();
     await securityHeaders(ctx, async () => notFoundPage(d, ctx, await sessionOwner(d, ctx)));
   };
+}
+
+/**
+ * Whether a request is for a page (a browser's GET of a dashboard path): what the service answers it when it
+ * cannot serve (unavailablePage) is a page too.
+ */
+export const isPageRequest = (ctx: Context) => ctx.method === 'GET' && !NOT_PAGES.test(ctx.path) && ctx.accepts('json', 'html') === 'html';
+
+/** The page of a service that cannot answer now (its store refuses or does not answer): why, and when to try again. */
+export function unavailablePage(ctx: Context, message: string, retryAfterSeconds: number): void {
+  ctx.set('Content-Security-Policy', CSP);
+  sendPage(ctx, render('unavailable', { title: 'Unavailable' }, { message, retryAfter: retryAfterSeconds }));
+  ctx.status = 503;
 }
 
 async function notFoundPage(d: ApiDeps, ctx: Context, s: SignedIn | null): Promise<void> {

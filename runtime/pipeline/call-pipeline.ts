@@ -15,6 +15,7 @@ import { OAuthGrants } from '../oauth/grants.ts';
 import type { AuthOutcome, CallOptions, ToolCallResult, ToolListing, McpBackend, Principal, RateOutcome } from '../mcp/backend.ts';
 import { ToolError } from '../tool-error.ts';
 import type { Servers } from '../servers/servers.ts';
+import { StoreUnavailableError } from '../store/port.ts';
 import type { CustomTool, CustomTools } from '../servers/custom-tools.ts';
 import { UNTRACED } from '../tracing/spans.ts';
 
@@ -26,6 +27,18 @@ interface Caller extends Principal {
   holder?: Holder;
   /** Not an MCP client: the call's record says where it came from. */
   via?: CallVia;
+}
+
+/**
+ * A call that reached its provider but that the store failed to record or settle (it refused writes, or did not
+ * answer): answered 503 like any store failure, saying the provider was reached and may have acted. Its credits
+ * are settled by the ledger (Ledger.settleUnrecorded).
+ */
+export class UnrecordedCallError extends StoreUnavailableError {
+  override readonly name = 'UnrecordedCallError';
+  constructor(cause: StoreUnavailableError) {
+    super(cause.message, cause.retryAfterSeconds, cause.transient, { cause });
+  }
 }
 
 /** The `key_id` of the owner's own calls from the dashboard ("Try"): no key, the signed-in owner. */
@@ -167,12 +180,17 @@ export class CallPipeline implements McpBackend {
     const kept = refund ? 0 : cost;
     const outcomeName = !failure ? 'ok' : refund ? 'refunded' : 'tool_error';
     trace.settle({ callId: call.id, outcome: outcomeName, code: failure?.code ?? 'ok', charged: cost, kept });
-    await trace.step(
-      'ledger record',
-      () => this.d.ledger.finish(recordOf(call, principal.ownerId, outcomeName, failure?.code ?? 'ok', kept, latency(), failure && errorOf(failure)), refund),
-      () => ({ 'toolserver.refund': refund }),
-    );
-    if (refund) await this.d.budgets.release(principal.keyId, limit, cost, chargedAt);
+    try {
+      await trace.step(
+        'ledger record',
+        () => this.d.ledger.finish(recordOf(call, principal.ownerId, outcomeName, failure?.code ?? 'ok', kept, latency(), failure && errorOf(failure)), refund),
+        () => ({ 'toolserver.refund': refund }),
+      );
+      if (refund) await this.d.budgets.release(principal.keyId, limit, cost, chargedAt);
+    } catch (err) {
+      if (err instanceof StoreUnavailableError) throw new UnrecordedCallError(err);
+      throw err;
+    }
     this.d.metrics.toolCall(name, failure?.code ?? 'ok', kept);
     return outcome;
   }
