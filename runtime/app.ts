@@ -20,7 +20,7 @@ import { providerTitles } from './toolspec/catalog.ts';
 
 export const SERVICE_INFO = { name: 'tool-server', title: 'Tool Server', version: '0.1.0' };
 /** /readyz answers within a second, whatever the store does. */
-const READINESS_WITHIN_MS = 900;
+const READINESS_WITHIN_MS = 700;
 
 /** What shutdown needs to know of the requests: whether it began, and how many are still being handled. */
 export interface Lifecycle {

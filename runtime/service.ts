@@ -7,7 +7,7 @@ import { type Lifecycle, createApp } from './app.ts';
 import { type Components, buildComponents, serviceSecrets } from './components.ts';
 import type { Config } from './config.ts';
 import { RATE_LIMIT_INDEXES, sweepExpiredCounters } from './access/rate-limit.ts';
-import { STORE_INDEXES } from './indexes.ts';
+import { RETIRED_INDEXES, STORE_INDEXES } from './indexes.ts';
 import { type Logger, createLoggers } from './log.ts';
 import type { PluginRegistry } from './plugin-api.ts';
 import type { Sandboxes } from './sandbox/sandboxes.ts';
@@ -65,7 +65,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   });
   let c: Components | undefined;
   try {
-    await store.ensureIndexes(store.kind === 'mongodb' ? [...STORE_INDEXES, ...RATE_LIMIT_INDEXES] : STORE_INDEXES);
+    await store.ensureIndexes([...STORE_INDEXES, ...RETIRED_INDEXES, ...(store.kind === 'mongodb' ? RATE_LIMIT_INDEXES : [])]);
     c = await buildComponents(config, store, catalog, await serviceSecrets(config, store), logger);
     await settleInterruptedCalls(c, logger);
   } catch (err) {

@@ -186,8 +186,8 @@ export class Ledger {
           for (const doc of docs) doc.at = this.writing;
           return this.calls.insertMany(docs);
         },
-        // A refusal or a deadline is final here (the call answers 503); a duplicate is handled below.
-        (err) => !(err instanceof DuplicateKeyError) && !(err instanceof StoreUnavailableError),
+        // A duplicate is handled below.
+        (err) => !(err instanceof DuplicateKeyError),
       );
     } catch (err) {
       if (!(err instanceof DuplicateKeyError)) throw err;
@@ -371,7 +371,9 @@ async function retried<T>(write: () => Promise<T>, retryable: (err: unknown) => 
     try {
       return await write();
     } catch (err) {
-      if (attempt >= RECORD_ATTEMPTS || !retryable(err)) throw err;
+      // A store that refuses writes or let its deadline pass is not asked again: the call answers 503 now.
+      const final = err instanceof StoreUnavailableError && !err.transient;
+      if (attempt >= RECORD_ATTEMPTS || final || !retryable(err)) throw err;
       await new Promise((resolve) => setTimeout(resolve, 50 * 4 ** attempt));
     }
   }

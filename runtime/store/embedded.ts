@@ -181,7 +181,7 @@ class Recovery {
   /** The error a failed append reports; the first one stops the store's writes. */
   stopWrites(collection: string, error: unknown): StoreUnavailableError {
     const code = (error as NodeJS.ErrnoException).code;
-    const reason = `the store's disk refuses writes (${code ? `${code}, ` : ''}${describe(error)})`;
+    const reason = `the store's disk refuses writes (${code ? `${code}, ` : ''}${withoutPaths(error)})`;
     if (!this.gate.refusedBy(DISK)) {
       this.reason = reason;
       this.gate.refuse(DISK, reason, DISK_RETRY_AFTER_SECONDS);
@@ -243,9 +243,10 @@ class Recovery {
   }
 }
 
-function describe(error: unknown): string {
+/** An error's message without its code (said apart) nor any file's path. */
+function withoutPaths(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
-  // "ENOSPC: no space left on device, write": the code is said apart, the path of a file never.
+  // "ENOSPC: no space left on device, write" -> "no space left on device".
   return message
     .replace(/^[A-Z]+: /, '')
     .replace(/, \w+ '.*'$/, '')

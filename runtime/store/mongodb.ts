@@ -168,7 +168,8 @@ async function serverOf(db: Db): Promise<Server> {
 
 /**
  * Builds only what is missing: one listIndexes, then an index is created, or its TTL changed, only when it
- * differs from the spec (N instances starting together do not each rebuild every index).
+ * differs from the spec (N instances starting together do not each rebuild every index); a retired one that
+ * exists is dropped.
  */
 async function ensureCollectionIndexes(driver: DriverCollection, specs: IndexSpec[], shared: Shared): Promise<void> {
   const existing = await driver
@@ -182,6 +183,10 @@ async function ensureCollectionIndexes(driver: DriverCollection, specs: IndexSpe
     const { fields, unique = false } = spec;
     const keys = Object.fromEntries(fields.map((field) => [field, 1 as const]));
     const found = existing.find((index) => JSON.stringify(index.key) === JSON.stringify(keys));
+    if (spec.retired) {
+      if (found) await dropIndex(driver, found.name as string);
+      continue;
+    }
     const ttl = shared.ttlIndexes ? spec.expireAfterSeconds : undefined;
     if (found && Boolean(found.unique) !== unique) {
       throw new Error(
@@ -197,13 +202,18 @@ async function ensureCollectionIndexes(driver: DriverCollection, specs: IndexSpe
       // Only the TTL differs (a plain index becoming a TTL index, or another expiry): rebuilt, which every
       // MongoDB version can do; a non-unique index, so nothing is at risk meanwhile. Another instance may
       // be doing the same.
-      await driver.dropIndex(found.name as string).catch((error: unknown) => {
-        if (!(error instanceof MongoServerError && error.code === INDEX_NOT_FOUND)) throw error;
-      });
+      await dropIndex(driver, found.name as string);
     }
     const name = await createIndex(driver, spec, keys, ttl, shared);
     shared.indexFieldsByName.set(`${driver.collectionName}/${name}`, fields);
   }
+}
+
+/** Drops an index; gone already is fine (another instance starting at the same time). */
+async function dropIndex(driver: DriverCollection, name: string): Promise<void> {
+  await driver.dropIndex(name).catch((error: unknown) => {
+    if (!(error instanceof MongoServerError && error.code === INDEX_NOT_FOUND)) throw error;
+  });
 }
 
 async function createIndex(driver: DriverCollection, spec: IndexSpec, keys: Record<string, 1>, ttl: number | undefined, shared: Shared): Promise<string> {
@@ -449,6 +459,10 @@ function outageOf(error: unknown, deadlineMs: number): StoreUnavailableError | u
   if (error instanceof MongoServerSelectionError) return outage(`no usable store server within ${deadlineMs} ms`);
   if (error instanceof MongoNetworkTimeoutError) return outage('the store did not answer in time');
   if (error instanceof MongoNetworkError) return outage('the connection to the store was lost', true);
+  // A bulk write reports the driver's own failure (a connection refused) wrapped, with no write error of its own.
+  if (error instanceof MongoBulkWriteError && error.code === undefined && [error.writeErrors].flat().length === 0) {
+    return outage('the store could not be reached');
+  }
   if (error.name === 'WaitQueueTimeoutError') return outage(`no connection to the store was free within ${deadlineMs} ms`);
   if (error.code === MAX_TIME_MS_EXPIRED) return outage(`the store did not finish within ${deadlineMs} ms`);
   const concern = (error as { errInfo?: { wtimeout?: boolean } }).errInfo?.wtimeout || error.code === WRITE_CONCERN_FAILED;
