@@ -162,7 +162,7 @@ export function unavailableOf(err: unknown): Unavailable | undefined {
 
 function answerUnavailable(ctx: Context, unavailable: Unavailable): void {
   ctx.set('Retry-After', String(unavailable.retryAfterSeconds));
-  if (isPageRequest(ctx)) return unavailablePage(ctx, unavailable.message, unavailable.retryAfterSeconds);
+  if (isPageRequest(ctx)) return unavailablePage(ctx, unavailable.message);
   ctx.status = 503;
   ctx.body = { error: 'Service Unavailable', message: unavailable.message };
 }

@@ -4,6 +4,7 @@
 // Retry-After, saying whether it reached the provider; /readyz within a second; nothing hangs; afterwards calls
 // work again, no acknowledged call is missing from the ledger, and the ledger check is exact.
 import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -40,6 +41,7 @@ interface Answer {
   ok: boolean;
   retryAfter: string | null;
   providerReached?: boolean;
+  message?: string;
 }
 
 describe.runIf(MONGODB_URL)('a MongoDB store that stops answering, then goes away', () => {
@@ -63,6 +65,14 @@ describe.runIf(MONGODB_URL)('a MongoDB store that stops answering, then goes awa
     const service = svc;
     const owner = await createOwner(service, 100_000);
     const { serverId, key } = await createServer(service, owner, { accounts: demoAccounts(upstream), tools: [{ base_tool: 'demo_ping', account: 'demo' }] });
+    // A dashboard session, for a page while the store is paused.
+    const signedUp = await fetch(`${service.url}/api/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: service.url },
+      body: JSON.stringify({ email: 'pages@example.com', password: 'a long enough passphrase 1' }),
+    });
+    expect(signedUp.status).toBe(201);
+    const cookie = signedUp.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
 
     const lag = watchLoopLag(); // this process runs the service too
     onTestFinished(() => lag.stop());
@@ -76,7 +86,7 @@ describe.runIf(MONGODB_URL)('a MongoDB store that stops answering, then goes awa
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'demo_ping', arguments: {} } }),
       });
-      const body = (await res.json()) as { result?: { isError?: boolean }; error?: { data?: { provider_reached?: boolean } } };
+      const body = (await res.json()) as { result?: { isError?: boolean }; error?: { message: string; data?: { provider_reached?: boolean } } };
       answers.push({
         at: started,
         ms: Date.now() - started,
@@ -84,6 +94,7 @@ describe.runIf(MONGODB_URL)('a MongoDB store that stops answering, then goes awa
         ok: res.status === 200 && body.result?.isError === false,
         retryAfter: res.headers.get('retry-after'),
         providerReached: body.error?.data?.provider_reached,
+        message: body.error?.message,
       });
     };
     const clients = Array.from({ length: CLIENTS }, async () => {
@@ -104,7 +115,7 @@ describe.runIf(MONGODB_URL)('a MongoDB store that stops answering, then goes awa
     const until = async (condition: () => boolean, what: string) => {
       const deadline = Date.now() + 60_000;
       while (!condition()) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; the last answers: ${JSON.stringify(answers.slice(-3))}`);
         await sleep(50);
       }
     };
@@ -114,14 +125,18 @@ describe.runIf(MONGODB_URL)('a MongoDB store that stops answering, then goes awa
     peer.kill('SIGSTOP');
     await until(() => answeredSince(paused + DEADLINE_MS, false) >= 30, 'calls refused while the store is paused');
     await sleep(1200); // a second of /readyz after the first refusals
+    const page = await fetch(`${service.url}/`, { headers: { cookie, accept: 'text/html' } });
+    const pageText = await page.text();
     const loggedWhilePaused = service.logs.filter((line) => line.includes('the store cannot take writes')).length;
     const resumed = Date.now();
     peer.kill('SIGCONT');
     await until(() => answeredSince(resumed + DEADLINE_MS, true) >= 30, 'calls after the store answers again');
 
     const killed = Date.now();
+    const gone = once(peer, 'exit');
     peer.kill('SIGKILL');
     await until(() => answeredSince(killed + 500, false) >= 30, 'calls refused while the store is down');
+    await gone; // its files and port are free
     const restarted = Date.now();
     launched = await launchPeer(binary, dataDir, { listen });
     peer = launched.child;
@@ -150,6 +165,12 @@ describe.runIf(MONGODB_URL)('a MongoDB store that stops answering, then goes awa
     expect(during(killed + 1000, restarted).every((r) => r.status === 503)).toBe(true);
     expect(readiness.at(-1)!.status).toBe(200);
     expect(loggedWhilePaused).toBe(1);
+    // A page says it in a page.
+    expect(page.status).toBe(503);
+    expect(page.headers.get('retry-after')).toBe('5');
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(pageText).toContain('The service cannot answer right now');
+    expect(pageText).toMatch(/The service cannot take this request now: (the store did not answer within 1500 ms|no usable store server within 1500 ms)\./);
     expect(service.logs.some((line) => line.includes('the store takes writes again'))).toBe(true);
 
     // The ledger: every acknowledged call recorded; a call refused after its provider answered is recorded at

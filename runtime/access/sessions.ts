@@ -1,7 +1,7 @@
 // Dashboard sessions: a random id in an HttpOnly cookie, stored only as its SHA-256; an idle and an absolute
 // expiry; revoked by logout, by a password change (all the others) and by "sign out everywhere".
 // The CSRF token is derived from the session id, so it needs no storage and dies with the session.
-import type { Collection, Doc, Store } from '../store/port.ts';
+import { type Collection, type Doc, type Store, StoreUnavailableError } from '../store/port.ts';
 import { randomToken, sha256 } from '../secrets.ts';
 
 export const SESSION_COOKIE = 'ts_session';
@@ -55,7 +55,13 @@ export class Sessions {
     }
     if (now.getTime() - doc.last_seen_at.getTime() >= TOUCH_EVERY_MS) {
       const expires_at = this.expiry(doc.created_at, now);
-      await this.sessions.updateOne({ _id: doc._id }, { $set: { last_seen_at: now, expires_at } });
+      try {
+        await this.sessions.updateOne({ _id: doc._id }, { $set: { last_seen_at: now, expires_at } });
+      } catch (err) {
+        // Pages stay readable while the store refuses writes: the idle expiry slides at a later request.
+        if (err instanceof StoreUnavailableError) return doc;
+        throw err;
+      }
       return { ...doc, last_seen_at: now, expires_at };
     }
     return doc;

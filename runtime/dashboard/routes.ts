@@ -519,10 +519,10 @@ export function pageNotFound(d: ApiDeps) {
  */
 export const isPageRequest = (ctx: Context) => ctx.method === 'GET' && !NOT_PAGES.test(ctx.path) && ctx.accepts('json', 'html') === 'html';
 
-/** The page of a service that cannot answer now (its store refuses or does not answer): why, and when to try again. */
-export function unavailablePage(ctx: Context, message: string, retryAfterSeconds: number): void {
+/** The page of a service that cannot answer now (its store refuses or does not answer): the message says why and when to try again. */
+export function unavailablePage(ctx: Context, message: string): void {
   ctx.set('Content-Security-Policy', CSP);
-  sendPage(ctx, render('unavailable', { title: 'Unavailable' }, { message, retryAfter: retryAfterSeconds }));
+  sendPage(ctx, render('unavailable', { title: 'Unavailable' }, { message }));
   ctx.status = 503;
 }
 
