@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
 import { openEmbeddedStore } from '../runtime/store/embedded.ts';
 import type { Doc } from '../runtime/store/port.ts';
 import { watchLoopLag } from './support/loop-lag.ts';
-import { type ServiceProcess, startServiceProcess } from './support/process.ts';
+import { type ServiceProcess, apiCall, fixtureEnv, pingCaller, startServiceProcess } from './support/process.ts';
 import { CAN_MOUNT, type SmallDisk, mountSmallDisk } from './support/tmpfs.ts';
 import { type DemoUpstream, startDemoUpstream } from './support/upstream.ts';
 
@@ -82,37 +82,19 @@ describe.runIf(CAN_MOUNT)('the embedded store on a full disk', () => {
   it('loses no acknowledged call or revocation, answers 503 with Retry-After, and /readyz tells the truth throughout', async () => {
     const disk = await smallDisk(8 * 1024 * 1024);
     upstream = await startDemoUpstream();
-    const env = {
-      DATA_DIR: `${disk.dir}/data`,
-      TOOL_SPECS_DIR: 'test/fixtures/specs',
-      OPERATOR_TOKEN,
-      ALLOW_PRIVATE_NETWORKS: 'loopback',
-      RATE_LIMIT_BURST: '1000000',
-      RATE_LIMIT_PER_MINUTE: '10000000',
-      STARTING_CREDITS: '0',
-      LOG_LEVEL: 'warn',
-    };
+    const env = fixtureEnv(`${disk.dir}/data`, OPERATOR_TOKEN);
     proc = startServiceProcess(env);
     let base = await proc.url;
     const api = async (method: string, p: string, token: string, body?: unknown) => {
-      const res = await fetch(base + p, {
-        method,
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as any };
+      const { status, headers, body: answer } = await apiCall(base, method, p, token, body);
+      return { status, retryAfter: headers.get('retry-after'), body: answer };
     };
-    const owner = (await api('POST', '/api/admin/owners', OPERATOR_TOKEN, { email: 'full@example.com' })).body;
-    await api('POST', `/api/admin/owners/${owner.id}/credits`, OPERATOR_TOKEN, { amount: GRANT });
-    const account = (await api('POST', '/api/accounts', owner.token, { kind: 'demo', name: 'd', base_url: upstream.url, token: upstream.token })).body;
-    const server = (await api('POST', '/api/servers', owner.token, { name: 's' })).body;
-    await api('POST', `/api/servers/${server.id}/tools`, owner.token, { base_tool: 'demo_ping', account_id: account.id });
-    const key = (await api('POST', `/api/servers/${server.id}/api-keys`, owner.token, { name: 'calls' })).body.key as string;
-    const doomed = (await api('POST', `/api/servers/${server.id}/api-keys`, owner.token, { name: 'revoked later' })).body;
+    const { owner, serverId, key } = await pingCaller(base, OPERATOR_TOKEN, upstream, GRANT, 'full@example.com');
+    const doomed = (await api('POST', `/api/servers/${serverId}/api-keys`, owner.token, { name: 'revoked later' })).body;
 
     const listTools = async (token: string) =>
       (
-        await fetch(`${base}/mcp/${server.id}`, {
+        await fetch(`${base}/mcp/${serverId}`, {
           method: 'POST',
           headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
           body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
@@ -139,7 +121,7 @@ describe.runIf(CAN_MOUNT)('the embedded store on a full disk', () => {
     // Calls until the disk has refused enough of them.
     const answers: Array<{ at: number; status: number; ok: boolean; retryAfter: string | null; providerReached?: boolean; message?: string }> = [];
     const call = async () => {
-      const res = await fetch(`${base}/mcp/${server.id}`, {
+      const res = await fetch(`${base}/mcp/${serverId}`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'demo_ping', arguments: {} } }),
@@ -173,15 +155,15 @@ describe.runIf(CAN_MOUNT)('the embedded store on a full disk', () => {
     const firstRefusal = answers.find((a) => !a.ok)?.at ?? Infinity;
 
     // While the disk is full: management writes are refused too, and nothing refused is in force.
-    const created = await api('POST', `/api/servers/${server.id}/api-keys`, owner.token, { name: 'while full' });
-    const revokedWhileFull = await api('DELETE', `/api/servers/${server.id}/api-keys/${doomed.id}`, owner.token);
+    const created = await api('POST', `/api/servers/${serverId}/api-keys`, owner.token, { name: 'while full' });
+    const revokedWhileFull = await api('DELETE', `/api/servers/${serverId}/api-keys/${doomed.id}`, owner.token);
     const doomedWhileFull = await listTools(doomed.key);
     await new Promise((resolve) => setTimeout(resolve, 1200)); // a second of /readyz, still full
     const emptied = Date.now();
     await disk.empty();
     await until(async () => (await fetch(`${base}/readyz`)).status === 200, '/readyz to say ready again');
     const recovered = Date.now();
-    const revoked = await api('DELETE', `/api/servers/${server.id}/api-keys/${doomed.id}`, owner.token);
+    const revoked = await api('DELETE', `/api/servers/${serverId}/api-keys/${doomed.id}`, owner.token);
     for (let i = 0; i < 20; i++) await call();
     watching = false;
     await watcher;

@@ -72,7 +72,10 @@ describe.runIf(MONGODB_URL)('a MongoDB store that stops answering, then goes awa
       body: JSON.stringify({ email: 'pages@example.com', password: 'a long enough passphrase 1' }),
     });
     expect(signedUp.status).toBe(201);
-    const cookie = signedUp.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const cookie = signedUp.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
 
     const lag = watchLoopLag(); // this process runs the service too
     onTestFinished(() => lag.stop());

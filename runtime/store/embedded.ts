@@ -508,13 +508,7 @@ class EmbeddedCollection implements Collection<Doc> {
     checkFilter(filter);
     checkUpdate(update);
     return this.exclusive(async () => {
-      const query = toNedbQuery(filter);
-      const targets: Doc[] = [];
-      for (const doc of internals(this.db)._getRawCandidates(query)) {
-        if (!nedbModel.match(doc, query)) continue;
-        targets.push(doc);
-        if (!mode.multi) break;
-      }
+      const targets = this.matching(filter, mode.multi);
 
       if (targets.length === 0 && mode.upsert) {
         const seed = upsertSeed(filter);
@@ -552,13 +546,7 @@ class EmbeddedCollection implements Collection<Doc> {
   private remove(filter: Filter, multi: boolean): Promise<number> {
     checkFilter(filter);
     return this.exclusive(async () => {
-      const query = toNedbQuery(filter);
-      const removed: Doc[] = [];
-      for (const doc of internals(this.db)._getRawCandidates(query)) {
-        if (!nedbModel.match(doc, query)) continue;
-        removed.push(doc);
-        if (!multi) break;
-      }
+      const removed = this.matching(filter, multi);
       if (removed.length === 0) return 0;
       const db = internals(this.db);
       await this.changed(
@@ -568,6 +556,18 @@ class EmbeddedCollection implements Collection<Doc> {
       );
       return removed.length;
     });
+  }
+
+  /** The stored documents (not copies: read them only) that match, found through nedb's indexes; the first only unless `multi`. */
+  private matching(filter: Filter, multi: boolean): Doc[] {
+    const query = toNedbQuery(filter);
+    const found: Doc[] = [];
+    for (const doc of internals(this.db)._getRawCandidates(query)) {
+      if (!nedbModel.match(doc, query)) continue;
+      found.push(doc);
+      if (!multi) break;
+    }
+    return found;
   }
 
   private async catchDuplicates<R>(written: Doc[], task: () => Promise<R>): Promise<R> {
