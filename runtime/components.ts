@@ -30,9 +30,20 @@ import { Sandboxes } from './sandbox/sandboxes.ts';
 import { generatedSecret, randomToken } from './secrets.ts';
 import { CustomTools } from './servers/custom-tools.ts';
 import { Servers } from './servers/servers.ts';
-import type { Store } from './store/port.ts';
+import { type Store, StoreUnavailableError } from './store/port.ts';
 import type { LiveCatalog } from './toolspec/live.ts';
 import { type Tracing, startTracing } from './tracing/tracing.ts';
+
+/**
+ * What background work (flushes, housekeeping, sweeps) does with a failure: logs it, unless the store refused
+ * or did not answer (the store says why once, StoreEvents; this would repeat it every few seconds).
+ */
+export function backgroundFailure(logger: Logger, what: string): (err: unknown) => void {
+  return (err) => {
+    if (err instanceof StoreUnavailableError) logger.debug({ err }, what);
+    else logger.error({ err }, what);
+  };
+}
 
 /** No call lasts longer: the longest webhook wait (300 s) plus the retries and the answer, with margin. */
 export const MAX_CALL_MS = 15 * 60_000;
@@ -127,7 +138,7 @@ export async function buildComponents(
     maxCallMs: MAX_CALL_MS,
     settledMs,
     instance: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
-    onBackgroundError: (err) => logger.error({ err }, 'ledger housekeeping failed'),
+    onBackgroundError: backgroundFailure(logger, 'ledger housekeeping failed'),
   });
   const metrics = new Metrics(passwordChecks);
   const rateLimiter = new KeyRateLimiter(config.rateLimit, store.mongo);

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { DestinationStream } from 'pino';
 import { pluginRegistry } from '../plugins/registry.ts';
 import { type Lifecycle, createApp } from './app.ts';
-import { type Components, buildComponents, serviceSecrets } from './components.ts';
+import { type Components, backgroundFailure, buildComponents, serviceSecrets } from './components.ts';
 import type { Config } from './config.ts';
 import { RATE_LIMIT_INDEXES, sweepExpiredCounters } from './access/rate-limit.ts';
 import { RETIRED_INDEXES, STORE_INDEXES } from './indexes.ts';
@@ -130,7 +130,7 @@ async function housekeepLedger(c: Components, logger: Logger): Promise<void> {
     const done = await c.ledger.housekeep();
     if (done?.refunded) logger.warn({ refunded: done.refunded }, 'refunded the charges of calls interrupted by a stop');
   } catch (err) {
-    logger.error({ err }, 'ledger housekeeping failed');
+    backgroundFailure(logger, 'ledger housekeeping failed')(err);
   }
 }
 
@@ -152,7 +152,7 @@ function listen(handler: Parameters<typeof createServer>[1], config: Config): Pr
 /** Buffered writes every 2 s; the ledger's housekeeping every minute; hourly sweeps. Returns what stops them. */
 function startTimers(c: Components, sweeps: () => Promise<void>, flush: () => Promise<void>, logger: Logger): () => void {
   const timers = [
-    setInterval(() => flush().catch((err) => logger.error({ err }, 'flush failed')), FLUSH_EVERY_MS),
+    setInterval(() => flush().catch(backgroundFailure(logger, 'flush failed')), FLUSH_EVERY_MS),
     setInterval(() => void housekeepLedger(c, logger), LEDGER_EVERY_MS),
     setInterval(() => void sweeps(), SWEEP_EVERY_MS),
   ];
@@ -166,7 +166,7 @@ function startTimers(c: Components, sweeps: () => Promise<void>, flush: () => Pr
  */
 function sweepsOf(c: Components, config: Config, logger: Logger): () => Promise<void> {
   return async () => {
-    const task = (name: string, run: () => Promise<unknown>) => run().catch((err) => logger.error({ err }, `${name} failed`));
+    const task = (name: string, run: () => Promise<unknown>) => run().catch(backgroundFailure(logger, `${name} failed`));
     await Promise.all([
       task('session sweep', () => c.sessions.sweep()),
       task('OAuth token sweep', () => c.oauth.grants.sweep()),
