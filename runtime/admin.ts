@@ -2,12 +2,14 @@
 // (so the embedded store files are never written behind the service's back).
 //   npm run admin -- create-owner <email>
 //   npm run admin -- grant <owner-id> <amount>      (a negative amount debits, never below zero)
+//   npm run admin -- check-ledger [owner-id]
+//   npm run admin -- reload-specs                   (this instance's tool specs; fails on a refused set)
 // The service is found at ADMIN_URL (default http://127.0.0.1:$PORT, PORT default 3000); the operator token
 // comes from OPERATOR_TOKEN or DATA_DIR/operator-token.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 
-const USAGE = 'usage: npm run admin -- create-owner <email> | grant <owner-id> <amount> | check-ledger [owner-id]';
+const USAGE = 'usage: npm run admin -- create-owner <email> | grant <owner-id> <amount> | check-ledger [owner-id] | reload-specs';
 
 async function operatorToken(): Promise<string> {
   if (process.env.OPERATOR_TOKEN) return process.env.OPERATOR_TOKEN;
@@ -22,18 +24,19 @@ async function operatorToken(): Promise<string> {
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   const base = process.env.ADMIN_URL || `http://127.0.0.1:${process.env.PORT || 3000}`;
-  let request: { path: string; body?: unknown };
+  let request: { path: string; body?: unknown; method?: 'POST' };
   if (command === 'create-owner' && rest.length === 1) request = { path: '/api/admin/owners', body: { email: rest[0] } };
   else if (command === 'grant' && rest.length === 2 && /^-?\d+$/.test(rest[1])) {
     request = { path: `/api/admin/owners/${encodeURIComponent(rest[0])}/credits`, body: { amount: Number(rest[1]) } };
   } else if (command === 'check-ledger' && rest.length <= 1) {
     request = { path: `/api/admin/ledger/check${rest[0] ? `?owner=${encodeURIComponent(rest[0])}` : ''}` };
-  } else throw new Error(USAGE);
+  } else if (command === 'reload-specs' && rest.length === 0) request = { path: '/api/admin/specs/reload', method: 'POST' };
+  else throw new Error(USAGE);
   const token = await operatorToken();
   let res: Response;
   try {
     res = await fetch(base + request.path, {
-      method: request.body === undefined ? 'GET' : 'POST',
+      method: request.method ?? (request.body === undefined ? 'GET' : 'POST'),
       headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
       body: request.body === undefined ? undefined : JSON.stringify(request.body),
     });

@@ -50,7 +50,6 @@ export const MAX_CALL_MS = 15 * 60_000;
 
 export interface Components extends ApiDeps {
   store: Store;
-  catalog: LiveCatalog;
   pipeline: CallPipeline;
   metrics: Metrics;
   /** The outbound clients, closed at shutdown. */
@@ -87,6 +86,7 @@ export async function buildComponents(
         idleMs: config.sandboxes.idleMinutes * 60_000,
         maxSets: config.sandboxes.maxSets,
         logger,
+        catalog,
       })
     : undefined;
   const http = createHttpClient({

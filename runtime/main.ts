@@ -1,5 +1,6 @@
 // `npm start`: the service on the configured store (embedded in DATA_DIR unless MONGODB_URL is set).
 // WORKERS=N runs N processes sharing the port (node:cluster); only with MongoDB, which they share.
+// SIGHUP reloads the tool specs (in every worker: the primary passes it on).
 import cluster from 'node:cluster';
 import { ConfigError, loadConfig } from './config.ts';
 import { startService } from './service.ts';
@@ -24,6 +25,9 @@ async function main(): Promise<void> {
     };
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
+    process.on('SIGHUP', () => {
+      for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGHUP');
+    });
     return;
   }
   const service = await startService({ config });
@@ -35,6 +39,8 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
+  // The reload logs its outcome: what changed, or every problem while the last good catalog stays in use.
+  process.on('SIGHUP', () => service.catalog.reload('SIGHUP').catch(() => undefined));
 }
 
 main().catch((err) => {

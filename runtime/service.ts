@@ -14,7 +14,6 @@ import type { Sandboxes } from './sandbox/sandboxes.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/port.ts';
 import { LiveCatalog } from './toolspec/live.ts';
-import { loadCatalog } from './toolspec/loader.ts';
 
 export { SERVICE_INFO } from './app.ts';
 
@@ -22,6 +21,8 @@ const FLUSH_EVERY_MS = 2000;
 /** Settlement and roll-up of the ledger (by one instance at a time), so pages read aggregates and a minute of records. */
 const LEDGER_EVERY_MS = 60_000;
 const SWEEP_EVERY_MS = 3_600_000;
+/** How many orphaned custom tools the warning names (it counts them all). */
+const ORPHANS_NAMED = 50;
 
 export interface ServiceOptions {
   config: Config;
@@ -52,7 +53,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const logs = createLoggers(config.logLevel, opts.logDestination);
   const { logger } = logs;
   const plugins = opts.plugins ?? pluginRegistry;
-  const catalog = new LiveCatalog(await loadCatalog(config.toolSpecsDir, plugins));
+  const catalog = await LiveCatalog.open({ dir: config.toolSpecsDir, plugins, logger });
   const store = await openStore({
     mongodbUrl: config.mongodbUrl,
     mongo: config.mongo,
@@ -81,8 +82,10 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const flush = () => Promise.all([c.keys.flush(), c.oauth.grants.flush(), c.ledger.flush()]).then(() => undefined);
   const sweeps = sweepsOf(c, config, logger);
   const stopTimers = startTimers(c, sweeps, flush, logger);
-  if (config.watchSpecs) catalog.watch(config.toolSpecsDir, plugins, logger);
+  catalog.onReload(() => void warnOrphans(c, logger));
+  if (config.watchSpecs) catalog.watch();
   logger.info({ port, store: store.kind, tools: catalog.current.tools.size, providers: catalog.current.providers.size }, 'tool server listening');
+  void warnOrphans(c, logger);
 
   return {
     url: `http://${host}:${port}`,
@@ -131,6 +134,20 @@ async function housekeepLedger(c: Components, logger: Logger): Promise<void> {
     if (done?.refunded) logger.warn({ refunded: done.refunded }, 'refunded the charges of calls interrupted by a stop');
   } catch (err) {
     backgroundFailure(logger, 'ledger housekeeping failed')(err);
+  }
+}
+
+/** One warning line naming the custom tools whose base tool is gone from the catalog (at start, after each reload). */
+async function warnOrphans(c: Components, logger: Logger): Promise<void> {
+  try {
+    const orphans = await c.tools.orphans();
+    if (!orphans.length) return;
+    logger.warn(
+      { count: orphans.length, tools: orphans.slice(0, ORPHANS_NAMED).map((t) => `${t.server_id}/${t.name} (${t.base_tool})`) },
+      'custom tools orphaned: their tool spec is gone; restore the spec or remove the tools (tools/list leaves them out, calls get tool_unavailable)',
+    );
+  } catch (err) {
+    logger.error({ err }, 'cannot look for orphaned custom tools');
   }
 }
 

@@ -9,6 +9,7 @@ import { providerTitles } from '../runtime/toolspec/catalog.ts';
 import type { UsageRow } from '../runtime/billing/ledger.ts';
 import { creditOutlook, outlookText } from '../runtime/dashboard/credits.ts';
 import { niceStep, overviewFigures } from '../runtime/dashboard/overview.ts';
+import type { CustomToolDoc } from '../runtime/servers/custom-tools.ts';
 import { connectV2 } from './support/mcp-clients.ts';
 
 let demo: Demo;
@@ -52,6 +53,19 @@ beforeAll(async () => {
     return (await res.json()) as Record<string, string>;
   };
   await api('POST', '/api/servers', { name: 'Second server', id: 'second' });
+  // A tool whose spec is gone (as a spec deleted or renamed leaves it: test/spec-reload.test.ts does it for real).
+  await demo.service.store.collection<CustomToolDoc>('tools').insertOne({
+    _id: 'tool_orphaned',
+    owner_id: demo.owner.id,
+    server_id: 'second',
+    name: 'retired_lookup',
+    base_tool: 'tracker_retired_lookup',
+    account_id: null,
+    defaults: {},
+    locked: [],
+    description: null,
+    created_at: new Date(),
+  });
   const linked = await api('POST', '/api/api-keys', { name: 'agent everywhere' });
   await api('POST', `/api/api-keys/${linked.id}/servers/${demo.serverId}`);
   const revoked = await api('POST', '/api/api-keys', { name: 'old global' });
@@ -149,6 +163,15 @@ describe('dashboard views with the demo data set', () => {
     expectPage(await page(`/servers/${demo.serverId}/tools/tool_nobody`, true), 404);
     expectPage(await page('/no-such-page', true), 404);
     expectPage(await page(`/oauth/authorize?${consentQuery}`, true));
+  });
+
+  it("shows an orphaned tool's row with what to do, without Try and Edit; its own page leads to the server's", async () => {
+    const server = await page('/servers/second', true);
+    expect(server.html).toContain('Its tool spec “tracker_retired_lookup” is gone from this service (deleted or renamed): restore it, or remove this tool.');
+    expect(server.html).not.toContain('/servers/second/tools/tool_orphaned#');
+    expect(server.html).toContain('data-api="DELETE /api/servers/second/tools/tool_orphaned"');
+    const own = await page('/servers/second/tools/tool_orphaned', true);
+    expect(own.status).toBe(302);
   });
 
   it('renders the tool form of every base tool (the field partial for every kind of parameter)', async () => {

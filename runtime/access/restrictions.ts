@@ -45,13 +45,21 @@ export function permits(r: Restrictions | undefined, tool: RestrictableTool): bo
 /** Why the credential may not call the tool (a refusal naming its restriction), or null when it may. */
 export function refusal(r: Restrictions | undefined, tool: RestrictableTool, holder: Holder): ToolError | null {
   if (!r || permits(r, tool)) return null;
-  const who = HOLDER_NAME[holder];
   if (r.access === 'read' && tool.annotations.readOnlyHint !== true) {
-    return new ToolError('tool_not_allowed', `${who} is read-only: ${tool.name} changes data. Use a key without the read-only restriction to call it.`);
+    return new ToolError(
+      'tool_not_allowed',
+      `${HOLDER_NAME[holder]} is read-only: ${tool.name} changes data. Use a key without the read-only restriction to call it.`,
+    );
   }
+  return unlisted(r, tool.name, holder);
+}
+
+/** The refusal of a tool the credential's list of tools does not name, or null (no list, or named). */
+export function unlisted(r: Restrictions | undefined, name: string, holder: Holder): ToolError | null {
+  if (!r?.tools || r.tools.includes(name)) return null;
   return new ToolError(
     'tool_not_allowed',
-    `${who} may call only ${listOf(r.tools ?? [])}: ${tool.name} is not among them. Its owner can allow more tools on the API keys page.`,
+    `${HOLDER_NAME[holder]} may call only ${listOf(r.tools)}: ${name} is not among them. Its owner can allow more tools on the API keys page.`,
   );
 }
 

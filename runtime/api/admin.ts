@@ -1,4 +1,4 @@
-// Operator routes: owners and their credits.
+// Operator routes: owners and their credits, the ledger's checks, reloading the tool specs.
 import type Router from '@koa/router';
 import { requestInfo } from '../audit/request-context.ts';
 import { type ApiDeps, type Guards } from './context.ts';
@@ -63,5 +63,26 @@ export function adminRoutes(router: Router, d: ApiDeps, g: Guards): void {
   router.post('/admin/ledger/housekeep', g.operator, async (ctx) => {
     const done = await d.ledger.housekeep();
     ctx.body = done ? { ran: true, ...done } : { ran: false };
+  });
+
+  // The tool specs of this process, reloaded now (each instance and each worker has its own catalog): what
+  // changed, and the custom tools left without their spec; 422 with every problem when the set is refused
+  // (the last good catalog stays in use).
+  router.post('/admin/specs/reload', g.operator, async (ctx) => {
+    const { ok, tools, providers, problems, catalog, ms } = await d.catalog.reload('api');
+    const orphaned = (await d.tools.orphans()).map((t) => ({ owner_id: t.owner_id, server_id: t.server_id, tool: t.name, base_tool: t.base_tool }));
+    if (!ok) {
+      ctx.status = 422;
+      ctx.body = {
+        error: 'Unprocessable Entity',
+        message: `The tool specs were not reloaded: ${problems.length} problem${problems.length === 1 ? '' : 's'}; the last good catalog stays in use`,
+        reloaded: false,
+        problems,
+        catalog,
+        orphaned,
+      };
+      return;
+    }
+    ctx.body = { reloaded: true, tools, providers, catalog, orphaned, ms };
   });
 }

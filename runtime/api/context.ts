@@ -17,7 +17,7 @@ import type { Sandboxes } from '../sandbox/sandboxes.ts';
 import { sameSecret, sha256 } from '../secrets.ts';
 import type { ServerDoc, Servers } from '../servers/servers.ts';
 import type { CustomTools } from '../servers/custom-tools.ts';
-import type { CatalogSource } from '../toolspec/live.ts';
+import type { LiveCatalog } from '../toolspec/live.ts';
 import { ApiError, bearer, notFound } from './http.ts';
 
 export interface ApiDeps {
@@ -30,7 +30,7 @@ export interface ApiDeps {
   accounts: Accounts;
   credits: Credits;
   ledger: Ledger;
-  catalog: CatalogSource;
+  catalog: LiveCatalog;
   engine: Engine;
   sessions: Sessions;
   signInLimits: SignInLimits;

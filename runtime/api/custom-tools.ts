@@ -3,7 +3,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { requestInfo } from '../audit/request-context.ts';
 import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from '../json-depth.ts';
-import { type CustomToolDoc, publicTool } from '../servers/custom-tools.ts';
+import { type CustomToolDoc, orphanReason, publicTool } from '../servers/custom-tools.ts';
 import { type ApiDeps, type Guards, me, ownServer } from './context.ts';
 import { ApiError, jsonBody, notFound, onlyFields } from './http.ts';
 import { checkToolBinding } from './tool-binding.ts';
@@ -29,11 +29,11 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const set = Object.entries(bindingView(binding)).filter(([, v]) => v !== null && !(typeof v === 'object' && Object.keys(v as object).length === 0));
     await d.audit.record(requestInfo(ctx), { action: 'tool.create', owner_id: me(ctx)._id, target: toolTarget(tool), changes: Object.fromEntries(set) });
     ctx.status = 201;
-    ctx.body = publicTool(tool);
+    ctx.body = publicTool(tool, d.catalog.current);
   });
   router.get('/servers/:id/tools', g.owner, async (ctx) => {
     await ownServer(d, ctx, ctx.params.id);
-    ctx.body = { tools: (await d.tools.list(me(ctx)._id, ctx.params.id)).map(publicTool) };
+    ctx.body = { tools: (await d.tools.list(me(ctx)._id, ctx.params.id)).map((t) => publicTool(t, d.catalog.current)) };
   });
   const ownTool = async (ctx: Context): Promise<CustomToolDoc> => {
     await ownServer(d, ctx, ctx.params.id);
@@ -42,12 +42,13 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     return doc;
   };
   router.get('/servers/:id/tools/:toolId', g.owner, async (ctx) => {
-    ctx.body = publicTool(await ownTool(ctx));
+    ctx.body = publicTool(await ownTool(ctx), d.catalog.current);
   });
   router.patch('/servers/:id/tools/:toolId', g.owner, async (ctx) => {
     const body = await jsonBody(ctx, d.maxBodyBytes);
     const current = await ownTool(ctx);
     onlyFields(body, ['name', 'account_id', 'defaults', 'locked', 'description']);
+    if (!d.catalog.current.tools.has(current.base_tool)) throw new ApiError(409, `The tool ${current.name} cannot be changed. ${orphanReason(current)}`);
     const binding = await checkToolBinding(d, me(ctx)._id, { ...current, ...body, base_tool: current.base_tool });
     const updated = (await d.tools.update(me(ctx)._id, ctx.params.id, current._id, binding))!;
     const before = bindingView(current);
@@ -58,7 +59,7 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
         .map((k) => [k, { from: before[k], to: after[k] }]),
     );
     await d.audit.record(requestInfo(ctx), { action: 'tool.update', owner_id: me(ctx)._id, target: toolTarget(updated), changes });
-    ctx.body = publicTool(updated);
+    ctx.body = publicTool(updated, d.catalog.current);
   });
   // "Try": the owner calls the tool as a client would, through the call pipeline (charged, recorded as from the
   // dashboard). The answer is the tools/call result as a client gets it; a failing call is still a 200 here,

@@ -7,7 +7,7 @@ import { publicKey, type ApiKeyDoc } from '../access/keys.ts';
 import { publicAccount } from '../accounts/accounts.ts';
 import { type ApiDeps, type SignedIn, sessionOwner } from '../api/context.ts';
 import { publicServer, type ServerDoc } from '../servers/servers.ts';
-import { exposedInputSchema } from '../servers/custom-tools.ts';
+import { exposedInputSchema, orphanReason } from '../servers/custom-tools.ts';
 import { creditAlert } from '../access/owners.ts';
 import { callNames } from '../api/calls.ts';
 import { checkAuthorizationRequest } from '../oauth/authorize.ts';
@@ -246,6 +246,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
               account: t.account_id ? (accountsById.get(t.account_id)?.name ?? t.account_id) : null,
               sandbox: Boolean(t.account_id && accountsById.get(t.account_id)?.sandbox),
               credits: catalog.get(t.base_tool)?.spec.credits,
+              orphaned: catalog.has(t.base_tool) ? null : orphanReason(t),
               custom_description: t.description,
               defaults: Object.entries(t.defaults).map(([k, v]) => ({ k, v: JSON.stringify(v), locked: t.locked.includes(k) })),
             })),
@@ -313,8 +314,10 @@ export function createDashboardRouter(d: ApiDeps): Router {
       const server = await ownServer(ctx, s);
       if (!server) return;
       const tool = await d.tools.get(s.owner._id, server._id, ctx.params.toolId);
-      const base = tool && d.catalog.current.tools.get(tool.base_tool);
-      if (!tool || !base) return notFoundPage(d, ctx, s);
+      if (!tool) return notFoundPage(d, ctx, s);
+      const base = d.catalog.current.tools.get(tool.base_tool);
+      // Orphaned (its spec is gone): nothing to try or edit; the server's page says so and offers to remove it.
+      if (!base) return ctx.redirect(`/servers/${server._id}`);
       const account = tool.account_id ? await d.accounts.get(s.owner._id, tool.account_id) : null;
       const editFields = schemaFields(base.spec.input as never, 'defaults', `edit-${tool._id}`, tool.defaults).map((f) => ({
         ...f,

@@ -3,6 +3,7 @@
 // a response size cap, and errors that never carry secrets.
 import http from 'node:http';
 import https from 'node:https';
+import type { LookupFunction } from 'node:net';
 import tls from 'node:tls';
 import got, { type Got, type Method, type Response, RequestError } from 'got';
 import type { SandboxLease, SandboxRouter } from '../sandbox/sandboxes.ts';
@@ -30,12 +31,14 @@ export interface UpstreamRequest {
   sandboxOwner?: string;
   /** The call's trace: each attempt becomes a span and sends its traceparent (runtime/tracing/outbound.ts). */
   trace?: OutboundTrace;
+  /** Answer with the body's bytes as they came (a Buffer), not parsed (a document that may be gzipped or YAML). */
+  raw?: boolean;
 }
 
 export interface UpstreamResponse {
   status: number;
   headers: Record<string, string | string[] | undefined>;
-  /** Parsed JSON when the answer is JSON, else text; null when empty. */
+  /** Parsed JSON when the answer is JSON, else text; null when empty (a Buffer when the request asked for `raw`). */
   body: unknown;
 }
 
@@ -52,6 +55,8 @@ export interface HttpClientOptions {
   ca?: string;
   /** The service's own sandboxes (absent when SANDBOXES=off). */
   sandboxes?: SandboxRouter;
+  /** Resolves host names (default: the system's resolver); the guard judges what it answers. */
+  resolve?: LookupFunction;
 }
 
 export interface HttpClient {
@@ -69,7 +74,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
   };
   const client: Got = got.extend({
     agent: agents,
-    dnsLookup: guardedLookup(options.allow) as never,
+    dnsLookup: guardedLookup(options.allow, options.resolve) as never,
     throwHttpErrors: false,
     responseType: 'buffer',
     followRedirect: true,
@@ -105,7 +110,8 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
 
   /** One request (and its redirects) through the guarded client, or through a sandbox's own connection. */
   async function exchange(req: UpstreamRequest, sandbox: SandboxLease | undefined): Promise<UpstreamResponse> {
-    const hasBody = req.body !== undefined && req.method !== 'GET' && req.method !== 'DELETE';
+    // DELETE may carry a body (GitHub's removal of assignees or labels takes one); GET never does.
+    const hasBody = req.body !== undefined && req.method !== 'GET';
     const attempts = req.trace && attemptSpans(req.trace, req.method);
     const promise = client(req.url, {
       method: req.method as Method,
@@ -154,7 +160,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     if (res.body.length > options.maxResponseBytes) {
       throw tooLarge();
     }
-    return { status: res.statusCode, headers: res.headers, body: parseBody(res.body, res.headers['content-type']) };
+    return { status: res.statusCode, headers: res.headers, body: req.raw ? res.body : parseBody(res.body, res.headers['content-type']) };
   }
 
   return {

@@ -3,7 +3,7 @@
 import type { Accounts } from '../accounts/accounts.ts';
 import type { Budgets } from '../access/budgets.ts';
 import { ApiKeys } from '../access/keys.ts';
-import { type Holder, type Restrictions, isExpired, permits, refusal } from '../access/restrictions.ts';
+import { type Holder, type Restrictions, isExpired, permits, refusal, unlisted } from '../access/restrictions.ts';
 import type { KeyRateLimiter } from '../access/rate-limit.ts';
 import type { Credits } from '../billing/credits.ts';
 import { type CallCharge, type CallVia, type Ledger, recordOf } from '../billing/ledger.ts';
@@ -109,13 +109,15 @@ export class CallPipeline implements McpBackend {
   }
 
   async listTools(principal: Caller): Promise<ToolListing[]> {
-    return (await this.d.tools.forServer(principal.serverId)).map((t) => t.listing).filter((t) => permits(principal.restrictions, t));
+    return (await this.d.tools.forServer(principal.serverId)).tools.map((t) => t.listing).filter((t) => permits(principal.restrictions, t));
   }
 
   async callTool(principal: Caller, name: string, args: unknown, options: CallOptions): Promise<ToolCallResult | undefined> {
-    const tool = (await this.d.tools.forServer(principal.serverId)).find((t) => t.doc.name === name);
-    if (!tool) return undefined;
-    const cost = tool.base.spec.credits;
+    const { tools, orphans } = await this.d.tools.forServer(principal.serverId);
+    const tool = tools.find((t) => t.doc.name === name);
+    const orphan = tool ? undefined : orphans.find((t) => t.name === name);
+    if (!tool && !orphan) return undefined;
+    const cost = tool?.base.spec.credits ?? 0;
     const started = performance.now();
     const call: CallCharge = { id: randomId('call_'), cost, server_id: principal.serverId, key_id: principal.keyId, tool: name, via: principal.via };
     const latency = () => Math.round(performance.now() - started);
@@ -128,6 +130,10 @@ export class CallPipeline implements McpBackend {
       return { ok: false, error };
     };
 
+    if (!tool) {
+      // Without its spec there is nothing to judge read-only access by: only a credential's list of tools applies.
+      return rejected(unlisted(principal.restrictions, name, principal.holder ?? 'key') ?? orphaned(name, orphan!.base_tool));
+    }
     const refused = refusal(principal.restrictions, tool.listing, principal.holder ?? 'key');
     if (refused) return rejected(refused);
 
@@ -194,6 +200,14 @@ export class CallPipeline implements McpBackend {
     this.d.metrics.toolCall(name, failure?.code ?? 'ok', kept);
     return outcome;
   }
+}
+
+/** The refusal of a call to a custom tool whose base tool is gone from the catalog. */
+function orphaned(name: string, baseTool: string): ToolError {
+  return new ToolError(
+    'tool_unavailable',
+    `The tool ${name} is unavailable: the tool spec it is built on (${baseTool}) is gone from this service. The server's owner can remove the tool, or have the spec restored.`,
+  );
 }
 
 /** What the call log keeps of an error: its message (never argument values) and the provider's status. */

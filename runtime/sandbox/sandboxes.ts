@@ -16,6 +16,9 @@ import { SharedDatabase } from '../../sandboxes/postgrest/postgrest-sandbox.ts';
 import { SANDBOX_DEFINITIONS, type SandboxDefinition, type ServedSandbox, isSandboxHost } from '../../sandboxes/in-service.ts';
 import type { Logger } from '../log.ts';
 import { ToolError } from '../tool-error.ts';
+import type { Catalog } from '../toolspec/catalog.ts';
+import type { CatalogSource } from '../toolspec/live.ts';
+import { replaySandboxes } from './replay.ts';
 
 export { isSandboxHost };
 
@@ -36,7 +39,10 @@ export interface SandboxesOptions {
   idleMs: number;
   maxSets: number;
   logger: Logger;
+  /** The simulators of providers (default: the four of sandboxes/in-service.ts). */
   definitions?: readonly SandboxDefinition[];
+  /** The catalog in use: a provider with exchanges and no simulator is served from its exchanges. */
+  catalog?: CatalogSource;
 }
 
 interface Running {
@@ -49,12 +55,14 @@ interface OwnerSet {
   ownerId: string;
   lastUsed: number;
   leases: number;
-  running: Map<SandboxDefinition, Promise<Running>>;
+  /** By account kind: one sandbox per provider, whatever reload made its definition. */
+  running: Map<string, Promise<Running>>;
 }
 
 export class Sandboxes implements SandboxRouter {
-  readonly definitions: readonly SandboxDefinition[];
-  private readonly byHost = new Map<string, SandboxDefinition>();
+  private readonly simulators: readonly SandboxDefinition[];
+  /** The definitions of each catalog (simulators first, then providers served from their exchanges). */
+  private readonly perCatalog = new WeakMap<Catalog, readonly SandboxDefinition[]>();
   private readonly sets = new Map<string, OwnerSet>();
   private database?: Promise<SharedDatabase>;
   private databaseUsers = 0;
@@ -65,10 +73,21 @@ export class Sandboxes implements SandboxRouter {
   private closed = false;
 
   constructor(private readonly options: SandboxesOptions) {
-    this.definitions = options.definitions ?? SANDBOX_DEFINITIONS;
-    for (const def of this.definitions) for (const host of def.hosts) this.byHost.set(host, def);
+    this.simulators = options.definitions ?? SANDBOX_DEFINITIONS;
     this.sweeper = setInterval(() => void this.sweep(), Math.min(60_000, Math.max(1000, options.idleMs / 4)));
     this.sweeper.unref();
+  }
+
+  /** Every sandbox the service serves now: its simulators, and the providers of the catalog served from exchanges. */
+  get definitions(): readonly SandboxDefinition[] {
+    const catalog = this.options.catalog;
+    if (!catalog) return this.simulators;
+    let defs = this.perCatalog.get(catalog.current);
+    if (!defs) {
+      defs = [...this.simulators, ...replaySandboxes(catalog, new Set(this.simulators.map((d) => d.kind)))];
+      this.perCatalog.set(catalog.current, defs);
+    }
+    return defs;
   }
 
   get idleMinutes(): number {
@@ -87,7 +106,7 @@ export class Sandboxes implements SandboxRouter {
 
   async lease(ownerId: string, hostname: string): Promise<SandboxLease | undefined> {
     const host = hostname.toLowerCase().replace(/\.$/, '');
-    const def = this.byHost.get(host);
+    const def = this.definitions.find((d) => d.hosts.includes(host));
     if (!def) return undefined;
     const set = this.setOf(ownerId);
     set.leases++;
@@ -158,12 +177,12 @@ export class Sandboxes implements SandboxRouter {
   }
 
   private started(set: OwnerSet, def: SandboxDefinition): Promise<Running> {
-    let running = set.running.get(def);
+    let running = set.running.get(def.kind);
     if (!running) {
       running = this.start(set, def);
-      set.running.set(def, running);
+      set.running.set(def.kind, running);
       // A sandbox that failed to start is tried again by the next request.
-      running.catch(() => set.running.get(def) === running && set.running.delete(def));
+      running.catch(() => set.running.get(def.kind) === running && set.running.delete(def.kind));
     }
     return running;
   }

@@ -1,8 +1,10 @@
 // Custom tools: a base tool of the catalog, exposed on one server under a name, bound to a stored
 // account, with default parameters (optional for the caller, shown with their default) and locked
-// parameters (hidden from the schema, impossible to override).
+// parameters (hidden from the schema, impossible to override). A custom tool whose base tool is gone from the
+// catalog (its spec deleted or renamed) is orphaned: kept, said so, left out of tools/list, refused when called;
+// it works again when the spec comes back.
 import type { ToolListing } from '../mcp/backend.ts';
-import type { BaseTool } from '../toolspec/catalog.ts';
+import type { BaseTool, Catalog } from '../toolspec/catalog.ts';
 import type { CatalogSource } from '../toolspec/live.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
 import { randomId } from '../secrets.ts';
@@ -27,9 +29,22 @@ export interface CustomTool {
   listing: ToolListing;
 }
 
+/** The server's tools that can be called, and those whose base tool is gone. */
+export interface ServerTools {
+  tools: CustomTool[];
+  orphans: CustomToolDoc[];
+}
+
 export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
 
-export function publicTool(doc: CustomToolDoc): Record<string, unknown> {
+/** Why an orphaned tool cannot be called, as the owner reads it (the API's `reason`, the server page). */
+export function orphanReason(doc: Pick<CustomToolDoc, 'base_tool'>): string {
+  return `Its tool spec “${doc.base_tool}” is gone from this service (deleted or renamed): restore it, or remove this tool.`;
+}
+
+/** A custom tool as the API shows it; `status` is `orphaned` (with the `reason`) when its base tool is gone. */
+export function publicTool(doc: CustomToolDoc, catalog: Catalog): Record<string, unknown> {
+  const orphaned = !catalog.tools.has(doc.base_tool);
   return {
     id: doc._id,
     server_id: doc.server_id,
@@ -40,6 +55,8 @@ export function publicTool(doc: CustomToolDoc): Record<string, unknown> {
     locked: doc.locked,
     description: doc.description,
     created_at: doc.created_at,
+    status: orphaned ? 'orphaned' : 'ok',
+    reason: orphaned ? orphanReason(doc) : null,
   };
 }
 
@@ -59,7 +76,7 @@ export function exposedInputSchema(base: BaseTool, defaults: Record<string, unkn
 
 export class CustomTools {
   private readonly tools: Collection<CustomToolDoc>;
-  private readonly cache: TtlCache<string, CustomTool[]>;
+  private readonly cache: TtlCache<string, ServerTools>;
 
   constructor(
     store: Store,
@@ -69,7 +86,7 @@ export class CustomTools {
     this.tools = store.collection<CustomToolDoc>('tools');
     this.cache = new TtlCache(cacheMs);
     // Bound tools point at compiled specs: a reloaded catalog makes every cached list stale.
-    catalog.onChange(() => this.cache.clear());
+    catalog.onReload(() => this.cache.clear());
   }
 
   async create(
@@ -115,15 +132,24 @@ export class CustomTools {
     this.cache.delete(serverId);
   }
 
-  /** The server's tools as MCP exposes them, sorted by name (cached). */
-  async forServer(serverId: string): Promise<CustomTool[]> {
+  /** Every owner's orphaned tools (the warning after each reload names them). */
+  orphans(): Promise<CustomToolDoc[]> {
+    return this.tools.find({ base_tool: { $nin: [...this.catalog.current.tools.keys()] } }, { sort: { server_id: 1, name: 1 } });
+  }
+
+  /** The server's tools as MCP exposes them, sorted by name, and its orphans (cached). */
+  async forServer(serverId: string): Promise<ServerTools> {
     const cached = this.cache.get(serverId);
     if (cached) return cached;
     const docs = await this.tools.find({ server_id: serverId }, { sort: { name: 1 } });
     const tools: CustomTool[] = [];
+    const orphans: CustomToolDoc[] = [];
     for (const doc of docs) {
       const base = this.catalog.current.tools.get(doc.base_tool);
-      if (!base) continue; // its spec was removed: the tool disappears rather than failing every call
+      if (!base) {
+        orphans.push(doc);
+        continue;
+      }
       tools.push({
         doc,
         base,
@@ -139,7 +165,7 @@ export class CustomTools {
       });
     }
     tools.sort((a, b) => (a.doc.name < b.doc.name ? -1 : a.doc.name > b.doc.name ? 1 : 0));
-    this.cache.set(serverId, tools);
-    return tools;
+    this.cache.set(serverId, { tools, orphans });
+    return { tools, orphans };
   }
 }
