@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
 import { openEmbeddedStore } from '../runtime/store/embedded.ts';
 import type { Doc } from '../runtime/store/port.ts';
 import { watchLoopLag } from './support/loop-lag.ts';
+import { connectV1 } from './support/mcp-clients.ts';
 import { type ServiceProcess, apiCall, fixtureEnv, pingCaller, startServiceProcess } from './support/process.ts';
 import { CAN_MOUNT, type SmallDisk, mountSmallDisk } from './support/tmpfs.ts';
 import { type DemoUpstream, startDemoUpstream } from './support/upstream.ts';
@@ -136,6 +137,7 @@ describe.runIf(CAN_MOUNT)('the embedded store on a full disk', () => {
         message: body.error?.message,
       });
     };
+    const sdk = await connectV1(base, serverId, key); // an official client, as an agent would call
     await disk.fill(160 * 1024);
     const refused = () => answers.filter((a) => !a.ok).length;
     let calling = true;
@@ -158,6 +160,11 @@ describe.runIf(CAN_MOUNT)('the embedded store on a full disk', () => {
     const created = await api('POST', `/api/servers/${serverId}/api-keys`, owner.token, { name: 'while full' });
     const revokedWhileFull = await api('DELETE', `/api/servers/${serverId}/api-keys/${doomed.id}`, owner.token);
     const doomedWhileFull = await listTools(doomed.key);
+    const sdkWhileFull = await sdk.callTool({ name: 'demo_ping', arguments: {} }).then(
+      () => 'answered',
+      (err: unknown) => String(err),
+    );
+    await sdk.close();
     await new Promise((resolve) => setTimeout(resolve, 1200)); // a second of /readyz, still full
     const emptied = Date.now();
     await disk.empty();
@@ -192,6 +199,10 @@ describe.runIf(CAN_MOUNT)('the embedded store on a full disk', () => {
     );
 
     expect(doomedWhileFull).toBe(200); // its refused revocation is not in force
+    // The official client's error carries the words.
+    expect(sdkWhileFull).toContain(
+      "the store's disk refuses writes (ENOSPC, no space left on device). Try again in 10 s. The tool was not run and keeps no credits.",
+    );
     expect(created).toMatchObject({ status: 503, retryAfter: '10', body: { error: 'Service Unavailable' } });
     expect(created.body.message).toMatch(
       /^The service cannot take this request now: the store's disk refuses writes \(ENOSPC, no space left on device\)\. Try again in 10 s\.$/,
