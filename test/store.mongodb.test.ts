@@ -197,7 +197,7 @@ describe.runIf(MONGODB_URL)('the service on MONGODB_URL', () => {
       body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
     });
 
-  it('writes the last-used times of many keys in one bulk write per flush', async () => {
+  it('writes the last-used times of many keys in one bulk write per flush, and each key at most once a minute', async () => {
     const svc = await start(mongoTestUrl('service_mongo', { monitorCommands: 'true' }).url);
     const owner = await createOwner(svc);
     const { serverId, key } = await createServer(svc, owner, { tools: [] });
@@ -216,6 +216,14 @@ describe.runIf(MONGODB_URL)('the service on MONGODB_URL', () => {
     expect(writes.flatMap((c) => c.command.updates as unknown[])).toHaveLength(5);
     const listed = await svc.call('GET', `/api/servers/${serverId}/api-keys`, { token: owner.token });
     expect(listed.body.api_keys.map((k: { last_used_at: string | null }) => k.last_used_at !== null)).toEqual([true, true, true, true, true]);
+    // Used again and again within the minute: nothing more to write.
+    for (let round = 0; round < 3; round++) {
+      await Promise.all(keys.map((k) => listTools(svc, serverId, k)));
+      await svc.flush();
+    }
+    expect(commands.filter((c) => c.commandName === 'update' && c.command.update === 'api_keys').flatMap((c) => c.command.updates as unknown[])).toHaveLength(
+      5,
+    );
   });
 
   it('revokes all keys of a server although the answer to the revocation was lost (retried, counted once)', async () => {

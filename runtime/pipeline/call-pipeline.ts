@@ -15,6 +15,7 @@ import { OAuthGrants } from '../oauth/grants.ts';
 import type { AuthOutcome, CallOptions, ToolCallResult, ToolListing, McpBackend, Principal, RateOutcome } from '../mcp/backend.ts';
 import { ToolError } from '../tool-error.ts';
 import type { Servers } from '../servers/servers.ts';
+import type { StoreClock } from '../store/clock.ts';
 import { StoreUnavailableError } from '../store/port.ts';
 import type { CustomTool, CustomTools } from '../servers/custom-tools.ts';
 import { UNTRACED } from '../tracing/spans.ts';
@@ -55,6 +56,8 @@ export interface CallPipelineDeps {
   ledger: Ledger;
   rateLimiter: KeyRateLimiter;
   engine: Engine;
+  /** The store's time: key expiry and budget periods read it, never this host's clock. */
+  clock: StoreClock;
   logger: Logger;
   metrics: Metrics;
 }
@@ -67,7 +70,7 @@ export class CallPipeline implements McpBackend {
     if (m && OAuthGrants.isAccessToken(m[1])) return this.authenticateToken(serverId, m[1]);
     if (!m || !ApiKeys.isKey(m[1])) return { ok: false, status: 401 };
     const key = await this.d.keys.lookup(m[1]);
-    if (!key || key.revoked_at || isExpired(key.restrictions)) return { ok: false, status: 401 };
+    if (!key || key.revoked_at || isExpired(key.restrictions, this.d.clock.now())) return { ok: false, status: 401 };
     if (key.kind === 'server' && key.server_id !== serverId) return { ok: false, status: 401 };
     const server = await this.d.servers.lookup(serverId);
     if (!server || server.owner_id !== key.owner_id || !server.active) return { ok: false, status: 403 };
@@ -151,7 +154,7 @@ export class CallPipeline implements McpBackend {
     // The key's budget first (one conditional increment, given back if the balance refuses or the call is
     // refunded); then a free tool takes nothing from the balance, any other its range of the owner's credit line.
     const limit = principal.restrictions?.credit_limit;
-    const chargedAt = new Date();
+    const chargedAt = this.d.clock.date();
     const overBudget = await this.d.budgets.reserve(principal.keyId, limit, cost, chargedAt, principal.holder ?? 'key', name);
     if (overBudget) return rejected(overBudget);
     const from =

@@ -11,6 +11,7 @@ import { isDeepStrictEqual } from 'node:util';
 import nedb from '@seald-io/nedb';
 import { lockDataDir } from './dir-lock.ts';
 import { closeDataFile, repairDataFile } from './nedb-files.ts';
+import { StoreClock } from './clock.ts';
 import { checkCollectionName, checkFilter, checkUpdate, isOperatorObject, newId, upsertSeed } from './dialect.ts';
 import {
   type Collection,
@@ -129,9 +130,13 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
           Math.max(options.compactionIntervalMs ?? DEFAULT_COMPACTION_INTERVAL_MS, 1_000),
         );
   compactionTimer?.unref(); // never keeps the process alive on its own
+  // The store is this process: its time is the host's own (measured all the same, one code path with MongoDB).
+  const clock = new StoreClock(async () => new Date());
+  await clock.measure();
 
   return {
     kind: 'embedded',
+    clock,
     collection: <T extends Doc>(name: string) => collection(name) as unknown as Collection<T>,
     async ensureIndexes(specs: IndexSpec[]) {
       for (const spec of specs) {

@@ -33,6 +33,7 @@ import {
   upsertEqualities,
   upsertSeed,
 } from './dialect.ts';
+import { StoreClock } from './clock.ts';
 import { DEFAULT_MONGO_OPTIONS, type MongoOptions, writeConcernFor } from './mongo-options.ts';
 import {
   type Collection,
@@ -69,6 +70,8 @@ type Server = 'mongodb' | 'ferretdb';
 export interface MongoStoreOptions extends Partial<MongoOptions>, StoreEvents {
   /** Defaults to the database named in the URL path, else "tool_server". */
   dbName?: string;
+  /** How far this host's clock may be from the server's before writes are refused (clock.ts). */
+  maxClockOffsetMs?: number;
 }
 
 export async function openMongoStore(url: string, options: MongoStoreOptions = {}): Promise<Store> {
@@ -97,8 +100,11 @@ export async function openMongoStore(url: string, options: MongoStoreOptions = {
   await client.connect();
   const db = client.db(options.dbName ?? dbNameFromUrl(url) ?? DEFAULT_DB_NAME);
   let server: Server;
+  // The server's own time (the primary's, where writes go): the clock every instance reads.
+  const clock = new StoreClock(async () => (await db.admin().command({ hello: 1 })).localTime as Date, options.maxClockOffsetMs);
   try {
     server = await serverOf(db);
+    await clock.measure();
   } catch (error) {
     await client.close();
     throw error;
@@ -117,6 +123,7 @@ export async function openMongoStore(url: string, options: MongoStoreOptions = {
   return {
     kind: 'mongodb',
     mongo: { client, dbName: db.databaseName, server },
+    clock,
     collection<T extends Doc>(name: string): Collection<T> {
       checkCollectionName(name);
       return new MongoCollection(name, db.collection<Doc>(name), shared) as unknown as Collection<T>;

@@ -15,10 +15,12 @@ export interface StoreConfig {
   inMemory?: boolean;
   /** What the store tells the log (once each): it cannot take writes, and why; it takes them again. */
   events?: StoreEvents;
+  /** Past this offset between the host's clock and the store's, the service refuses writes (clock.ts). */
+  maxClockOffsetMs?: number;
 }
 
 export async function openStore(config: StoreConfig): Promise<Store> {
-  if (config.mongodbUrl) return openMongoStore(config.mongodbUrl, { ...config.mongo, ...config.events });
+  if (config.mongodbUrl) return openMongoStore(config.mongodbUrl, { ...config.mongo, ...config.events, maxClockOffsetMs: config.maxClockOffsetMs });
   if (config.inMemory) return openEmbeddedStore();
   if (!config.dataDir) throw new Error('the store needs mongodbUrl, dataDir or inMemory');
   return openEmbeddedStore({ dir: config.dataDir, ...config.events });

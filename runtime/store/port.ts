@@ -47,6 +47,8 @@
  *   - find() with a projection returns partial documents although typed as T.
  */
 
+import type { StoreClock } from './clock.ts';
+
 export type Doc = { _id: string } & Record<string, unknown>;
 
 export interface FieldOperators {
@@ -159,6 +161,8 @@ export interface Store {
    * server answers: MongoDB itself, or FerretDB (the test runs' peer; see README for what it lacks).
    */
   readonly mongo?: { client: unknown; dbName: string; server: 'mongodb' | 'ferretdb' };
+  /** The store's time, which every decision reads instead of the host's clock (clock.ts); measured at open. */
+  readonly clock: StoreClock;
   /** Collection names: a letter, then letters, digits, '_' or '-'. */
   collection<T extends Doc>(name: string): Collection<T>;
   /**

@@ -12,11 +12,24 @@ export interface ServiceProcess {
   exit: Promise<number | null>;
 }
 
-/** Starts `runtime/main.ts`; the embedded store unless env names MONGODB_URL (the suite's own is not passed on). */
-export function startServiceProcess(env: Record<string, string>): ServiceProcess {
+/**
+ * Starts `runtime/main.ts`; the embedded store unless env names MONGODB_URL (the suite's own is not passed on).
+ * `clockSkewMs`: the process's clock that far off (support/skewed-clock.ts), as on a host out of sync.
+ */
+export function startServiceProcess(env: Record<string, string>, options: { clockSkewMs?: number } = {}): ServiceProcess {
   // The service under test gets the suite's network safety net too.
-  const child = spawn(process.execPath, ['--import', 'tsx', '--import', './test/support/loopback-only.ts', 'runtime/main.ts'], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', WATCH_SPECS: 'false', MONGODB_URL: '', ...env },
+  const skew = options.clockSkewMs ? ['--import', './test/support/skewed-clock.ts'] : [];
+  const child = spawn(process.execPath, ['--import', 'tsx', '--import', './test/support/loopback-only.ts', ...skew, 'runtime/main.ts'], {
+    env: {
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'warn',
+      WATCH_SPECS: 'false',
+      MONGODB_URL: '',
+      TEST_CLOCK_SKEW_MS: String(options.clockSkewMs ?? 0),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
