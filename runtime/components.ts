@@ -47,6 +47,8 @@ export function backgroundFailure(logger: Logger, what: string): (err: unknown) 
 
 /** No call lasts longer: the longest webhook wait (300 s) plus the retries and the answer, with margin. */
 export const MAX_CALL_MS = 15 * 60_000;
+/** A partition's housekeeping lease: renewed every 20 s while a run lasts, so a holder that dies delays its partition by at most a minute. */
+const HOUSEKEEPING_LEASE_MS = 60_000;
 
 export interface Components extends ApiDeps {
   store: Store;
@@ -131,18 +133,44 @@ export async function buildComponents(
     );
   }
   // The embedded store keeps every document in memory: there the ledger keeps at most LEDGER_MAX_RECORDS
-  // records (older ones live on as hourly aggregates).
+  // records, fairly shared between owners (older ones live on as hourly aggregates). One process there: one
+  // partition of the housekeeping; on MongoDB the instances share out several.
   const ledger = new Ledger(store, credits, {
     maxRecords: store.kind === 'embedded' ? config.ledgerMaxRecords : Infinity,
+    maxRecordsPerOwner: config.ledgerMaxRecordsPerOwner,
     retentionMs: config.ledgerRetentionDays * 86_400_000,
+    usageRetentionMs: config.usageRetentionDays * 86_400_000,
+    rejectionsPerMinute: config.ledgerRejectionsPerMinute,
+    partitions: config.ledgerPartitions ?? (store.kind === 'embedded' ? 1 : 8),
+    leaseMs: HOUSEKEEPING_LEASE_MS,
     maxCallMs: MAX_CALL_MS,
     settledMs,
     instance: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
     onBackgroundError: backgroundFailure(logger, 'ledger housekeeping failed'),
+    onHousekeeping: (run) => logger.debug(run, 'ledger housekeeping'),
   });
   const metrics = new Metrics(passwordChecks);
-  const rateLimiter = new KeyRateLimiter(config.rateLimit, store.mongo);
-  const pipeline = new CallPipeline({ keys, oauth: oauth.grants, budgets, servers, tools, accounts, credits, ledger, rateLimiter, engine, logger, metrics });
+  const rateLimiter = new KeyRateLimiter(config.rateLimit, store.kind === 'mongodb' ? store : undefined, (window, ms) =>
+    logger.warn(
+      { window, ms },
+      `rate limits: the store did not answer a reservation in time (or failed): this instance judges calls by its own limits for ${ms / 1000} s (N instances admit up to N times the limit)`,
+    ),
+  );
+  const pipeline = new CallPipeline({
+    keys,
+    oauth: oauth.grants,
+    budgets,
+    servers,
+    tools,
+    accounts,
+    credits,
+    ledger,
+    rateLimiter,
+    engine,
+    clock: store.clock,
+    logger,
+    metrics,
+  });
   return {
     store,
     catalog,

@@ -21,6 +21,8 @@ export const STORE_INDEXES: IndexSpec[] = [
   // The tools bound to an account (its deletion is refused while any is).
   { collection: 'tools', fields: ['account_id'] },
   { collection: 'usage', fields: ['owner_id', 'hour'] },
+  // Aggregates past USAGE_RETENTION_DAYS, found once an hour (billing/rollup.ts).
+  { collection: 'usage', fields: ['hour'] },
   // The call ledger's records. Lists of them are newest first on (at, _id), the cursor's order
   // (runtime/api/calls.ts): an index ending in (at, _id), walked backwards, gives a page without sorting, and a
   // cursor is a bound on it. MongoDB only: nedb uses a compound index only for an exact match of all its fields
@@ -37,8 +39,9 @@ export const STORE_INDEXES: IndexSpec[] = [
   { collection: 'calls', fields: ['owner_id', 'outcome', 'at', '_id'], embedded: false },
   //   One record per range of an owner's credit line; settlement walks an owner's charged records in its order.
   { collection: 'calls', fields: ['charge_key'], unique: true, sparse: true },
-  //   The roll-up's records in order of time across owners, and retention's oldest ones.
-  { collection: 'calls', fields: ['at'] },
+  //   The roll-up's records in order of time, one partition's slots at a time, and retention's oldest ones
+  //   (billing/rollup.ts). On the embedded store a scan of the records it holds serves them.
+  { collection: 'calls', fields: ['slot', 'at'], embedded: false },
   { collection: 'credits', fields: ['unsettled'] },
   { collection: 'oauth_grants', fields: ['owner_id', 'server_id'] },
   { collection: 'oauth_access_tokens', fields: ['grant_id'] },
@@ -67,6 +70,8 @@ export const RETIRED_INDEXES: IndexSpec[] = [
     ['owner_id', 'key_id', 'at'],
     ['owner_id', 'tool', 'at'],
     ['owner_id', 'outcome', 'at'],
+    // Before slots, the roll-up read every owner's records by time alone.
+    ['at'],
   ].map((fields): IndexSpec => ({ collection: 'calls', fields, retired: true })),
   ...[['owner_id', 'at'], ['owner_id', 'action', 'at'], ['action', 'at'], ['at']].map((fields): IndexSpec => ({
     collection: 'audit_events',

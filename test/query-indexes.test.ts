@@ -137,12 +137,12 @@ describe.runIf(MONGODB_URL)('the indexes of the call log and the audit trail (MO
       const keysOf = async (collection: string) => (await db.collection(collection).listIndexes().toArray()).map((i) => Object.keys(i.key as object).join());
       expect((await keysOf('calls')).sort()).toEqual([
         '_id',
-        'at',
         'charge_key',
         'owner_id,at,_id',
         'owner_id,key_id,at,_id',
         'owner_id,outcome,at,_id',
         'owner_id,tool,at,_id',
+        'slot,at',
       ]);
       expect((await keysOf('audit_events')).sort()).toEqual(['_id', 'action,at,_id', 'at,_id', 'owner_id,action,at,_id', 'owner_id,at,_id']);
     } finally {

@@ -70,6 +70,8 @@ export function publicCall(c: CallDoc) {
     message: c.message ?? null,
     provider_status: c.provider_status ?? null,
     via: c.via ?? null,
+    // Rejections past the owner's minute's share are counted in one record (billing/rejections.ts).
+    calls: c.count ?? 1,
   };
 }
 
@@ -110,6 +112,7 @@ const REJECTED: Record<string, string> = {
   budget_exceeded: "the key's (or app's) budget for the period was spent",
   account_missing: 'the account bound to the tool had been deleted',
   sandbox_unavailable: 'the sandbox could not be started',
+  rejections_counted: 'more calls were refused in that minute than are logged one by one; this record counts them',
 };
 
 /** What a call's outcome meant for its credits, in words. */
@@ -150,6 +153,7 @@ const CSV_COLUMNS = [
   'provider_status',
   'message',
   'via',
+  'calls',
 ];
 
 /** Names of an owner's servers and credentials (keys, connected apps), for lists a person reads. */
@@ -199,6 +203,7 @@ export function callsRoutes(router: Router, d: ApiDeps, g: Guards): void {
           c.provider_status,
           c.message,
           c.via,
+          c.count ?? 1,
         ]),
       );
       return;
