@@ -118,8 +118,10 @@ export async function buildComponents(
   const tools = new CustomTools(store, catalog, config.keyCacheMs);
   const accounts = new Accounts(store, catalog, new Vault(masterKey), config.keyCacheMs);
   const credits = new Credits(store);
+  // Shared counters on MongoDB (in the store's time); in memory on the embedded store.
+  const sharedCounters = store.kind === 'mongodb' ? store : undefined;
   // Device cookies (browsers that signed in before) are signed with a key derived from the master key.
-  const signInLimits = new SignInLimits({ deviceSecret: createHmac('sha256', masterKey).update('sign-in devices').digest(), mongo: store.mongo });
+  const signInLimits = new SignInLimits({ deviceSecret: createHmac('sha256', masterKey).update('sign-in devices').digest(), shared: sharedCounters });
   const audit = new AuditTrail(store, logger, config.ownerLimits.auditEvents);
   const budgets = new Budgets(store);
   const oauth = {
@@ -162,8 +164,6 @@ export async function buildComponents(
     onHousekeeping: (run) => logger.debug(run, 'ledger housekeeping'),
   });
   const metrics = new Metrics(passwordChecks);
-  // Shared counters on MongoDB (in the store's time); in memory on the embedded store.
-  const sharedCounters = store.kind === 'mongodb' ? store : undefined;
   const onRateFallback = (window: string, ms: number) =>
     logger.warn(
       { window, ms },
@@ -218,7 +218,7 @@ export async function buildComponents(
       perOwner: config.ownerLimits.sessions,
     }),
     signInLimits,
-    ownerLimits: new OwnerLimits(config.ownerLimits, store.mongo),
+    ownerLimits: new OwnerLimits(config.ownerLimits, sharedCounters),
     oauth,
     sandboxes,
     operatorToken: secrets.operatorToken,
