@@ -5,6 +5,7 @@
 // of any secret-looking field and of anything shaped like one of this service's tokens.
 import type { Logger } from '../log.ts';
 import { randomId } from '../secrets.ts';
+import type { StoreClock } from '../store/clock.ts';
 import type { Collection, Doc, Filter, Store } from '../store/port.ts';
 import type { Actor, RequestInfo } from './request-context.ts';
 
@@ -104,6 +105,7 @@ interface EventGroup {
 
 export class AuditTrail {
   private readonly events: Collection<AuditDoc>;
+  private readonly clock: StoreClock;
   /**
    * The groups this instance recorded events of since the last housekeeping: how many since the group's last
    * trim, and that trim (one at a time per group).
@@ -117,6 +119,7 @@ export class AuditTrail {
     private readonly maxPerOwner = Infinity,
   ) {
     this.events = store.collection<AuditDoc>('audit_events');
+    this.clock = store.clock;
   }
 
   /**
@@ -131,7 +134,8 @@ export class AuditTrail {
     if (changes && JSON.stringify(changes).length > MAX_CHANGES_CHARS) changes = { truncated: true, fields: Object.keys(changes) };
     const doc: AuditDoc = {
       _id: randomId('aud_'),
-      at: new Date(),
+      // The store's time: events of every instance in one order, kept for AUDIT_RETENTION_DAYS by that same clock.
+      at: this.clock.date(),
       owner_id: event.owner_id,
       actor: event.actor ?? request?.actor ?? { type: 'anonymous' },
       action: event.action,
