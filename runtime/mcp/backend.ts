@@ -56,3 +56,16 @@ export interface McpBackend {
   /** Runs a tool call end to end; undefined when the server has no tool of that name. */
   callTool(principal: Principal, name: string, args: unknown, options: CallOptions): Promise<ToolCallResult | undefined>;
 }
+
+/**
+ * The backend cannot serve now (its store refuses writes, or does not answer): the endpoint answers HTTP 503
+ * with Retry-After and a JSON-RPC error saying so. What counts as such is decided outside the endpoint
+ * (McpEndpointOptions.unavailable), by the one function every route uses.
+ */
+export interface Unavailable {
+  /** Why, in words, and when to try again. */
+  message: string;
+  retryAfterSeconds: number;
+  /** For a tools/call: the call reached its provider (which may have acted) before the failure. */
+  providerReached: boolean;
+}
