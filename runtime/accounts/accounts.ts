@@ -14,6 +14,7 @@ import type { CatalogSource } from '../toolspec/live.ts';
 import { headerValueProblem } from '../http/guard.ts';
 import { accountFieldProblem, withFieldDefaults } from '../toolspec/account-fields.ts';
 import type { AccountFieldSpec } from '../toolspec/types.ts';
+import type { StoreClock } from '../store/clock.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
 import { randomId } from '../secrets.ts';
 import { TtlCache } from '../ttl-cache.ts';
@@ -186,6 +187,8 @@ export class Accounts {
   /** Set once connections.ts is built (it needs this repository). */
   renewals?: Renewals;
 
+  private readonly clock: StoreClock;
+
   constructor(
     store: Store,
     private readonly catalog: CatalogSource,
@@ -193,6 +196,7 @@ export class Accounts {
     cacheMs: number,
   ) {
     this.accounts = store.collection<AccountDoc>('accounts');
+    this.clock = store.clock;
     this.cache = new TtlCache(cacheMs);
   }
 
@@ -259,7 +263,7 @@ export class Accounts {
       name,
       fields: plain,
       ...this.sealed(secret, id),
-      created_at: new Date(),
+      created_at: this.clock.date(),
       verified_at: null,
       ...(sandbox ? { sandbox: true as const } : {}),
       auth: 'token',
@@ -275,7 +279,7 @@ export class Accounts {
   async createConnected(ownerId: string, input: ConnectedAccountInput): Promise<AccountDoc> {
     const provider = this.providerFor(input.kind);
     const id = randomId('acct_');
-    const now = new Date();
+    const now = this.clock.date();
     const doc: AccountDoc = {
       _id: id,
       owner_id: ownerId,
@@ -298,7 +302,7 @@ export class Accounts {
     const doc = await this.get(ownerId, id);
     if (!doc) return null;
     const provider = this.providerFor(doc.kind);
-    const now = new Date();
+    const now = this.clock.date();
     const updated = await this.accounts.findOneAndUpdate(
       { _id: id, owner_id: ownerId },
       { $set: { ...this.connectedParts(provider, id, input, (doc.connection?.version ?? 0) + 1, now), verified_at: input.verified ? now : null } },
@@ -370,7 +374,7 @@ export class Accounts {
     secrets?: Record<string, string>,
   ): Promise<AccountDoc | null> {
     const id = doc._id;
-    const now = new Date();
+    const now = this.clock.date();
     const refreshToken = tokens.refreshToken ?? this.connectionTokens(doc).refresh_token;
     const set: Record<string, unknown> = {
       'connection.tokens': this.vault.seal({ access_token: tokens.accessToken, ...(refreshToken ? { refresh_token: refreshToken } : {}) }, connectionAad(id)),
@@ -392,7 +396,7 @@ export class Accounts {
   async setState(id: string, state: AccountState, reason: string | null): Promise<AccountDoc | null> {
     const before = await this.accounts.findOneAndUpdate(
       { _id: id },
-      { $set: { state, state_reason: state === 'connected' ? null : reason, checked_at: new Date() } },
+      { $set: { state, state_reason: state === 'connected' ? null : reason, checked_at: this.clock.date() } },
       { returnDocument: 'before' },
     );
     this.cache.delete(id);
@@ -444,7 +448,7 @@ export class Accounts {
   }
 
   async markVerified(id: string): Promise<void> {
-    const now = new Date();
+    const now = this.clock.date();
     await this.accounts.updateOne({ _id: id }, { $set: { verified_at: now, state: 'connected', state_reason: null, checked_at: now } });
     this.cache.delete(id);
   }
@@ -464,7 +468,7 @@ export class Accounts {
     if (!entry || entry.ownerId !== ownerId) return null;
     if (entry.state === 'needs_reauth' && this.renewals) throw this.renewals.needsOwner({ id, name: entry.name, kind: entry.kind, reason: entry.reason });
     const connection = entry.credentials.connection;
-    if (connection && entry.expiresAt !== null && entry.expiresAt - Date.now() < REFRESH_AHEAD_MS) return connection.renew(signal);
+    if (connection && entry.expiresAt !== null && entry.expiresAt - this.clock.now() < REFRESH_AHEAD_MS) return connection.renew(signal);
     return entry.credentials;
   }
 

@@ -143,7 +143,7 @@ export class ConnectFlows {
 
   /** A new flow; its start URL is what the owner's browser opens (it carries no credential). */
   async create(start: FlowStart): Promise<{ id: string; url: string; expires_at: Date }> {
-    const now = new Date();
+    const now = this.o.store.clock.date();
     const doc: FlowDoc = {
       _id: randomId('cf_', 16),
       holder: { owner_id: start.ownerId },
@@ -168,7 +168,7 @@ export class ConnectFlows {
   async begin(flowId: string, browser: Browser, request: RequestInfo): Promise<FlowOutcome> {
     const flow = await this.flows.findOne({ _id: flowId });
     try {
-      if (!flow || flow.expires_at <= new Date() || !['created', 'authorizing'].includes(flow.stage))
+      if (!flow || flow.expires_at <= this.o.store.clock.date() || !['created', 'authorizing'].includes(flow.stage))
         throw new FlowFailure(
           'This connection link no longer works',
           'It expired, or the connection it started has ended. Start again from the Accounts page.',
@@ -202,7 +202,7 @@ export class ConnectFlows {
             state_hash: sha256(state),
             verifier: verifier ? this.o.vault.seal({ verifier }, verifierAad(flow._id)) : null,
             stage: 'authorizing',
-            expires_at: minutesFrom(new Date(), FLOW_MINUTES),
+            expires_at: minutesFrom(this.o.store.clock.date(), FLOW_MINUTES),
           },
         },
       );
@@ -257,7 +257,7 @@ export class ConnectFlows {
           'Its "state" was used once already (a reload, or the back button): nothing more was saved. Check the Accounts page.',
           'state_reused',
         );
-      if (claimed.expires_at <= new Date())
+      if (claimed.expires_at <= this.o.store.clock.date())
         throw new FlowFailure(
           'This connection took too long',
           `A connection must come back within ${FLOW_MINUTES} minutes of leaving, so nothing was saved. Start again from the Accounts page.`,
@@ -339,7 +339,7 @@ export class ConnectFlows {
   }
 
   /** Deletes flows past their time (a waiting grant's tokens with them). */
-  sweep(now = new Date()): Promise<number> {
+  sweep(now = this.o.store.clock.date()): Promise<number> {
     return this.flows.deleteMany({ expires_at: { $lt: now } });
   }
 
@@ -352,7 +352,7 @@ export class ConnectFlows {
       );
     if (flow.stage !== 'choosing' || !flow.pending)
       throw new FlowFailure('This choice was already made', 'The connection has ended. Check the Accounts page.', 'choice_reused');
-    if (flow.expires_at <= new Date())
+    if (flow.expires_at <= this.o.store.clock.date())
       throw new FlowFailure(
         'This choice took too long',
         `A site or project must be picked within ${CHOOSE_MINUTES} minutes, so nothing was saved. Start again.`,
@@ -382,7 +382,7 @@ export class ConnectFlows {
       question: found.question,
       choices: found.choices,
     };
-    await this.flows.updateOne({ _id: flow._id }, { $set: { stage: 'choosing', pending, expires_at: minutesFrom(new Date(), CHOOSE_MINUTES) } });
+    await this.flows.updateOne({ _id: flow._id }, { $set: { stage: 'choosing', pending, expires_at: minutesFrom(this.o.store.clock.date(), CHOOSE_MINUTES) } });
     return { kind: 'redirect', to: `${CHOOSE_PATH}?flow=${flow._id}` };
   }
 

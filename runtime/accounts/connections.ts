@@ -214,7 +214,7 @@ export class Connections implements Renewals {
    * (connect.refresh_idle_days: refreshed once a third of it has passed) or that was not checked for a day
    * is refreshed, which also tells whether the grant still holds. Run by one instance at a time.
    */
-  async keepAlive(now = new Date()): Promise<{ checked: number; needsOwner: number }> {
+  async keepAlive(now = this.o.store.clock.date()): Promise<{ checked: number; needsOwner: number }> {
     const lease = new Lease(this.o.store, 'connections-keepalive', this.o.instance);
     if (!(await lease.acquire(10 * 60_000))) return { checked: 0, needsOwner: 0 };
     try {

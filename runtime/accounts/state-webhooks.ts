@@ -9,6 +9,7 @@ import { createHmac } from 'node:crypto';
 import type { HttpClient } from '../http/client.ts';
 import type { Logger } from '../log.ts';
 import { randomId, randomToken } from '../secrets.ts';
+import type { StoreClock } from '../store/clock.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
 import { ToolError } from '../tool-error.ts';
 import type { AccountDoc, AccountState, Sealed, Vault } from './accounts.ts';
@@ -60,6 +61,7 @@ export const signature = (secret: string, body: string) => `sha256=${createHmac(
 export class StateWebhooks {
   private readonly webhooks: Collection<WebhookDoc>;
   private readonly deliveries: Collection<DeliveryDoc>;
+  private readonly clock: StoreClock;
 
   constructor(
     store: Store,
@@ -67,6 +69,7 @@ export class StateWebhooks {
     private readonly http: HttpClient,
     private readonly logger: Logger,
   ) {
+    this.clock = store.clock;
     this.webhooks = store.collection<WebhookDoc>('webhooks');
     this.deliveries = store.collection<DeliveryDoc>('webhook_deliveries');
   }
@@ -79,7 +82,7 @@ export class StateWebhooks {
   /** Sets the owner's webhook with a new secret, returned this once. */
   async set(ownerId: string, url: string): Promise<{ webhook: WebhookView; secret: string }> {
     const secret = randomToken('whsec_');
-    const created_at = new Date();
+    const created_at = this.clock.date();
     await this.webhooks.updateOne({ _id: ownerId }, { $set: { url, secret: this.vault.seal({ secret }, secretAad(ownerId)), created_at } }, { upsert: true });
     return { webhook: { url, created_at }, secret };
   }
@@ -100,7 +103,7 @@ export class StateWebhooks {
       previous_state: previous,
       state,
       state_reason: reason,
-      checked_at: new Date(),
+      checked_at: this.clock.date(),
       ...(state === 'needs_reauth' ? { reconnect_url: reconnectUrl } : {}),
     });
   }
@@ -114,7 +117,7 @@ export class StateWebhooks {
     const webhook = await this.webhooks.findOne({ _id: ownerId });
     if (!webhook) return null;
     const id = randomId('evt_');
-    const now = new Date();
+    const now = this.clock.date();
     const body = JSON.stringify({ id, type: event, created_at: now, data });
     const doc: DeliveryDoc = {
       _id: id,
@@ -142,7 +145,7 @@ export class StateWebhooks {
   }
 
   /** Sends every delivery whose time has come (run every few seconds by the service); how many were sent. */
-  async deliverDue(now = new Date()): Promise<number> {
+  async deliverDue(now = this.clock.date()): Promise<number> {
     const due = await this.deliveries.find({ next_at: { $lte: now } }, { sort: { next_at: 1 }, limit: 20 });
     let sent = 0;
     for (const doc of due) {
@@ -156,7 +159,7 @@ export class StateWebhooks {
     return sent;
   }
 
-  private async attempt(doc: DeliveryDoc, now = new Date()): Promise<void> {
+  private async attempt(doc: DeliveryDoc, now = this.clock.date()): Promise<void> {
     const webhook = await this.webhooks.findOne({ _id: doc.owner_id });
     let result: string;
     let delivered = false;
