@@ -46,6 +46,8 @@ export interface CallDoc extends Doc {
   provider_status?: number | null;
   /** Where the call came from when not from an MCP client: `dashboard` for the owner's "Try" in the dashboard. */
   via?: CallVia;
+  /** The owner's end user the call acted as (runtime/access/end-users.ts); the credits are still the owner's. */
+  end_user_id?: string;
 }
 
 export type CallVia = 'dashboard';
@@ -80,6 +82,7 @@ export interface CallCharge {
   cost: number;
   from?: ChargeStart;
   via?: CallVia;
+  end_user_id?: string;
 }
 
 export interface LedgerOptions {
@@ -268,6 +271,7 @@ export function recordOf(
     ...(call.from === undefined ? {} : { from: call.from, charge_key: chargeKey(ownerId, call.from) }),
     ...(error ? { message: error.message, provider_status: error.provider_status ?? null } : {}),
     ...(call.via ? { via: call.via } : {}),
+    ...(call.end_user_id ? { end_user_id: call.end_user_id } : {}),
   };
 }
 

@@ -26,6 +26,7 @@ import { type ToolChoice, expiresWithin, restrictionBadges, restrictionForm, too
 import { assets, render } from './views.ts';
 import { notFoundPage, securityHeaders, sendPage, signedInPageOf } from './page.ts';
 import { connectPages } from './connect.ts';
+import { endUserConnectPages } from './end-user-connect.ts';
 
 /** Paths the dashboard never answers, so their own 404s and errors stay JSON. */
 const NOT_PAGES = /^\/(api|mcp|\.well-known|healthz|readyz|metrics)(\/|$)/;
@@ -442,6 +443,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
   });
 
   connectPages(router, d);
+  endUserConnectPages(router, d);
 
   router.get(
     '/activity',
