@@ -49,6 +49,7 @@ export const STORE_INDEXES: IndexSpec[] = [
   { collection: 'calls', fields: ['owner_id', 'at'], embedded: false },
   { collection: 'calls', fields: ['owner_id', 'server_id', 'at'], embedded: false },
   { collection: 'calls', fields: ['owner_id', 'key_id', 'at'], embedded: false },
+  { collection: 'calls', fields: ['owner_id', 'end_user_id', 'at'], embedded: false },
   { collection: 'calls', fields: ['owner_id', 'tool', 'at'], embedded: false },
   { collection: 'calls', fields: ['owner_id', 'outcome', 'at'], embedded: false },
   // One record per range of an owner's credit line; settlement walks an owner's charged records in its order.

@@ -230,6 +230,12 @@ describe.each(targets)('end users on $name', (target) => {
       await otherOwner.b.api('POST', '/api/end-users', { external_id: 'carol' });
       expect((await named(backend, 'carol')).status).toBe(403);
 
+      // The call log, per end user: Ada's calls only, the refused one charged nothing.
+      const adaCalls = (await b.api('GET', `/api/calls?end_user=${ada.id}`)).body.calls;
+      expect(adaCalls.length).toBeGreaterThanOrEqual(3);
+      expect(adaCalls.every((c: any) => c.end_user_id === ada.id)).toBe(true);
+      expect(adaCalls.at(-1)).toMatchObject({ code: 'account_not_connected', outcome: 'rejected', charged: 0 });
+
       // Deleting Bob revokes his key and removes his account at once.
       expect((await b.api('DELETE', `/api/end-users/${bob.id}`)).status).toBe(204);
       const gone = await fetch(`${svc.url}/mcp/${serverId}`, {

@@ -39,7 +39,9 @@ export function publicKey(doc: ApiKeyDoc): Record<string, unknown> {
     kind: doc.kind,
     prefix: doc.prefix,
     ...(doc.kind === 'server' ? { server_id: doc.server_id } : { linked_server_ids: doc.linked_server_ids }),
-    ...(doc.end_user_id ? { end_user_id: doc.end_user_id } : { act_for_end_users: doc.act_for_end_users === true }),
+    // Only on the keys they concern: an end user's, and an owner's that may name end users.
+    ...(doc.end_user_id ? { end_user_id: doc.end_user_id } : {}),
+    ...(doc.act_for_end_users ? { act_for_end_users: true } : {}),
     created_at: doc.created_at,
     last_used_at: doc.last_used_at,
     revoked_at: doc.revoked_at,

@@ -16,6 +16,8 @@ export const CALL_OUTCOMES: readonly CallOutcome[] = ['ok', 'tool_error', 'refun
 export interface CallQuery {
   server?: string;
   key?: string;
+  /** The end user the calls acted as (eu_...). */
+  endUser?: string;
   tool?: string;
   outcomes?: CallOutcome[];
   from?: Date;
@@ -29,7 +31,7 @@ export function callsQuery(query: Record<string, unknown>): CallQuery & ListPage
     if (!(CALL_OUTCOMES as readonly string[]).includes(o)) throw new ApiError(400, `"outcome": ${o} is not an outcome; use ${CALL_OUTCOMES.join(', ')}`);
     return o as CallOutcome;
   });
-  return { ...read.page(), server: read.text('server'), key: read.text('key'), tool: read.text('tool'), outcomes };
+  return { ...read.page(), server: read.text('server'), key: read.text('key'), endUser: read.text('end_user'), tool: read.text('tool'), outcomes };
 }
 
 /** One page of an owner's calls, newest first; `cursor` is the previous page's next_cursor. */
@@ -42,6 +44,7 @@ export async function listCalls(
   const parts: Filter[] = [{ owner_id: ownerId }];
   if (q.server) parts.push({ server_id: q.server });
   if (q.key) parts.push({ key_id: q.key });
+  if (q.endUser) parts.push({ end_user_id: q.endUser });
   if (q.tool) parts.push({ tool: q.tool });
   if (q.outcomes?.length) parts.push({ outcome: q.outcomes.length === 1 ? q.outcomes[0] : { $in: q.outcomes } });
   if (q.from || q.to) parts.push({ at: { ...(q.from ? { $gte: q.from } : {}), ...(q.to ? { $lte: q.to } : {}) } });
@@ -71,6 +74,7 @@ export function publicCall(c: CallDoc) {
     message: c.message ?? null,
     provider_status: c.provider_status ?? null,
     via: c.via ?? null,
+    end_user_id: c.end_user_id ?? null,
   };
 }
 
@@ -156,6 +160,7 @@ const CSV_COLUMNS = [
   'provider_status',
   'message',
   'via',
+  'end_user_id',
 ];
 
 /** Names of an owner's servers and credentials (keys, connected apps), for lists a person reads. */
@@ -204,6 +209,7 @@ export function callsRoutes(router: Router, d: ApiDeps, g: Guards): void {
             c.provider_status,
             c.message,
             c.via,
+            c.end_user_id,
           ],
         },
       });
