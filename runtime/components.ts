@@ -40,7 +40,7 @@ import { Sandboxes } from './sandbox/sandboxes.ts';
 import { generatedSecret, randomToken } from './secrets.ts';
 import { CustomTools } from './servers/custom-tools.ts';
 import { Servers } from './servers/servers.ts';
-import type { Store } from './store/port.ts';
+import { type Store, StoreUnavailableError } from './store/port.ts';
 import type { LiveCatalog } from './toolspec/live.ts';
 import type { Provider } from './toolspec/catalog.ts';
 import { type Tracing, startTracing } from './tracing/tracing.ts';
@@ -48,8 +48,21 @@ import { type Tracing, startTracing } from './tracing/tracing.ts';
 /** A conversion (of the largest input the tool specs take: 250,000 characters of a Notion page) is stopped after this long. */
 const CONVERSION_TIMEOUT_MS = 10_000;
 
+/**
+ * What background work (flushes, housekeeping, sweeps) does with a failure: logs it, unless the store refused
+ * or did not answer (the store says why once, StoreEvents; this would repeat it every few seconds).
+ */
+export function backgroundFailure(logger: Logger, what: string): (err: unknown) => void {
+  return (err) => {
+    if (err instanceof StoreUnavailableError) logger.debug({ err }, what);
+    else logger.error({ err }, what);
+  };
+}
+
 /** No call lasts longer: the longest webhook wait (300 s) plus the retries and the answer, with margin. */
 export const MAX_CALL_MS = 15 * 60_000;
+/** A partition's housekeeping lease: renewed every 20 s while a run lasts, so a holder that dies delays its partition by at most a minute. */
+const HOUSEKEEPING_LEASE_MS = 60_000;
 
 export interface Components extends ApiDeps {
   store: Store;
@@ -167,11 +180,13 @@ export async function buildComponents(
   const vault = new Vault(masterKey);
   const accounts = new Accounts(store, catalog, vault, config.keyCacheMs);
   const credits = new Credits(store);
+  // Shared counters on MongoDB (in the store's time); in memory on the embedded store.
+  const sharedCounters = store.kind === 'mongodb' ? store : undefined;
   // Device cookies (browsers that signed in before) are signed with a key derived from the master key.
-  const signInLimits = new SignInLimits({ deviceSecret: createHmac('sha256', masterKey).update('sign-in devices').digest(), mongo: store.mongo });
+  const signInLimits = new SignInLimits({ deviceSecret: createHmac('sha256', masterKey).update('sign-in devices').digest(), shared: sharedCounters });
   const audit = new AuditTrail(store, logger, config.ownerLimits.auditEvents);
   const instance = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  const ownerLimits = new OwnerLimits(config.ownerLimits, store.mongo);
+  const ownerLimits = new OwnerLimits(config.ownerLimits, sharedCounters);
   const connect = connectedAccounts(config, {
     store,
     catalog,
@@ -203,29 +218,43 @@ export async function buildComponents(
   // A record is made when its call ends and written milliseconds later on the embedded store; a replica set's
   // write may take seconds (timeouts, a failover): roll only what no pending write can precede.
   const settledMs = (config.ledgerRollAfterSeconds ?? (store.kind === 'embedded' ? 10 : 60)) * 1000;
-  const slowestWriteMs = config.mongo.serverSelectionMs + config.mongo.socketTimeoutMs;
+  // A write given up at its deadline may still be applied until its connection's socket timeout.
+  const slowestWriteMs = config.mongo.deadlineMs + config.mongo.socketTimeoutMs;
   if (store.kind === 'mongodb' && settledMs <= slowestWriteMs) {
     logger.warn(
       { ledgerRollAfterSeconds: settledMs / 1000, slowestWriteSeconds: slowestWriteMs / 1000 },
-      'LEDGER_ROLL_AFTER_SECONDS is shorter than a record write may take (MONGODB_SERVER_SELECTION_MS + MONGODB_SOCKET_TIMEOUT_MS): the roll-up may pass over a record another instance is still writing, and usage would miss it',
+      'LEDGER_ROLL_AFTER_SECONDS is shorter than a record write may take (MONGODB_DEADLINE_MS + MONGODB_SOCKET_TIMEOUT_MS): the roll-up may pass over a record another instance is still writing, and usage would miss it',
     );
   }
   // The embedded store keeps every document in memory: there the ledger keeps at most LEDGER_MAX_RECORDS
-  // records (older ones live on as hourly aggregates).
+  // records, fairly shared between owners (older ones live on as hourly aggregates). One process there: one
+  // partition of the housekeeping; on MongoDB the instances share out several.
   const ledger = new Ledger(store, credits, {
     maxRecords: store.kind === 'embedded' ? config.ledgerMaxRecords : Infinity,
+    maxRecordsPerOwner: config.ledgerMaxRecordsPerOwner,
     retentionMs: config.ledgerRetentionDays * 86_400_000,
+    usageRetentionMs: config.usageRetentionDays * 86_400_000,
+    rejectionsPerMinute: config.ledgerRejectionsPerMinute,
+    partitions: config.ledgerPartitions ?? (store.kind === 'embedded' ? 1 : 8),
+    leaseMs: HOUSEKEEPING_LEASE_MS,
     maxCallMs: MAX_CALL_MS,
     settledMs,
     instance,
-    onBackgroundError: (err) => logger.error({ err }, 'ledger housekeeping failed'),
+    onBackgroundError: backgroundFailure(logger, 'ledger housekeeping failed'),
+    onHousekeeping: (run) => logger.debug(run, 'ledger housekeeping'),
   });
   const metrics = new Metrics(passwordChecks);
-  const rateLimiter = new KeyRateLimiter(config.rateLimit, store.mongo);
+  const onRateFallback = (window: string, ms: number) =>
+    logger.warn(
+      { window, ms },
+      `rate limits: the store did not answer a reservation in time (or failed): this instance judges calls by its own limits for ${ms / 1000} s (N instances admit up to N times the limit)`,
+    );
+  const rateLimiter = new KeyRateLimiter(config.rateLimit, sharedCounters, onRateFallback);
   const { callsPerBurst, callsPerMinute } = config.ownerLimits;
   const ownerRateLimiter = new KeyRateLimiter(
     { burstPoints: callsPerBurst, burstSeconds: config.rateLimit.burstSeconds, minutePoints: callsPerMinute },
-    store.mongo,
+    sharedCounters,
+    onRateFallback,
   );
   const ownerRateWords = `${callsPerBurst} requests per ${config.rateLimit.burstSeconds} s and ${callsPerMinute} per minute`;
   const requestStates = new RequestStates(store, createHmac('sha256', masterKey).update('MCP request states').digest());
@@ -242,6 +271,7 @@ export async function buildComponents(
     ownerRateLimiter,
     ownerRateWords,
     engine,
+    clock: store.clock,
     logger,
     metrics,
     endUsers,

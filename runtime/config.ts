@@ -2,6 +2,8 @@
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { type AllowList, parseAllowList } from './http/guard.ts';
+import { SLOTS } from './billing/partitions.ts';
+import { DEFAULT_MAX_OFFSET_MS } from './store/clock.ts';
 import { DEFAULT_MONGO_OPTIONS, type MongoOptions, WeakWriteConcernError, writeConcernFor } from './store/mongo-options.ts';
 import type { OwnerLimitSettings } from './access/owner-limits.ts';
 import { type TracingConfig, parseTracingConfig } from './tracing/config.ts';
@@ -56,6 +58,16 @@ export interface Config {
   ledgerRetentionDays: number;
   /** On the embedded store (all in memory), at most this many per-call records; older ones are rolled up. */
   ledgerMaxRecords: number;
+  /** Of those, at most this many per owner (each keeps its newest); undefined: ledgerMaxRecords. */
+  ledgerMaxRecordsPerOwner?: number;
+  /** Each owner's rejected calls logged one by one per minute and process; the rest are counted in one record. */
+  ledgerRejectionsPerMinute: number;
+  /** The ledger's housekeeping is shared out in this many partitions, each under its own lease; default by store. */
+  ledgerPartitions?: number;
+  /** Hourly usage aggregates are kept this long (each owner's totals keep their credits for the ledger check). */
+  usageRetentionDays: number;
+  /** Past this offset between an instance's clock and the store's, the instance takes no writes (store/clock.ts). */
+  clockMaxOffsetSeconds: number;
   /** Records are rolled into the hourly aggregates once this old (longer than any record write can take); default by store. */
   ledgerRollAfterSeconds?: number;
   /** Behind a reverse proxy: take the client address from X-Forwarded-For (sign-in throttling is per address). */
@@ -126,12 +138,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const d = DEFAULT_MONGO_OPTIONS;
   const mongo: MongoOptions = {
     poolSize: int('MONGODB_POOL_SIZE', d.poolSize, 1, 1000),
-    serverSelectionMs: int('MONGODB_SERVER_SELECTION_MS', d.serverSelectionMs, 100, 300_000),
+    deadlineMs: int('MONGODB_DEADLINE_MS', d.deadlineMs, 100, 120_000),
     socketTimeoutMs: int('MONGODB_SOCKET_TIMEOUT_MS', d.socketTimeoutMs, 1000, 600_000),
-    maxTimeMs: int('MONGODB_MAX_TIME_MS', d.maxTimeMs, 100, 300_000),
     allowWeakWrites: bool('MONGODB_ALLOW_WEAK_WRITES', d.allowWeakWrites),
   };
-  if (mongo.maxTimeMs >= mongo.socketTimeoutMs) problems.push('MONGODB_MAX_TIME_MS must be smaller than MONGODB_SOCKET_TIMEOUT_MS');
+  if (mongo.deadlineMs >= mongo.socketTimeoutMs) problems.push('MONGODB_DEADLINE_MS must be smaller than MONGODB_SOCKET_TIMEOUT_MS');
+  for (const replaced of ['MONGODB_SERVER_SELECTION_MS', 'MONGODB_MAX_TIME_MS']) {
+    if (env[replaced]) problems.push(`${replaced} is replaced by MONGODB_DEADLINE_MS (how long any store operation may take in all)`);
+  }
   if (env.MONGODB_URL) {
     try {
       writeConcernFor(env.MONGODB_URL, mongo.allowWeakWrites);
@@ -211,6 +225,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxyHops: int('TRUST_PROXY_HOPS', 1, 1, 10),
     ledgerRetentionDays: int('LEDGER_RETENTION_DAYS', 30, 1, 3650),
     ledgerMaxRecords: int('LEDGER_MAX_RECORDS', 10_000, 100, 10_000_000),
+    ledgerMaxRecordsPerOwner: env.LEDGER_MAX_RECORDS_PER_OWNER ? int('LEDGER_MAX_RECORDS_PER_OWNER', 10_000, 10, 10_000_000) : undefined,
+    ledgerRejectionsPerMinute: int('LEDGER_REJECTIONS_PER_MINUTE', 60, 1, 1_000_000),
+    ledgerPartitions: env.LEDGER_PARTITIONS ? int('LEDGER_PARTITIONS', 8, 1, SLOTS) : undefined,
+    usageRetentionDays: int('USAGE_RETENTION_DAYS', 400, 1, 36_500),
+    clockMaxOffsetSeconds: int('CLOCK_MAX_OFFSET_SECONDS', DEFAULT_MAX_OFFSET_MS / 1000, 1, 86_400),
     ledgerRollAfterSeconds: env.LEDGER_ROLL_AFTER_SECONDS ? int('LEDGER_ROLL_AFTER_SECONDS', 60, 1, 3600) : undefined,
     headersTimeoutMs: int('HEADERS_TIMEOUT_MS', 10_000, 500, 120_000),
     requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),

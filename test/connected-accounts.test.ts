@@ -64,6 +64,8 @@ describe.each(targets)('connected accounts on $name', (target) => {
       TOOL_SPECS_DIR: sandboxes.specsDir,
       // Every call reads the account as stored: tests change what is stored (an older token pair, a clock).
       KEY_CACHE_MS: '0',
+      // A connected account counts like a pasted one (no test's owner needs more).
+      MAX_ACCOUNTS_PER_OWNER: '3',
       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${traces.url}/v1/traces`,
       OTEL_BSP_SCHEDULE_DELAY: '100',
     });
@@ -200,6 +202,10 @@ describe.each(targets)('connected accounts on $name', (target) => {
       // The audit trail says who connected what.
       const audit = (await b.api('GET', '/api/audit?action=account')).body.events;
       expect(audit.filter((e: { action: string }) => e.action === 'account.connect')).toHaveLength(3);
+      // The owner's quota of accounts is said before a fourth goes to a consent page.
+      const full = await b.api('POST', '/api/accounts/connect', { provider: 'workspace', name: 'Another' });
+      expect(full.status).toBe(403);
+      expect(full.body.message).toContain('at most 3 accounts');
     },
     120_000,
   );

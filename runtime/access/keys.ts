@@ -1,7 +1,7 @@
 // API keys: `mcpk_` + 32 random bytes in base62, stored only as SHA-256 with a short display prefix.
 // Lookups are cached briefly; changes made on this instance drop the cache entry at once.
 import type { Collection, Doc, Store } from '../store/port.ts';
-import { flushLastUsed } from '../store/last-used.ts';
+import { LastUsedTimes } from '../store/last-used.ts';
 import { retryTransient } from '../store/retry.ts';
 import { randomId, randomToken, sha256 } from '../secrets.ts';
 import { TtlCache } from '../ttl-cache.ts';
@@ -53,12 +53,13 @@ export class ApiKeys {
   private readonly keys: Collection<ApiKeyDoc>;
   /** hash -> key document (null: no such key), for the hot path. */
   private readonly cache: TtlCache<string, ApiKeyDoc | null>;
-  /** Last-used times waiting to be written (one write per key per flush, never on the hot path). */
-  private readonly touched = new Map<string, Date>();
+  /** Last-used times, written in the background at most once a minute per key (never on the hot path). */
+  private readonly touched: LastUsedTimes;
 
   constructor(store: Store, cacheMs: number) {
     this.keys = store.collection<ApiKeyDoc>('api_keys');
     this.cache = new TtlCache(cacheMs);
+    this.touched = new LastUsedTimes(this.keys, store.clock);
   }
 
   async create(
@@ -185,12 +186,12 @@ export class ApiKeys {
   }
 
   touch(id: string): void {
-    this.touched.set(id, new Date());
+    this.touched.touch(id);
   }
 
   /** Writes the pending last-used times: one bulk write, whatever the number of keys. */
   flush(): Promise<void> {
-    return flushLastUsed(this.touched, this.keys);
+    return this.touched.flush();
   }
 
   /** Sets revoked_at once (a repeat, or a concurrent revocation, changes nothing); the key as it is now. */

@@ -87,6 +87,8 @@ export interface ConnectedAccountInput {
   choice: string | null;
   /** What it reaches, in words. */
   says: string;
+  /** Whether the provider's verification request accepted it (false: the provider declares none). */
+  verified: boolean;
 }
 
 /** What stored accounts need of connections.ts: a renewed connection, and the error of an account waiting for its owner. */
@@ -284,7 +286,7 @@ export class Accounts {
       kind: input.kind,
       name: input.name,
       created_at: now,
-      verified_at: now,
+      verified_at: input.verified ? now : null,
       ...(input.sandbox ? { sandbox: true as const } : {}),
       ...this.connectedParts(provider, id, input, 1, now),
     };
@@ -304,7 +306,7 @@ export class Accounts {
     const now = new Date();
     const updated = await this.accounts.findOneAndUpdate(
       { _id: id, owner_id: ownerId },
-      { $set: { ...this.connectedParts(provider, id, input, (doc.connection?.version ?? 0) + 1, now), verified_at: now } },
+      { $set: { ...this.connectedParts(provider, id, input, (doc.connection?.version ?? 0) + 1, now), verified_at: input.verified ? now : null } },
     );
     this.cache.delete(id);
     return updated;

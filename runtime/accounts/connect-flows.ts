@@ -411,7 +411,7 @@ export class ConnectFlows {
     const says =
       found.says || (connect.says ? String(connect.says.render({ account: fields }) ?? '') : '') || `${provider.spec.title} through ${connect.spec.by}`;
     const secrets = found.secrets ?? {};
-    // Verified with the new grant before anything is stored.
+    // Verified with the new grant before anything is stored (a provider may declare no way to check an account).
     const credentials: AccountCredentials = {
       fields: { ...fields, ...secrets },
       ...(grant.sandboxOwner ? { sandboxOwner: grant.sandboxOwner } : {}),
@@ -420,15 +420,19 @@ export class ConnectFlows {
         renew: () => Promise.reject(new ToolError('unauthorized', `${connect.spec.by} refused the new access token`)),
       },
     };
-    const verified = await this.o.engine.verify(provider, credentials).catch((err: unknown) => {
-      if (!(err instanceof ToolError)) throw err;
-      throw new FlowFailure(
-        `${provider.spec.title} did not accept the new connection`,
-        `${connect.spec.by} granted access, but checking it failed: ${err.message}. Nothing was saved.`,
-        'verify_failed',
-      );
-    });
-    const input = { kind: provider.spec.account.kind, name: flow.name, sandbox: flow.sandbox, fields, secrets, tokens, choice: choice?.id ?? null, says };
+    const verified =
+      provider.verify.length === 0
+        ? undefined
+        : await this.o.engine.verify(provider, credentials).catch((err: unknown) => {
+            if (!(err instanceof ToolError)) throw err;
+            throw new FlowFailure(
+              `${provider.spec.title} did not accept the new connection`,
+              `${connect.spec.by} granted access, but checking it failed: ${err.message}. Nothing was saved.`,
+              'verify_failed',
+            );
+          });
+    const { kind } = provider.spec.account;
+    const input = { kind, name: flow.name, sandbox: flow.sandbox, fields, secrets, tokens, choice: choice?.id ?? null, says, verified: verified !== undefined };
     const ownerId = flow.holder.owner_id;
     const endUserId = flow.holder.end_user_id;
     // An end user's one account of the provider is connected again in place; an owner's, when the flow says so.
@@ -471,7 +475,13 @@ export class ConnectFlows {
       },
     });
     if (before && accountState(before) !== 'connected') await this.o.connections.stateChanged(before, 'connected', null);
-    return { kind: 'done', account, reconnected: before !== null, says: `${says}. ${verified}`, to: flow.return_to };
+    return {
+      kind: 'done',
+      account,
+      reconnected: before !== null,
+      says: `${says}. ${verified ?? `${provider.spec.title} declares no way to check an account: the first call will tell.`}`,
+      to: flow.return_to,
+    };
   }
 
   private grantOf(flow: FlowDoc, tokens: TokenSet): Grant {

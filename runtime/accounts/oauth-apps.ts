@@ -3,6 +3,7 @@
 // is encrypted at rest like an account's secrets, and never returned, logged or audited. A provider without an
 // app offers the token form only.
 import type { Collection, Doc, Store } from '../store/port.ts';
+import { oauthEnvName } from '../toolspec/language.ts';
 import { TtlCache } from '../ttl-cache.ts';
 import type { Sealed, Vault } from './accounts.ts';
 import type { OAuthApp } from './token-endpoint.ts';
@@ -25,8 +26,7 @@ export interface PublicOAuthApp {
 
 const secretAad = (provider: string) => `oauth app\0${provider}`;
 
-/** The <PROVIDER> of a provider's OAUTH_<PROVIDER>_CLIENT_ID: its id in upper case, "-" as "_". */
-export const oauthEnvName = (providerId: string) => providerId.toUpperCase().replace(/-/g, '_');
+export { oauthEnvName };
 
 export class OAuthApps {
   private readonly apps: Collection<OAuthAppDoc>;

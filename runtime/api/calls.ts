@@ -1,10 +1,10 @@
 // The call log: an owner's calls from the ledger, newest first, filtered by server, key, tool, outcome and
-// time, paged with a cursor on (at, _id) (each filter has its index: runtime/indexes.ts); one call in detail with
+// time, paged with a cursor on (at, _id) (each filter has an index that gives the pages in order: runtime/indexes.ts); one call in detail with
 // what its outcome meant for its credits; CSV and JSON downloads of what a filter selects. Read only: the
 // ledger (runtime/billing/) writes the records.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { decodeCursor, encodeCursor } from '../audit/audit-trail.ts';
+import { newestFirstPage } from '../audit/audit-trail.ts';
 import type { CallDoc, CallOutcome } from '../billing/ledger.ts';
 import type { Collection, Filter } from '../store/port.ts';
 import { type ApiDeps, type Guards, me, refuseWhenLimited } from './context.ts';
@@ -34,13 +34,8 @@ export function callsQuery(query: Record<string, unknown>): CallQuery & ListPage
   return { ...read.page(), server: read.text('server'), key: read.text('key'), endUser: read.text('end_user'), tool: read.text('tool'), outcomes };
 }
 
-/** One page of an owner's calls, newest first; `cursor` is the previous page's next_cursor. */
-export async function listCalls(
-  calls: Collection<CallDoc>,
-  ownerId: string,
-  q: CallQuery,
-  page: { limit: number; cursor?: string },
-): Promise<{ calls: CallDoc[]; next_cursor: string | null }> {
+/** What a call-log query selects (each has an index that gives its pages in order: runtime/indexes.ts). */
+export function callConditions(ownerId: string, q: CallQuery): Filter[] {
   const parts: Filter[] = [{ owner_id: ownerId }];
   if (q.server) parts.push({ server_id: q.server });
   if (q.key) parts.push({ key_id: q.key });
@@ -48,14 +43,18 @@ export async function listCalls(
   if (q.tool) parts.push({ tool: q.tool });
   if (q.outcomes?.length) parts.push({ outcome: q.outcomes.length === 1 ? q.outcomes[0] : { $in: q.outcomes } });
   if (q.from || q.to) parts.push({ at: { ...(q.from ? { $gte: q.from } : {}), ...(q.to ? { $lte: q.to } : {}) } });
-  if (page.cursor) {
-    const c = decodeCursor(page.cursor);
-    parts.push({ $or: [{ at: { $lt: c.at } }, { at: c.at, _id: { $lt: c.id } }] });
-  }
-  const docs = await calls.find({ $and: parts }, { sort: { at: -1, _id: -1 }, limit: page.limit + 1 });
-  const found = docs.slice(0, page.limit);
-  const last = found.at(-1);
-  return { calls: found, next_cursor: docs.length > page.limit && last ? encodeCursor(last) : null };
+  return parts;
+}
+
+/** One page of an owner's calls, newest first; `cursor` is the previous page's next_cursor. */
+export async function listCalls(
+  calls: Collection<CallDoc>,
+  ownerId: string,
+  q: CallQuery,
+  page: { limit: number; cursor?: string },
+): Promise<{ calls: CallDoc[]; next_cursor: string | null }> {
+  const { items, next_cursor } = await newestFirstPage(calls, callConditions(ownerId, q), page);
+  return { calls: items, next_cursor };
 }
 
 /** A call as the API shows it: never the owner or the place on the credit line. */
@@ -74,6 +73,8 @@ export function publicCall(c: CallDoc) {
     message: c.message ?? null,
     provider_status: c.provider_status ?? null,
     via: c.via ?? null,
+    // Rejections past the owner's minute's share are counted in one record (billing/rejections.ts).
+    calls: c.count ?? 1,
     end_user_id: c.end_user_id ?? null,
   };
 }
@@ -81,6 +82,7 @@ export function publicCall(c: CallDoc) {
 /** Why a refunded call got its credits back (by the error code: docs/architecture.md, "Refunds"). */
 const REFUNDED: Record<string, string> = {
   interrupted: 'the service stopped during this call; which tool it was is not known',
+  store_unavailable: "the service's store refused or did not answer the call's record when it ended (the provider was reached and may have acted on it)",
   network_error: 'the provider could not be reached (connection refused or reset, or its name did not resolve)',
   timeout: 'the provider did not answer in time, and the request had not fully reached it',
   rate_limited: 'the provider refused the request as one too many (HTTP 429)',
@@ -120,6 +122,7 @@ const REJECTED: Record<string, string> = {
   account_missing: 'the account bound to the tool had been deleted',
   account_needs_reauth: 'the account bound to the tool needs its owner (reconnect it)',
   sandbox_unavailable: 'the sandbox could not be started',
+  rejections_counted: 'more calls were refused in that minute than are logged one by one; this record counts them',
 };
 
 /** What a call's outcome meant for its credits, in words. */
@@ -160,6 +163,7 @@ const CSV_COLUMNS = [
   'provider_status',
   'message',
   'via',
+  'calls',
   'end_user_id',
 ];
 
@@ -209,6 +213,7 @@ export function callsRoutes(router: Router, d: ApiDeps, g: Guards): void {
             c.provider_status,
             c.message,
             c.via,
+            c.count ?? 1,
             c.end_user_id,
           ],
         },

@@ -7,7 +7,7 @@ import { RestrictionError } from '../access/restrictions.ts';
 import { CursorError } from '../audit/audit-trail.ts';
 import { BodyTooLargeError, readBody } from '../http/body.ts';
 import { hiddenCharacterProblem } from '../names.ts';
-import { DuplicateKeyError } from '../store/port.ts';
+import { DuplicateKeyError, StoreUnavailableError } from '../store/port.ts';
 
 /** A management-API failure: its HTTP status and a message naming what is wrong. */
 export class ApiError extends Error {
@@ -34,11 +34,15 @@ const STATUS_NAMES: Record<number, string> = {
 
 export const notFound = (what: string) => new ApiError(404, `${what} not found`);
 
-/** Turns every failure of a route into the {error, message} body with its status; others are logged. */
+/**
+ * Turns every failure of a route into the {error, message} body with its status; others are logged. A store
+ * that refuses writes or does not answer goes on to the service's one answer for it (app.ts: 503, Retry-After).
+ */
 export async function apiErrors(ctx: Context, next: Next): Promise<void> {
   try {
     await next();
   } catch (err) {
+    if (err instanceof StoreUnavailableError) throw err;
     let status = 500;
     let message = 'Internal error';
     if (err instanceof ApiError) [status, message] = [err.status, err.message];

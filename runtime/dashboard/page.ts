@@ -43,6 +43,13 @@ export async function frameOf(d: ApiDeps, s: SignedIn): Promise<Frame> {
   return { email: s.owner.email, csrfToken: s.csrfToken, credits, accounts };
 }
 
+/** The page of a service that cannot answer now (its store refuses or does not answer): the message says why and when to try again. */
+export function unavailablePage(ctx: Context, message: string): void {
+  ctx.set('Content-Security-Policy', CSP);
+  sendPage(ctx, render('unavailable', { title: 'Unavailable' }, { message }));
+  ctx.status = 503;
+}
+
 export function sendPage(ctx: Context, html: string): void {
   ctx.type = 'text/html; charset=utf-8';
   ctx.set('Cache-Control', 'no-store');

@@ -516,10 +516,16 @@ export function createDashboardRouter(d: ApiDeps): Router {
 /** Any other page a person types in gets a page that says so; machines keep their JSON 404. */
 export function pageNotFound(d: ApiDeps) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    if (ctx.method !== 'GET' || NOT_PAGES.test(ctx.path) || ctx.accepts('json', 'html') !== 'html') return next();
+    if (!isPageRequest(ctx)) return next();
     await securityHeaders(ctx, async () => notFoundPage(d, ctx, await sessionOwner(d, ctx)));
   };
 }
+
+/**
+ * Whether a request is for a page (a browser's GET of a dashboard path): what the service answers it when it
+ * cannot serve (unavailablePage) is a page too.
+ */
+export const isPageRequest = (ctx: Context) => ctx.method === 'GET' && !NOT_PAGES.test(ctx.path) && ctx.accepts('json', 'html') === 'html';
 
 function keyView(k: ApiKeyDoc) {
   return { ...publicKey(k), linked_server_ids: k.linked_server_ids };

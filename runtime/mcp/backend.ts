@@ -69,3 +69,16 @@ export interface McpBackend {
   /** Checks and spends a retry's `requestState`: null when it is good, else what is wrong with it, in words. */
   openRequestState(principal: Principal, method: string, params: unknown, state: unknown): Promise<string | null>;
 }
+
+/**
+ * The backend cannot serve now (its store refuses writes, or does not answer): the endpoint answers HTTP 503
+ * with Retry-After and a JSON-RPC error saying so. What counts as such is decided outside the endpoint
+ * (McpEndpointOptions.unavailable), by the one function every route uses.
+ */
+export interface Unavailable {
+  /** Why, in words, and when to try again. */
+  message: string;
+  retryAfterSeconds: number;
+  /** For a tools/call: the call reached its provider (which may have acted) before the failure. */
+  providerReached: boolean;
+}

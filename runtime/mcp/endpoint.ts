@@ -10,7 +10,7 @@ import type { Logger } from '../log.ts';
 import { ACCOUNT_NOT_CONNECTED, ToolError } from '../tool-error.ts';
 import { RequestTrace, type SpanCallTrace } from '../tracing/spans.ts';
 import type { Tracing } from '../tracing/tracing.ts';
-import type { McpBackend, Principal, RateOutcome } from './backend.ts';
+import type { McpBackend, Principal, RateOutcome, Unavailable } from './backend.ts';
 import {
   type Classified,
   ErrorCode,
@@ -45,6 +45,8 @@ export interface McpEndpointOptions {
   scope: string;
   /** Spans of tools/call requests (runtime/tracing/spans.ts); undefined when tracing is off. */
   tracing?: Tracing;
+  /** Whether an error means the service cannot serve now (answered 503 with Retry-After), and what to say. */
+  unavailable?: (err: unknown) => Unavailable | undefined;
 }
 
 const AUTH_BODIES = {
@@ -62,6 +64,8 @@ interface Exchange extends Negotiated {
   elicitsUrl: boolean;
   ctx: Context;
   trace?: RequestTrace;
+  /** Set when a request of the exchange found the service unavailable: the HTTP answer is 503. */
+  unavailable?: Unavailable;
 }
 
 /** Methods of each era; anything else is -32601 (HTTP 404 in the modern era). */
@@ -81,6 +85,17 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
   }
 
   return async function mcpEndpoint(ctx: Context): Promise<void> {
+    try {
+      await exchangeOf(ctx);
+    } catch (err) {
+      // Before any JSON-RPC request was read (authentication reads the store too).
+      const unavailable = opts.unavailable?.(err);
+      if (!unavailable || !ctx.respond) throw err;
+      sendUnavailable(ctx, unavailable, rpcError(null, ErrorCode.Unavailable, unavailable.message, { retry_after_seconds: unavailable.retryAfterSeconds }));
+    }
+  };
+
+  async function exchangeOf(ctx: Context): Promise<void> {
     const origin = ctx.get('origin');
     if (origin && !originAllowed(origin, ctx, opts.allowedOrigins)) {
       return sendHttpError(ctx, 403, { error: 'Forbidden', message: `Origin ${origin} is not allowed` });
@@ -153,10 +168,11 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       return streamCall(exchange, msg.message);
     }
     const response = await answer(exchange, msg.message);
+    if (exchange.unavailable) return sendUnavailable(ctx, exchange.unavailable, response);
     const status =
       'error' in response && exchange.modern && response.error.code === ErrorCode.MethodNotFound && !MODERN_METHODS.has(msg.message.method) ? 404 : 200;
     return sendJson(ctx, status, response);
-  };
+  }
 
   async function handleBatch(exchange: Exchange, items: unknown[]): Promise<void> {
     const { ctx } = exchange;
@@ -181,6 +197,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     if (responses.length === 0) {
       return accepted(ctx);
     }
+    if (exchange.unavailable) return sendUnavailable(ctx, exchange.unavailable, responses);
     sendJson(ctx, 200, responses);
   }
 
@@ -196,6 +213,11 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       };
     } catch (err) {
       if (err instanceof RpcError) return rpcError(req.id, err.code, err.message, err.data);
+      const unavailable = opts.unavailable?.(err);
+      if (unavailable) {
+        exchange.unavailable = unavailable;
+        return unavailableError(req, unavailable);
+      }
       opts.logger.error({ err, method: req.method }, 'MCP request failed');
       return rpcError(req.id, ErrorCode.InternalError, 'Internal error');
     }
@@ -372,6 +394,24 @@ function declaresUrlElicitation(payload: unknown): boolean {
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const pick = (o: Record<string, unknown>, key: string) => (o[key] === undefined ? {} : { [key]: o[key] });
+
+/**
+ * The JSON-RPC error of a request the service cannot serve now. A tools/call says whether it reached its
+ * provider: one that did may have acted, and is not to be repeated blindly.
+ */
+function unavailableError(req: JsonRpcRequest, unavailable: Unavailable): JsonRpcResponse {
+  const data: Record<string, unknown> = { retry_after_seconds: unavailable.retryAfterSeconds };
+  if (req.method !== 'tools/call') return rpcError(req.id, ErrorCode.Unavailable, unavailable.message, data);
+  data.provider_reached = unavailable.providerReached;
+  const message = unavailable.providerReached ? unavailable.message : `${unavailable.message} The tool was not run and keeps no credits.`;
+  return rpcError(req.id, ErrorCode.Unavailable, message, data);
+}
+
+/** HTTP 503 with Retry-After, the JSON-RPC answer in the body (an SSE answer has its status already). */
+function sendUnavailable(ctx: Context, unavailable: Unavailable, body: unknown): void {
+  ctx.set('Retry-After', String(unavailable.retryAfterSeconds));
+  sendJson(ctx, 503, body);
+}
 
 /** Tools only; the list does not change during a connection, so no listChanged notifications. */
 const CAPABILITIES = { tools: { listChanged: false } };

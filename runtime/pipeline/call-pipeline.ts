@@ -18,6 +18,8 @@ import { OAuthGrants } from '../oauth/grants.ts';
 import type { AuthOutcome, CallOptions, ToolCallResult, ToolListing, McpBackend, Principal, RateOutcome } from '../mcp/backend.ts';
 import { ACCOUNT_NOT_CONNECTED, ToolError } from '../tool-error.ts';
 import type { Servers } from '../servers/servers.ts';
+import type { StoreClock } from '../store/clock.ts';
+import { StoreUnavailableError } from '../store/port.ts';
 import { CALLER_ACCOUNT, type CustomTool, type CustomTools } from '../servers/custom-tools.ts';
 import { sha256 } from '../secrets.ts';
 import { UNTRACED } from '../tracing/spans.ts';
@@ -32,6 +34,18 @@ interface Caller extends Principal {
   via?: CallVia;
   /** The owner's end user the call acts as: from the key, or the X-End-User header of a key allowed to name one. */
   endUserId?: string;
+}
+
+/**
+ * A call that reached its provider but that the store failed to record or settle (it refused writes, or did not
+ * answer): answered 503 like any store failure, saying the provider was reached and may have acted. Its credits
+ * are settled by the ledger (Ledger.settleUnrecorded).
+ */
+export class UnrecordedCallError extends StoreUnavailableError {
+  override readonly name = 'UnrecordedCallError';
+  constructor(cause: StoreUnavailableError) {
+    super(cause.message, cause.retryAfterSeconds, cause.transient, { cause });
+  }
 }
 
 /** The `key_id` of the owner's own calls from the dashboard ("Try"): no key, the signed-in owner. */
@@ -52,6 +66,8 @@ export interface CallPipelineDeps {
   /** The owner's limits in words, for a refusal: "300 requests per 10 s". */
   ownerRateWords: string;
   engine: Engine;
+  /** The store's time: key expiry and budget periods read it, never this host's clock. */
+  clock: StoreClock;
   logger: Logger;
   metrics: Metrics;
   endUsers: EndUsers;
@@ -72,7 +88,7 @@ export class CallPipeline implements McpBackend {
     }
     if (!m || !ApiKeys.isKey(m[1])) return { ok: false, status: 401 };
     const key = await this.d.keys.lookup(m[1]);
-    if (!key || key.revoked_at || isExpired(key.restrictions)) return { ok: false, status: 401 };
+    if (!key || key.revoked_at || isExpired(key.restrictions, this.d.clock.now())) return { ok: false, status: 401 };
     if (key.kind === 'server' && key.server_id !== serverId) return { ok: false, status: 401 };
     const server = await this.d.servers.lookup(serverId);
     if (!server || server.owner_id !== key.owner_id || !server.active) return { ok: false, status: 403 };
@@ -210,7 +226,7 @@ export class CallPipeline implements McpBackend {
     // The key's budget first (one conditional increment, given back if the balance refuses or the call is
     // refunded); then a free tool takes nothing from the balance, any other its range of the owner's credit line.
     const limit = principal.restrictions?.credit_limit;
-    const chargedAt = new Date();
+    const chargedAt = this.d.clock.date();
     const overBudget = await this.d.budgets.reserve(principal.keyId, limit, cost, chargedAt, principal.holder ?? 'key', name);
     if (overBudget) return rejected(overBudget);
     const from =
@@ -248,12 +264,17 @@ export class CallPipeline implements McpBackend {
     const kept = refund ? 0 : cost;
     const outcomeName = !failure ? 'ok' : refund ? 'refunded' : 'tool_error';
     trace.settle({ callId: call.id, outcome: outcomeName, code: failure?.code ?? 'ok', charged: cost, kept });
-    await trace.step(
-      'ledger record',
-      () => this.d.ledger.finish(recordOf(call, principal.ownerId, outcomeName, failure?.code ?? 'ok', kept, latency(), failure && errorOf(failure)), refund),
-      () => ({ 'toolserver.refund': refund }),
-    );
-    if (refund) await this.d.budgets.release(principal.keyId, limit, cost, chargedAt);
+    try {
+      await trace.step(
+        'ledger record',
+        () => this.d.ledger.finish(recordOf(call, principal.ownerId, outcomeName, failure?.code ?? 'ok', kept, latency(), failure && errorOf(failure)), refund),
+        () => ({ 'toolserver.refund': refund }),
+      );
+      if (refund) await this.d.budgets.release(principal.keyId, limit, cost, chargedAt);
+    } catch (err) {
+      if (err instanceof StoreUnavailableError) throw new UnrecordedCallError(err);
+      throw err;
+    }
     this.d.metrics.toolCall(name, failure?.code ?? 'ok', kept);
     return outcome;
   }
