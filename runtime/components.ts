@@ -5,13 +5,16 @@ import { hostname } from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { Accounts, Vault, parseMasterKey } from './accounts/accounts.ts';
 import { CALLBACK_PATH, ConnectFlows } from './accounts/connect-flows.ts';
+import { ConnectSessions } from './accounts/connect-sessions.ts';
 import { Connections } from './accounts/connections.ts';
 import { OAuthApps, oauthEnvName } from './accounts/oauth-apps.ts';
 import { StateWebhooks } from './accounts/state-webhooks.ts';
 import { TokenEndpoint } from './accounts/token-endpoint.ts';
 import { Budgets } from './access/budgets.ts';
+import { EndUsers } from './access/end-users.ts';
 import { ApiKeys } from './access/keys.ts';
 import { OwnerLimits } from './access/owner-limits.ts';
+import { RequestStates } from './access/request-states.ts';
 import { Owners } from './access/owners.ts';
 import { passwordChecks } from './access/passwords.ts';
 import { KeyRateLimiter } from './access/rate-limit.ts';
@@ -64,6 +67,7 @@ const HOUSEKEEPING_LEASE_MS = 60_000;
 export interface Components extends ApiDeps {
   store: Store;
   pipeline: CallPipeline;
+  requestStates: RequestStates;
   metrics: Metrics;
   /** The outbound clients, closed at shutdown. */
   http: HttpClient[];
@@ -101,6 +105,7 @@ function connectedAccounts(
     instance: string;
     sandboxes: Sandboxes | undefined;
     ownerLimits: OwnerLimits;
+    masterKey: Buffer;
   },
 ): Components['connect'] {
   const connectable = new Set([...c.catalog.current.providers.values()].filter((p) => p.connect).map((p) => oauthEnvName(p.spec.id)));
@@ -127,7 +132,9 @@ function connectedAccounts(
   const timeoutMs = config.upstreamTimeoutMs;
   const connections = new Connections({ ...c, tokens, appFor, webhooks, timeoutMs });
   const flows = new ConnectFlows({ ...c, connections, tokens, appFor, browserUrl, timeoutMs });
-  return { apps, flows, connections, webhooks };
+  // End users' connect links made inside calls are signed with a key derived from the master key.
+  const sessions = new ConnectSessions(c.store, createHmac('sha256', c.masterKey).update('end-user connect links').digest(), c.site);
+  return { apps, flows, connections, webhooks, sessions };
 }
 
 export async function buildComponents(
@@ -180,7 +187,22 @@ export async function buildComponents(
   const audit = new AuditTrail(store, logger, config.ownerLimits.auditEvents);
   const instance = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const ownerLimits = new OwnerLimits(config.ownerLimits, sharedCounters);
-  const connect = connectedAccounts(config, { store, catalog, vault, accounts, engine, http, audit, logger, site, instance, sandboxes, ownerLimits });
+  const connect = connectedAccounts(config, {
+    store,
+    catalog,
+    vault,
+    accounts,
+    engine,
+    http,
+    audit,
+    logger,
+    site,
+    instance,
+    sandboxes,
+    ownerLimits,
+    masterKey,
+  });
+  const endUsers = new EndUsers(store);
   const budgets = new Budgets(store);
   const oauth = {
     clients: new OAuthClients(store, metadataHttp, (address) => signInLimits.fetchMetadata(address)),
@@ -235,6 +257,7 @@ export async function buildComponents(
     onRateFallback,
   );
   const ownerRateWords = `${callsPerBurst} requests per ${config.rateLimit.burstSeconds} s and ${callsPerMinute} per minute`;
+  const requestStates = new RequestStates(store, createHmac('sha256', masterKey).update('MCP request states').digest());
   const pipeline = new CallPipeline({
     keys,
     oauth: oauth.grants,
@@ -251,16 +274,21 @@ export async function buildComponents(
     clock: store.clock,
     logger,
     metrics,
+    endUsers,
+    connectLinks: connect.sessions,
+    requestStates,
   });
   return {
     store,
     catalog,
     pipeline,
+    requestStates,
     metrics,
     http: [http, metadataHttp],
     offLoop,
     tracing: config.tracing && (await startTracing(config.tracing, logger, SERVICE_INFO.version)),
     owners: new Owners(store),
+    endUsers,
     servers,
     keys,
     budgets,

@@ -207,6 +207,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         keys: int('MAX_KEYS_PER_OWNER', 200, 1, 1_000_000),
         accounts: int('MAX_ACCOUNTS_PER_OWNER', 100, 1, 1_000_000),
         tokens: int('MAX_TOKENS_PER_OWNER', 50, 1, 100_000),
+        end_users: int('MAX_END_USERS_PER_OWNER', 10_000, 1, 10_000_000),
       },
       sessions: int('MAX_SESSIONS_PER_OWNER', 50, 1, 100_000),
       auditEvents: int('AUDIT_MAX_EVENTS_PER_OWNER', 10_000, 100, 100_000_000),

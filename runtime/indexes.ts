@@ -23,6 +23,16 @@ export const STORE_INDEXES: IndexSpec[] = [
   // A connect flow's callback finds it by its state; expired flows go (their waiting tokens with them).
   { collection: 'connect_flows', fields: ['state_hash'] },
   { collection: 'connect_flows', fields: ['expires_at'], expireAfterSeconds: AT_EXPIRY },
+  // End users: one per external id of an owner; their accounts and keys; their connect links and browser sessions.
+  { collection: 'end_users', fields: ['owner_id', 'external_id'], unique: true },
+  { collection: 'accounts', fields: ['owner_id', 'end_user_id', 'kind'] },
+  { collection: 'api_keys', fields: ['owner_id', 'end_user_id'] },
+  { collection: 'connect_sessions', fields: ['token_hash'], unique: true },
+  { collection: 'connect_sessions', fields: ['owner_id', 'end_user_id'] },
+  { collection: 'connect_sessions', fields: ['expires_at'], expireAfterSeconds: AT_EXPIRY },
+  { collection: 'end_user_sessions', fields: ['owner_id', 'end_user_id'] },
+  { collection: 'end_user_sessions', fields: ['expires_at'], expireAfterSeconds: AT_EXPIRY },
+  { collection: 'spent_request_states', fields: ['expires_at'], expireAfterSeconds: AT_EXPIRY },
   { collection: 'webhook_deliveries', fields: ['next_at'] },
   { collection: 'webhook_deliveries', fields: ['owner_id', 'created_at'] },
   { collection: 'tools', fields: ['server_id', 'name'], unique: true },
@@ -45,6 +55,7 @@ export const STORE_INDEXES: IndexSpec[] = [
   //   The call log of one key, one tool, one outcome (failures are rare: without it a page of them would scan
   //   the owner's month); with $in on outcomes MongoDB merges the ranges in order (SORT_MERGE, no sort).
   { collection: 'calls', fields: ['owner_id', 'key_id', 'at', '_id'], embedded: false },
+  { collection: 'calls', fields: ['owner_id', 'end_user_id', 'at', '_id'], embedded: false },
   { collection: 'calls', fields: ['owner_id', 'tool', 'at', '_id'], embedded: false },
   { collection: 'calls', fields: ['owner_id', 'outcome', 'at', '_id'], embedded: false },
   //   One record per range of an owner's credit line; settlement walks an owner's charged records in its order.

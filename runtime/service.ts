@@ -240,6 +240,8 @@ function sweepsOf(c: Components, config: Config, logger: Logger): () => Promise<
       task('audit volume', () => c.audit.trim()),
       task('budget sweep', () => c.budgets.sweep()),
       task('connect flow sweep', () => c.connect.flows.sweep()),
+      task('connect link sweep', () => c.connect.sessions.sweep()),
+      task('request state sweep', () => c.requestStates.sweep()),
       ...(c.store.kind === 'mongodb' ? [task('rate-limit counter sweep', () => sweepExpiredCounters(c.store))] : []),
     ]);
   };

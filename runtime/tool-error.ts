@@ -10,6 +10,12 @@ export interface ToolErrorBody {
   [detail: string]: unknown;
 }
 
+/**
+ * The caller acts as an end user who has no usable account of the tool's provider: `details` carry the provider
+ * and `connect_url`, the page where they connect one (the MCP endpoint may ask the client to open it instead).
+ */
+export const ACCOUNT_NOT_CONNECTED = 'account_not_connected';
+
 export class ToolError extends Error {
   readonly code: string;
   readonly retryable: boolean;

@@ -116,7 +116,9 @@ describe('GET /api/calls', () => {
     expect(res.headers.get('content-type')).toContain('text/csv');
     expect(res.headers.get('content-disposition')).toMatch(/^attachment; filename="calls-.*\.csv"$/);
     const lines = (await res.text()).trim().split('\r\n');
-    expect(lines[0]).toBe('at,id,server_id,server_name,key_id,key_name,tool,outcome,code,charged,credits,latency_ms,provider_status,message,via,calls');
+    expect(lines[0]).toBe(
+      'at,id,server_id,server_name,key_id,key_name,tool,outcome,code,charged,credits,latency_ms,provider_status,message,via,calls,end_user_id',
+    );
     expect(lines).toHaveLength(5);
     expect(lines.find((l) => l.includes('provider_error'))).toMatch(/,alpha,test server,key_\w+,test key,demo_echo,refunded,provider_error,2,0,\d+,503,/);
     const json = await get('/api/calls?outcome=refunded&format=json');

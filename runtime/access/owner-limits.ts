@@ -15,6 +15,7 @@ export interface OwnerQuotas {
   keys: number;
   accounts: number;
   tokens: number;
+  end_users: number;
 }
 
 export type QuotaKind = keyof OwnerQuotas;
@@ -41,6 +42,7 @@ const KIND_WORDS: Record<QuotaKind, string> = {
   keys: 'API keys that are not revoked',
   accounts: 'accounts',
   tokens: 'management tokens',
+  end_users: 'end users',
 };
 
 /** A quota refused a create: the message names the limit, what the owner has, and what to do. */

@@ -49,8 +49,10 @@ export interface ConnectionDoc {
 }
 
 export interface AccountDoc extends Doc {
-  /** Whose account it is. (End users of an owner, a later step, would hold accounts of that owner's too.) */
+  /** Whose account it is: the owner's own, or (with `end_user_id`) one of the owner's end users'. */
   owner_id: string;
+  /** The end user of the owner who connected it (runtime/access/end-users.ts); absent: the owner's own account. */
+  end_user_id?: string;
   kind: string;
   name: string;
   /** Non-secret fields in clear (site URL, e-mail, base URL...). */
@@ -252,13 +254,14 @@ export class Accounts {
     return this.create(ownerId, kind, name, body, true);
   }
 
-  async create(ownerId: string, kind: string, name: string, body: Record<string, unknown>, sandbox = false): Promise<AccountDoc> {
+  async create(ownerId: string, kind: string, name: string, body: Record<string, unknown>, sandbox = false, endUserId?: string): Promise<AccountDoc> {
     const provider = this.providerFor(kind);
     const { plain, secret } = this.checkFields(provider, body, false);
     const id = randomId('acct_');
     const doc: AccountDoc = {
       _id: id,
       owner_id: ownerId,
+      ...(endUserId ? { end_user_id: endUserId } : {}),
       kind,
       name,
       fields: plain,
@@ -275,14 +278,15 @@ export class Accounts {
     return doc;
   }
 
-  /** A new account connected by OAuth; verified by the caller before it is saved. */
-  async createConnected(ownerId: string, input: ConnectedAccountInput): Promise<AccountDoc> {
+  /** A new account connected by OAuth (the owner's, or an end user's); verified by the caller before it is saved. */
+  async createConnected(ownerId: string, input: ConnectedAccountInput, endUserId?: string): Promise<AccountDoc> {
     const provider = this.providerFor(input.kind);
     const id = randomId('acct_');
     const now = this.clock.date();
     const doc: AccountDoc = {
       _id: id,
       owner_id: ownerId,
+      ...(endUserId ? { end_user_id: endUserId } : {}),
       kind: input.kind,
       name: input.name,
       created_at: now,
@@ -299,7 +303,8 @@ export class Accounts {
    * grant's tokens and fields replace the old ones; a pasted account becomes a connected one.
    */
   async reconnect(ownerId: string, id: string, input: ConnectedAccountInput): Promise<AccountDoc | null> {
-    const doc = await this.get(ownerId, id);
+    // The owner's own or an end user's (the flow found it for its holder).
+    const doc = await this.accounts.findOne({ _id: id, owner_id: ownerId });
     if (!doc) return null;
     const provider = this.providerFor(doc.kind);
     const now = this.clock.date();
@@ -345,7 +350,7 @@ export class Accounts {
 
   /** The owner's accounts that need them (every page says so). */
   needingOwner(ownerId: string): Promise<AccountDoc[]> {
-    return this.accounts.find({ owner_id: ownerId, state: 'needs_reauth' }, { sort: { created_at: 1 } });
+    return this.accounts.find({ owner_id: ownerId, end_user_id: null, state: 'needs_reauth' }, { sort: { created_at: 1 } });
   }
 
   /** Every account connected by OAuth, of every owner (connections.ts keeps them alive). */
@@ -403,17 +408,39 @@ export class Accounts {
     return before;
   }
 
-  /** How many accounts the owner has (its quota counts them). */
+  /** How many accounts of its own the owner has (its end users' are bounded by theirs) (its quota counts them). */
   count(ownerId: string): Promise<number> {
-    return this.accounts.countDocuments({ owner_id: ownerId });
+    return this.accounts.countDocuments({ owner_id: ownerId, end_user_id: null });
   }
 
+  /** The owner's own accounts (its end users' are theirs: listed per end user). */
   list(ownerId: string): Promise<AccountDoc[]> {
-    return this.accounts.find({ owner_id: ownerId }, { sort: { created_at: 1 } });
+    return this.accounts.find({ owner_id: ownerId, end_user_id: null }, { sort: { created_at: 1 } });
   }
 
+  /** One of the owner's own accounts (never an end user's: a tool cannot be bound to it). */
   get(ownerId: string, id: string): Promise<AccountDoc | null> {
-    return this.accounts.findOne({ _id: id, owner_id: ownerId });
+    return this.accounts.findOne({ _id: id, owner_id: ownerId, end_user_id: null });
+  }
+
+  /** An end user's accounts, newest first; of one kind when `kind` is given. */
+  ofEndUser(ownerId: string, endUserId: string, kind?: string): Promise<AccountDoc[]> {
+    return this.accounts.find({ owner_id: ownerId, end_user_id: endUserId, ...(kind ? { kind } : {}) }, { sort: { created_at: -1 } });
+  }
+
+  /** Removes one account of an end user (replaced by a new one, or refused by its provider). */
+  async deleteOfEndUser(ownerId: string, endUserId: string, id: string): Promise<boolean> {
+    const n = await this.accounts.deleteOne({ _id: id, owner_id: ownerId, end_user_id: endUserId });
+    this.cache.delete(id);
+    return n > 0;
+  }
+
+  /** Removes every account of an end user (their deletion); how many. */
+  async deleteForEndUser(ownerId: string, endUserId: string): Promise<number> {
+    const docs = await this.ofEndUser(ownerId, endUserId);
+    const n = await this.accounts.deleteMany({ owner_id: ownerId, end_user_id: endUserId });
+    for (const doc of docs) this.cache.delete(doc._id);
+    return n;
   }
 
   async update(ownerId: string, id: string, name: string | undefined, body: Record<string, unknown>): Promise<AccountDoc | null> {
@@ -442,7 +469,7 @@ export class Accounts {
   }
 
   async delete(ownerId: string, id: string): Promise<boolean> {
-    const n = await this.accounts.deleteOne({ _id: id, owner_id: ownerId });
+    const n = await this.accounts.deleteOne({ _id: id, owner_id: ownerId, end_user_id: null });
     this.cache.delete(id);
     return n > 0;
   }

@@ -10,7 +10,9 @@
 //
 // Nothing is saved until the account is whole and verified; every way a flow can end is in the audit trail,
 // in words. The tokens of a grant waiting for the owner's pick are kept encrypted in the flow, which expires.
-// A flow names who will hold the account (`holder`): today always an owner.
+// A flow names who will hold the account (`holder`): an owner, or one of the owner's end users (connect-sessions.ts),
+// each bound to a browser session of their own. An end user holds one account per provider: connecting again
+// replaces it in place.
 import { createHash } from 'node:crypto';
 import { type OwnerLimits, QuotaExceededError } from '../access/owner-limits.ts';
 import type { AuditTrail } from '../audit/audit-trail.ts';
@@ -39,7 +41,7 @@ type Stage = 'created' | 'authorizing' | 'exchanging' | 'choosing' | 'done' | 'f
 
 interface FlowDoc extends Doc {
   /** Who will hold the account. */
-  holder: { owner_id: string };
+  holder: { owner_id: string; end_user_id?: string };
   provider: string;
   name: string;
   /** Reconnect in place: the account that keeps its id and tools. */
@@ -60,14 +62,21 @@ interface FlowDoc extends Doc {
   pending: { tokens: Sealed; expires_in: number | null; grant: Record<string, string>; question: string; choices: ConnectChoice[] } | null;
 }
 
-/** Who is in the browser: the signed-in owner and the SHA-256 of their session id. */
+/** Who is in the browser: the signed-in owner (or an end user of theirs) and the SHA-256 of their session id. */
 export interface Browser {
   ownerId: string;
   session: string;
+  endUserId?: string;
 }
+
+/** Whether the browser's person is the flow's holder. */
+const holds = (flow: FlowDoc, browser: Browser) =>
+  flow.holder.owner_id === browser.ownerId && (flow.holder.end_user_id ?? null) === (browser.endUserId ?? null);
 
 export interface FlowStart {
   ownerId: string;
+  /** An end user of the owner who will hold the account. */
+  endUserId?: string;
   provider: Provider;
   name: string;
   accountId?: string;
@@ -146,7 +155,7 @@ export class ConnectFlows {
     const now = this.o.store.clock.date();
     const doc: FlowDoc = {
       _id: randomId('cf_', 16),
-      holder: { owner_id: start.ownerId },
+      holder: { owner_id: start.ownerId, ...(start.endUserId ? { end_user_id: start.endUserId } : {}) },
       provider: start.provider.spec.id,
       name: start.name,
       account_id: start.accountId ?? null,
@@ -174,7 +183,7 @@ export class ConnectFlows {
           'It expired, or the connection it started has ended. Start again from the Accounts page.',
           'start_expired',
         );
-      if (flow.holder.owner_id !== browser.ownerId)
+      if (!holds(flow, browser))
         throw new FlowFailure(
           'This connection belongs to another account',
           'It was started for another account of this service. Sign out, sign in with that account, and open the link again.',
@@ -224,11 +233,12 @@ export class ConnectFlows {
     }
   }
 
-  /** The provider sent the browser back: `query` is the callback's. */
-  async callback(query: Record<string, unknown>, browser: Browser | null, request: RequestInfo): Promise<FlowOutcome> {
+  /** The provider sent the browser back: `query` is the callback's; `browserOf` is who is in it, as an owner or as an end user. */
+  async callback(query: Record<string, unknown>, browserOf: (endUser: boolean) => Promise<Browser | null>, request: RequestInfo): Promise<FlowOutcome> {
     const param = (name: string) => (typeof query[name] === 'string' ? (query[name] as string) : undefined);
     const state = param('state');
     const flow = state ? await this.flows.findOne({ state_hash: sha256(state) }) : null;
+    const browser = await browserOf(Boolean(flow?.holder.end_user_id));
     try {
       if (!state)
         throw new FlowFailure(
@@ -242,7 +252,7 @@ export class ConnectFlows {
           'Its "state" matches no connection: it expired long ago, or the address was changed. Start again from the Accounts page.',
           'state_unknown',
         );
-      if (!browser || flow.browser !== browser.session || flow.holder.owner_id !== browser.ownerId)
+      if (!browser || flow.browser !== browser.session || !holds(flow, browser))
         throw new FlowFailure(
           'This connection was started in another browser',
           'A connection finishes only in the signed-in browser session that started it, so nothing was saved. Start again from the Accounts page in this browser.',
@@ -344,7 +354,7 @@ export class ConnectFlows {
   }
 
   private waiting(flow: FlowDoc | null, browser: Browser): NonNullable<FlowDoc['pending']> {
-    if (!flow || flow.holder.owner_id !== browser.ownerId || flow.browser !== browser.session)
+    if (!flow || !holds(flow, browser) || flow.browser !== browser.session)
       throw new FlowFailure(
         'This choice is not known',
         'It belongs to no connection of this browser session. Start again from the Accounts page.',
@@ -383,7 +393,8 @@ export class ConnectFlows {
       choices: found.choices,
     };
     await this.flows.updateOne({ _id: flow._id }, { $set: { stage: 'choosing', pending, expires_at: minutesFrom(this.o.store.clock.date(), CHOOSE_MINUTES) } });
-    return { kind: 'redirect', to: `${CHOOSE_PATH}?flow=${flow._id}` };
+    // An end user picks on their connect page (they have no dashboard).
+    return { kind: 'redirect', to: `${flow.holder.end_user_id ? `${flow.return_to}/choose` : CHOOSE_PATH}?flow=${flow._id}` };
   }
 
   /** The account of a grant and a choice: found, verified, and only then saved (new, or in place). */
@@ -423,18 +434,26 @@ export class ConnectFlows {
     const { kind } = provider.spec.account;
     const input = { kind, name: flow.name, sandbox: flow.sandbox, fields, secrets, tokens, choice: choice?.id ?? null, says, verified: verified !== undefined };
     const ownerId = flow.holder.owner_id;
-    const before = flow.account_id ? await this.o.accounts.get(ownerId, flow.account_id) : null;
+    const endUserId = flow.holder.end_user_id;
+    // An end user's one account of the provider is connected again in place; an owner's, when the flow says so.
+    const before = endUserId
+      ? ((await this.o.accounts.ofEndUser(ownerId, endUserId, input.kind))[0] ?? null)
+      : flow.account_id
+        ? await this.o.accounts.get(ownerId, flow.account_id)
+        : null;
     if (flow.account_id && !before)
       throw new FlowFailure('The account is gone', 'The account to reconnect was deleted meanwhile. Nothing was saved.', 'account_gone');
     const saved = before
       ? this.o.accounts.reconnect(ownerId, before._id, input)
-      : this.o.ownerLimits.withRoom(
-          ownerId,
-          'accounts',
-          1,
-          () => this.o.accounts.count(ownerId),
-          () => this.o.accounts.createConnected(ownerId, input),
-        );
+      : endUserId
+        ? this.o.accounts.createConnected(ownerId, input, endUserId)
+        : this.o.ownerLimits.withRoom(
+            ownerId,
+            'accounts',
+            1,
+            () => this.o.accounts.count(ownerId),
+            () => this.o.accounts.createConnected(ownerId, input),
+          );
     const account = await saved.catch((err: unknown) => {
       if (err instanceof QuotaExceededError) throw new FlowFailure('No room for another account', `${err.message}. Nothing was saved.`, 'quota');
       if (!(err instanceof AccountFieldError)) throw err;

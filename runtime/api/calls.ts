@@ -16,6 +16,8 @@ export const CALL_OUTCOMES: readonly CallOutcome[] = ['ok', 'tool_error', 'refun
 export interface CallQuery {
   server?: string;
   key?: string;
+  /** The end user the calls acted as (eu_...). */
+  endUser?: string;
   tool?: string;
   outcomes?: CallOutcome[];
   from?: Date;
@@ -29,7 +31,7 @@ export function callsQuery(query: Record<string, unknown>): CallQuery & ListPage
     if (!(CALL_OUTCOMES as readonly string[]).includes(o)) throw new ApiError(400, `"outcome": ${o} is not an outcome; use ${CALL_OUTCOMES.join(', ')}`);
     return o as CallOutcome;
   });
-  return { ...read.page(), server: read.text('server'), key: read.text('key'), tool: read.text('tool'), outcomes };
+  return { ...read.page(), server: read.text('server'), key: read.text('key'), endUser: read.text('end_user'), tool: read.text('tool'), outcomes };
 }
 
 /** What a call-log query selects (each has an index that gives its pages in order: runtime/indexes.ts). */
@@ -37,6 +39,7 @@ export function callConditions(ownerId: string, q: CallQuery): Filter[] {
   const parts: Filter[] = [{ owner_id: ownerId }];
   if (q.server) parts.push({ server_id: q.server });
   if (q.key) parts.push({ key_id: q.key });
+  if (q.endUser) parts.push({ end_user_id: q.endUser });
   if (q.tool) parts.push({ tool: q.tool });
   if (q.outcomes?.length) parts.push({ outcome: q.outcomes.length === 1 ? q.outcomes[0] : { $in: q.outcomes } });
   if (q.from || q.to) parts.push({ at: { ...(q.from ? { $gte: q.from } : {}), ...(q.to ? { $lte: q.to } : {}) } });
@@ -72,6 +75,7 @@ export function publicCall(c: CallDoc) {
     via: c.via ?? null,
     // Rejections past the owner's minute's share are counted in one record (billing/rejections.ts).
     calls: c.count ?? 1,
+    end_user_id: c.end_user_id ?? null,
   };
 }
 
@@ -160,6 +164,7 @@ const CSV_COLUMNS = [
   'message',
   'via',
   'calls',
+  'end_user_id',
 ];
 
 /** Names of an owner's servers and credentials (keys, connected apps), for lists a person reads. */
@@ -209,6 +214,7 @@ export function callsRoutes(router: Router, d: ApiDeps, g: Guards): void {
             c.message,
             c.via,
             c.count ?? 1,
+            c.end_user_id,
           ],
         },
       });

@@ -2,10 +2,12 @@
 import type { Context, Next } from 'koa';
 import type { Accounts } from '../accounts/accounts.ts';
 import type { ConnectFlows } from '../accounts/connect-flows.ts';
+import type { ConnectSessions } from '../accounts/connect-sessions.ts';
 import type { Connections } from '../accounts/connections.ts';
 import type { OAuthApps } from '../accounts/oauth-apps.ts';
 import type { StateWebhooks } from '../accounts/state-webhooks.ts';
 import type { Budgets } from '../access/budgets.ts';
+import type { EndUsers } from '../access/end-users.ts';
 import type { ApiKeys } from '../access/keys.ts';
 import type { OwnerLimits, QuotaKind, Refusal } from '../access/owner-limits.ts';
 import type { OwnerDoc, Owners } from '../access/owners.ts';
@@ -42,8 +44,10 @@ export interface ApiDeps {
   /** What one owner may change, download and keep. */
   ownerLimits: OwnerLimits;
   oauth: { clients: OAuthClients; grants: OAuthGrants };
-  /** Connected accounts: the operator's OAuth apps, connect flows, connections' health, state-change webhooks. */
-  connect: { apps: OAuthApps; flows: ConnectFlows; connections: Connections; webhooks: StateWebhooks };
+  /** Connected accounts: the operator's OAuth apps, connect flows, connections' health, state-change webhooks, end users' connect links. */
+  connect: { apps: OAuthApps; flows: ConnectFlows; connections: Connections; webhooks: StateWebhooks; sessions: ConnectSessions };
+  /** The owners' end users. */
+  endUsers: EndUsers;
   /** The service's own provider sandboxes; absent when SANDBOXES=off. */
   sandboxes?: Sandboxes;
   operatorToken: string;

@@ -85,6 +85,17 @@ export async function jsonBody(ctx: Context, limit: number, optional = false): P
   return value as Record<string, unknown>;
 }
 
+/** A form's fields (application/x-www-form-urlencoded), as the pages without script post them. */
+export async function formBody(ctx: Context, limit: number): Promise<URLSearchParams> {
+  if (!ctx.is('application/x-www-form-urlencoded')) throw new ApiError(415, 'Content-Type must be application/x-www-form-urlencoded');
+  try {
+    return new URLSearchParams(await readBody(ctx.req, limit));
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) throw new ApiError(413, `The request body is larger than ${limit} bytes`);
+    throw err;
+  }
+}
+
 export function str(body: Record<string, unknown>, name: string, o: { required?: boolean; pattern?: RegExp; what?: string } = {}): string | undefined {
   const v = body[name];
   if (v === undefined || v === null) {

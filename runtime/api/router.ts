@@ -4,6 +4,7 @@ import { accountsRoutes } from './accounts.ts';
 import { authRoutes } from './auth.ts';
 import { callsRoutes } from './calls.ts';
 import { connectRoutes } from './connect.ts';
+import { endUsersRoutes } from './end-users.ts';
 import { adminRoutes } from './admin.ts';
 import { auditRoutes } from './audit.ts';
 import { type ApiDeps, guards } from './context.ts';
@@ -33,6 +34,7 @@ export function createApiRouter(d: ApiDeps): Router {
     keysRoutes,
     connectRoutes,
     accountsRoutes,
+    endUsersRoutes,
     toolsRoutes,
     usageRoutes,
     callsRoutes,

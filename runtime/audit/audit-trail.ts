@@ -49,6 +49,9 @@ export const AUDIT_ACTIONS = [
   'webhook.delete',
   'oauth_app.update',
   'oauth_app.delete',
+  'end_user.create',
+  'end_user.delete',
+  'connect_session.create',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -51,6 +51,8 @@ export interface CallDoc extends Doc {
   provider_status?: number | null;
   /** Where the call came from when not from an MCP client: `dashboard` for the owner's "Try" in the dashboard. */
   via?: CallVia;
+  /** The owner's end user the call acted as (runtime/access/end-users.ts); the credits are still the owner's. */
+  end_user_id?: string;
   /** Rejections counted, not logged one by one (rejections.ts): how many calls this record stands for (1 when absent). */
   count?: number;
 }
@@ -87,6 +89,7 @@ export interface CallCharge {
   cost: number;
   from?: ChargeStart;
   via?: CallVia;
+  end_user_id?: string;
 }
 
 export interface LedgerOptions {
@@ -379,6 +382,7 @@ export function recordOf(
     ...(call.from === undefined ? {} : { from: call.from, charge_key: chargeKey(ownerId, call.from) }),
     ...(error ? { message: error.message, provider_status: error.provider_status ?? null } : {}),
     ...(call.via ? { via: call.via } : {}),
+    ...(call.end_user_id ? { end_user_id: call.end_user_id } : {}),
   };
 }
 

@@ -26,6 +26,8 @@ const FAMILY_NAMES: Record<string, string> = {
   grant: 'Connected apps',
   webhook: 'Webhooks',
   oauth_app: 'OAuth apps',
+  end_user: 'End users',
+  connect_session: 'Connect links',
 };
 
 export function actorText(a: Actor): string {
@@ -36,6 +38,8 @@ export function actorText(a: Actor): string {
       return `Management token “${a.name ?? a.id}”`;
     case 'operator':
       return 'Operator';
+    case 'end_user':
+      return `End user “${a.name ?? a.id}”`;
     case 'oauth_client':
       return `App “${a.name ?? a.id}”`;
     case 'service':

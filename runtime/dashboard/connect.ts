@@ -15,6 +15,8 @@ import { ToolError } from '../tool-error.ts';
 import { type Frame, frameOf, notFoundPage, sendPage, signedInPageOf } from './page.ts';
 import { render } from './views.ts';
 import { CONSENT_PATH } from '../sandbox/sandboxes.ts';
+import { CONNECT_PATH } from '../accounts/connect-sessions.ts';
+import { endUserBrowser } from './end-user-connect.ts';
 
 export function connectPages(router: Router, d: ApiDeps): void {
   const { flows } = d.connect;
@@ -36,7 +38,11 @@ export function connectPages(router: Router, d: ApiDeps): void {
   router.get('/connect/callback', async (ctx) => {
     ctx.set('Referrer-Policy', 'no-referrer');
     const s = await sessionOwner(d, ctx);
-    const outcome = await flows.callback(ctx.query, s && browserOf(ctx, s), requestInfo(ctx));
+    const outcome = await flows.callback(
+      ctx.query,
+      (endUser) => (endUser ? endUserBrowser(d, ctx) : Promise.resolve(s && browserOf(ctx, s))),
+      requestInfo(ctx),
+    );
     show(ctx, outcome, s ? await frameOf(d, s) : undefined);
   });
 
@@ -114,7 +120,11 @@ export function connectPages(router: Router, d: ApiDeps): void {
 function show(ctx: Context, outcome: FlowOutcome, frame: Frame | undefined, status = 400): void {
   if (outcome.kind === 'redirect') return ctx.redirect(outcome.to);
   if (outcome.kind === 'done') return ctx.redirect(connectedUrl(outcome.to, outcome.account._id));
-  sendPage(ctx, render('connect-failed', { title: outcome.title, section: 'accounts', ...frame }, outcome));
+  // An end user's flow goes back to their connect page (they have no dashboard to sign in to).
+  sendPage(
+    ctx,
+    render('connect-failed', { title: outcome.title, section: 'accounts', ...frame }, { ...outcome, endUser: outcome.to.startsWith(CONNECT_PATH) }),
+  );
   ctx.status = status;
 }
 

@@ -8,7 +8,7 @@ import { publicAccount } from '../accounts/accounts.ts';
 import { type ApiDeps, type SignedIn, sessionOwner } from '../api/context.ts';
 import { safeNext } from '../api/http.ts';
 import { publicServer, type ServerDoc } from '../servers/servers.ts';
-import { exposedInputSchema, orphanReason } from '../servers/custom-tools.ts';
+import { CALLER_ACCOUNT, exposedInputSchema, orphanReason } from '../servers/custom-tools.ts';
 import { creditAlert } from '../access/owners.ts';
 import { callNames } from '../api/calls.ts';
 import { checkAuthorizationRequest } from '../oauth/authorize.ts';
@@ -26,6 +26,10 @@ import { type ToolChoice, expiresWithin, restrictionBadges, restrictionForm, too
 import { assets, render } from './views.ts';
 import { notFoundPage, securityHeaders, sendPage, signedInPageOf } from './page.ts';
 import { connectPages } from './connect.ts';
+import { endUserConnectPages } from './end-user-connect.ts';
+
+/** How a page names the account of a tool bound to the caller's own. */
+const CALLERS_OWN = "each caller's own";
 
 /** Paths the dashboard never answers, so their own 404s and errors stay JSON. */
 const NOT_PAGES = /^\/(api|mcp|\.well-known|healthz|readyz|metrics)(\/|$)/;
@@ -224,7 +228,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
             tools: tools.map((t) => ({
               ...t,
               id: t._id,
-              account: t.account_id ? (accountsById.get(t.account_id)?.name ?? t.account_id) : null,
+              account: t.account_id === CALLER_ACCOUNT ? CALLERS_OWN : t.account_id ? (accountsById.get(t.account_id)?.name ?? t.account_id) : null,
               sandbox: Boolean(t.account_id && accountsById.get(t.account_id)?.sandbox),
               credits: catalog.get(t.base_tool)?.spec.credits,
               orphaned: catalog.has(t.base_tool) ? null : orphanReason(t),
@@ -341,7 +345,11 @@ export function createDashboardRouter(d: ApiDeps): Router {
               credits: base.spec.credits,
               description: tool.description,
               baseDescription: base.spec.description,
-              account: account ? { name: account.name, sandbox: account.sandbox === true } : null,
+              account: account
+                ? { name: account.name, sandbox: account.sandbox === true }
+                : tool.account_id === CALLER_ACCOUNT
+                  ? { name: CALLERS_OWN, sandbox: false }
+                  : null,
               readOnly: base.spec.annotations?.readOnlyHint === true,
             },
             tryFields,
@@ -442,6 +450,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
   });
 
   connectPages(router, d);
+  endUserConnectPages(router, d);
 
   router.get(
     '/activity',

@@ -1,12 +1,13 @@
 // POST /mcp/:serverId — stateless Streamable HTTP, written by hand (see docs/mcp.md for why and for
 // the behaviour per protocol revision). Order of checks: origin, content type, accept, authentication and
 // authorization, rate limit, body size, JSON parse, protocol version, dispatch.
+import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Context } from 'koa';
 import { readBody, BodyTooLargeError } from '../http/body.ts';
 import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from '../json-depth.ts';
 import type { Logger } from '../log.ts';
-import { ToolError } from '../tool-error.ts';
+import { ACCOUNT_NOT_CONNECTED, ToolError } from '../tool-error.ts';
 import { RequestTrace, type SpanCallTrace } from '../tracing/spans.ts';
 import type { Tracing } from '../tracing/tracing.ts';
 import type { McpBackend, Principal, RateOutcome, Unavailable } from './backend.ts';
@@ -24,7 +25,7 @@ import {
 } from './protocol.ts';
 import { stringify } from './json-text.ts';
 import { callResult, describedTools, errorResult } from './tool-wire.ts';
-import { type Negotiated, modernResultFields, negotiate } from './negotiation.ts';
+import { type Negotiated, META, modernResultFields, negotiate } from './negotiation.ts';
 
 export interface McpEndpointOptions {
   backend: McpBackend;
@@ -59,6 +60,8 @@ interface Exchange extends Negotiated {
   principal: Principal;
   /** The client accepts an SSE answer (needed for progress notifications). */
   acceptsSse: boolean;
+  /** The client declared URL-mode elicitation (in this request's _meta, or at initialize: see URL_ELICITING_SESSION). */
+  elicitsUrl: boolean;
   ctx: Context;
   trace?: RequestTrace;
   /** Set when a request of the exchange found the service unavailable: the HTTP answer is 503. */
@@ -106,12 +109,13 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     }
 
     const trace = opts.tracing && new RequestTrace(opts.tracing, ctx.params.serverId, ctx.req.headers);
-    const auth = await backend.authenticate(ctx.params.serverId, ctx.get('authorization') || undefined);
+    const endUser = ctx.req.headers['x-end-user'] === undefined ? undefined : ctx.get('x-end-user');
+    const auth = await backend.authenticate(ctx.params.serverId, ctx.get('authorization') || undefined, endUser);
     trace?.authenticated(auth);
     if (!auth.ok) {
       trace?.refused(auth.status);
       if (auth.status === 401) ctx.set('WWW-Authenticate', bearerChallenge(opts.resourceMetadataUrl(ctx.params.serverId), opts.scope, auth.tokenError));
-      return sendHttpError(ctx, auth.status, AUTH_BODIES[auth.status]);
+      return sendHttpError(ctx, auth.status, auth.message ? { ...AUTH_BODIES[auth.status], message: auth.message } : AUTH_BODIES[auth.status]);
     }
     const principal = auth.principal;
     ctx.state.keyId = principal.keyId;
@@ -144,7 +148,14 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       const id = (payload as { id?: unknown } | null)?.id;
       return sendJson(ctx, err.httpStatus, rpcError(typeof id === 'string' || typeof id === 'number' ? id : null, err.code, err.message, err.data));
     }
-    const exchange: Exchange = { ...negotiated, principal, acceptsSse: /text\/event-stream/i.test(accept), ctx, trace };
+    const exchange: Exchange = {
+      ...negotiated,
+      principal,
+      acceptsSse: /text\/event-stream/i.test(accept),
+      elicitsUrl: negotiated.modern ? declaresUrlElicitation(payload) : ctx.get('mcp-session-id').startsWith(URL_ELICITING_SESSION),
+      ctx,
+      trace,
+    };
 
     if (Array.isArray(payload)) return handleBatch(exchange, payload);
     const msg = classify(payload);
@@ -197,7 +208,8 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       return {
         jsonrpc: '2.0',
         id: req.id,
-        result: exchange.modern ? { ...result, ...modernResultFields(req.method, opts.serverInfo, opts.toolsTtlMs) } : result,
+        // A result that asks for input first says so in its own resultType.
+        result: exchange.modern ? { ...result, ...modernResultFields(req.method, opts.serverInfo, opts.toolsTtlMs), ...pick(result, 'resultType') } : result,
       };
     } catch (err) {
       if (err instanceof RpcError) return rpcError(req.id, err.code, err.message, err.data);
@@ -221,6 +233,9 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
         // Never answer a modern version here: initialize-era clients cannot speak it.
         const asked = typeof params.protocolVersion === 'string' ? params.protocolVersion : '';
         const version = (LEGACY_VERSIONS as readonly string[]).includes(asked) ? asked : LATEST_LEGACY_VERSION;
+        // No sessions are kept: the session id is how the client's later requests say it can open a URL.
+        const elicitation = (params.capabilities as { elicitation?: { url?: unknown } } | undefined)?.elicitation;
+        if (version >= '2025-11-25' && elicitation?.url !== undefined) exchange.ctx.set('Mcp-Session-Id', `${URL_ELICITING_SESSION}${randomUUID()}`);
         return {
           protocolVersion: version,
           capabilities: CAPABILITIES,
@@ -258,10 +273,18 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
   ): Promise<Record<string, unknown>> {
     const name = params.name;
     if (typeof name !== 'string' || name === '') throw new RpcError(ErrorCode.InvalidParams, 'Invalid params: "name" must be the name of a tool');
+    // A retry after input (2026-07-28) is accepted only with the state this server gave this caller for this call.
+    if (exchange.modern && params.requestState !== undefined) {
+      const problem = await backend.openRequestState(exchange.principal, 'tools/call', params, params.requestState);
+      if (problem) throw new RpcError(ErrorCode.InvalidParams, `Invalid params: "requestState" ${problem}`);
+    }
+    // The person declined or cancelled the input asked for: the call ends as a tool error, not another request.
+    const responses = exchange.modern && isObject(params.inputResponses) ? Object.values(params.inputResponses) : [];
+    const declined = responses.some((r) => !isObject(r) || r.action !== 'accept');
     const trace = exchange.trace?.call(name, params._meta, exchange.version);
-    if (!trace) return runTool(exchange, id, name, params.arguments, progress);
+    if (!trace) return runTool(exchange, id, name, params.arguments, declined, progress);
     try {
-      return await runTool(exchange, id, name, params.arguments, progress, trace);
+      return await runTool(exchange, id, name, params.arguments, declined, progress, trace);
     } finally {
       trace?.end();
     }
@@ -272,6 +295,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     id: JsonRpcRequest['id'],
     name: string,
     args: unknown,
+    declined: boolean,
     progress?: (message: string) => void,
     trace?: SpanCallTrace,
   ): Promise<Record<string, unknown>> {
@@ -303,11 +327,33 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
         throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
       }
       exchange.ctx.state.tool = name;
+      if (!outcome.ok && outcome.error.code === ACCOUNT_NOT_CONNECTED && !declined) return askToConnect(exchange, outcome.error, { name, arguments: args });
       return callResult(outcome, exchange.version);
     } finally {
       res.off('close', abort);
       if (inflight.get(key) === controller) inflight.delete(key);
     }
+  }
+
+  /**
+   * The caller has no account of the tool's provider: a client that can open a URL is asked to open the connect
+   * page (2026-07-28: an input_required result whose retry carries the requestState; 2025-11-25: error -32042);
+   * any other gets the tool error, whose text carries the link.
+   */
+  async function askToConnect(exchange: Exchange, error: ToolError, params: { name: string; arguments: unknown }): Promise<Record<string, unknown>> {
+    const url = String(error.details?.connect_url);
+    if (!exchange.elicitsUrl) return errorResult(error, exchange.version);
+    const message = error.message.replace(/: open \S+ to connect it, then/, ': connect it on the page that opens, then');
+    if (exchange.modern) {
+      return {
+        resultType: 'input_required',
+        inputRequests: { [`connect_${String(error.details?.provider)}`]: { method: 'elicitation/create', params: { mode: 'url', url, message } } },
+        requestState: await backend.sealRequestState(exchange.principal, 'tools/call', params),
+      };
+    }
+    if (exchange.version >= '2025-11-25')
+      throw new RpcError(ErrorCode.UrlElicitationRequired, error.message, 200, { elicitations: [{ mode: 'url', elicitationId: randomUUID(), url, message }] });
+    return errorResult(error, exchange.version);
   }
 
   /** tools/call with a progress token and an SSE-accepting client: progress events, then the answer. */
@@ -334,6 +380,20 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     }
   }
 }
+
+/** The start of the session id given to a client that declared URL elicitation at initialize (it is no credential). */
+const URL_ELICITING_SESSION = 'url-elicitation.';
+
+/** Whether a 2026-07-28 request's _meta declares URL-mode elicitation among the client's capabilities. */
+function declaresUrlElicitation(payload: unknown): boolean {
+  const meta = (payload as { params?: { _meta?: Record<string, unknown> } } | null)?.params?._meta;
+  const capabilities = meta?.[META.clientCapabilities] as { elicitation?: { url?: unknown } } | undefined;
+  return capabilities?.elicitation?.url !== undefined;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const pick = (o: Record<string, unknown>, key: string) => (o[key] === undefined ? {} : { [key]: o[key] });
 
 /**
  * The JSON-RPC error of a request the service cannot serve now. A tools/call says whether it reached its

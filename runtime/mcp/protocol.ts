@@ -21,6 +21,8 @@ export const ErrorCode = {
   HeaderMismatch: -32020,
   /** Protocol version not supported (2026-07-28). */
   UnsupportedProtocolVersion: -32022,
+  /** The call needs the user to open a URL first (2025-11-25; retired in 2026-07-28 for input_required). */
+  UrlElicitationRequired: -32042,
 } as const;
 
 export type JsonRpcId = string | number;

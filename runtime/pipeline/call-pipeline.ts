@@ -1,8 +1,11 @@
 // The MCP backend: authenticate -> authorize -> rate limit, then for tools/call
 // find the custom tool -> merge defaults -> validate -> charge -> execute -> record in the ledger -> refund or keep.
-import type { Accounts } from '../accounts/accounts.ts';
+import { type Accounts, accountState } from '../accounts/accounts.ts';
+import type { ConnectSessions } from '../accounts/connect-sessions.ts';
 import type { Budgets } from '../access/budgets.ts';
-import { ApiKeys } from '../access/keys.ts';
+import type { EndUsers } from '../access/end-users.ts';
+import { type ApiKeyDoc, ApiKeys } from '../access/keys.ts';
+import type { RequestStates } from '../access/request-states.ts';
 import { type Holder, type Restrictions, isExpired, permits, refusal, unlisted } from '../access/restrictions.ts';
 import type { KeyRateLimiter } from '../access/rate-limit.ts';
 import type { Credits } from '../billing/credits.ts';
@@ -13,11 +16,12 @@ import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import { OAuthGrants } from '../oauth/grants.ts';
 import type { AuthOutcome, CallOptions, ToolCallResult, ToolListing, McpBackend, Principal, RateOutcome } from '../mcp/backend.ts';
-import { ToolError } from '../tool-error.ts';
+import { ACCOUNT_NOT_CONNECTED, ToolError } from '../tool-error.ts';
 import type { Servers } from '../servers/servers.ts';
 import type { StoreClock } from '../store/clock.ts';
 import { StoreUnavailableError } from '../store/port.ts';
-import type { CustomTool, CustomTools } from '../servers/custom-tools.ts';
+import { CALLER_ACCOUNT, type CustomTool, type CustomTools } from '../servers/custom-tools.ts';
+import { sha256 } from '../secrets.ts';
 import { UNTRACED } from '../tracing/spans.ts';
 
 /** A principal with what the pipeline needs beyond the endpoint's view of it. */
@@ -28,6 +32,8 @@ interface Caller extends Principal {
   holder?: Holder;
   /** Not an MCP client: the call's record says where it came from. */
   via?: CallVia;
+  /** The owner's end user the call acts as: from the key, or the X-End-User header of a key allowed to name one. */
+  endUserId?: string;
 }
 
 /**
@@ -64,14 +70,22 @@ export interface CallPipelineDeps {
   clock: StoreClock;
   logger: Logger;
   metrics: Metrics;
+  endUsers: EndUsers;
+  /** The link a call answers when its end user has no usable account (signed; no record). */
+  connectLinks: Pick<ConnectSessions, 'callLink'>;
+  requestStates: RequestStates;
 }
 
 export class CallPipeline implements McpBackend {
   constructor(private readonly d: CallPipelineDeps) {}
 
-  async authenticate(serverId: string, authorization: string | undefined): Promise<AuthOutcome> {
+  async authenticate(serverId: string, authorization: string | undefined, endUser?: string): Promise<AuthOutcome> {
     const m = /^Bearer +(\S+)$/i.exec(authorization ?? '');
-    if (m && OAuthGrants.isAccessToken(m[1])) return this.authenticateToken(serverId, m[1]);
+    if (m && OAuthGrants.isAccessToken(m[1])) {
+      if (endUser !== undefined)
+        return { ok: false, status: 403, message: 'X-End-User: an app signed in by OAuth acts as the one who approved it and cannot name an end user' };
+      return this.authenticateToken(serverId, m[1]);
+    }
     if (!m || !ApiKeys.isKey(m[1])) return { ok: false, status: 401 };
     const key = await this.d.keys.lookup(m[1]);
     if (!key || key.revoked_at || isExpired(key.restrictions, this.d.clock.now())) return { ok: false, status: 401 };
@@ -81,7 +95,33 @@ export class CallPipeline implements McpBackend {
     if (key.kind === 'global' && !key.linked_server_ids.includes(serverId)) return { ok: false, status: 403 };
     this.d.keys.touch(key._id);
     const caller: Caller = { keyId: key._id, ownerId: key.owner_id, serverId, restrictions: key.restrictions };
-    return { ok: true, principal: caller };
+    return this.actingAs(caller, key, endUser);
+  }
+
+  /**
+   * Who a key's call acts as: the end user the key was made for (read from the store: one deleted stops at once,
+   * on every instance), or the one its X-End-User header names when the key may act for end users, or the owner.
+   */
+  private async actingAs(caller: Caller, key: ApiKeyDoc, named: string | undefined): Promise<AuthOutcome> {
+    const shown = (name: string) => JSON.stringify(name.slice(0, 100));
+    if (key.end_user_id) {
+      const own = await this.d.endUsers.byId(key.end_user_id);
+      if (!own || own.owner_id !== caller.ownerId) return { ok: false, status: 401, message: 'This key belonged to an end user who was deleted' };
+      if (named !== undefined && named !== own.external_id)
+        return { ok: false, status: 403, message: `X-End-User names ${shown(named)}, but this key acts as its own end user only` };
+      return acting(caller, own._id);
+    }
+    if (named === undefined) return { ok: true, principal: caller };
+    if (!key.act_for_end_users)
+      return {
+        ok: false,
+        status: 403,
+        message: 'X-End-User: this key may not act for end users (create a key with "act_for_end_users": true for a trusted backend)',
+      };
+    const endUser = named === '' ? null : await this.d.endUsers.byExternalId(caller.ownerId, named);
+    if (!endUser)
+      return { ok: false, status: 403, message: `X-End-User: there is no end user with the external id ${shown(named)} (create it with POST /api/end-users)` };
+    return acting(caller, endUser._id);
   }
 
   /** An OAuth access token: valid, for this very server (audience), whose server is still its owner's and active. */
@@ -136,7 +176,15 @@ export class CallPipeline implements McpBackend {
     if (!tool && !orphan) return undefined;
     const cost = tool?.base.spec.credits ?? 0;
     const started = performance.now();
-    const call: CallCharge = { id: randomId('call_'), cost, server_id: principal.serverId, key_id: principal.keyId, tool: name, via: principal.via };
+    const call: CallCharge = {
+      id: randomId('call_'),
+      cost,
+      server_id: principal.serverId,
+      key_id: principal.keyId,
+      tool: name,
+      via: principal.via,
+      end_user_id: principal.endUserId,
+    };
     const latency = () => Math.round(performance.now() - started);
     const trace = options.trace ?? UNTRACED;
     /** A call refused before any charge: recorded, nothing to settle. */
@@ -164,12 +212,14 @@ export class CallPipeline implements McpBackend {
     // An account that needs its owner refuses the call here, before any charge; a connection about to expire
     // is renewed first (a renewal the provider refuses ends here too).
     let account: AccountCredentials | null = null;
-    if (tool.doc.account_id) {
+    const accountId = tool.doc.account_id === CALLER_ACCOUNT ? await this.callersAccount(principal, tool) : tool.doc.account_id;
+    if (accountId instanceof ToolError) return rejected(accountId);
+    if (accountId) {
       try {
-        account = await this.d.accounts.forCall(principal.ownerId, tool.doc.account_id, options.signal);
+        account = await this.d.accounts.forCall(principal.ownerId, accountId, options.signal);
       } catch (err) {
         if (!(err instanceof ToolError)) throw err;
-        return rejected(err);
+        return rejected(this.forCaller(err, principal, tool));
       }
       if (!account) return rejected(new ToolError('account_missing', `The account bound to ${name} no longer exists; bind another account to the tool`));
     }
@@ -203,7 +253,10 @@ export class CallPipeline implements McpBackend {
       const run = { owner: principal.ownerId, signal: options.signal, progress: options.progress, outbound: trace.outbound(validated) };
       outcome = { ok: true, result: await this.d.engine.run(tool.base, validated, account, run) };
     } catch (err) {
-      failure = err instanceof ToolError ? err : new ToolError('internal_error', 'The tool failed inside the service', { refund: true });
+      failure =
+        err instanceof ToolError
+          ? this.forCaller(err, principal, tool)
+          : new ToolError('internal_error', 'The tool failed inside the service', { refund: true });
       if (!(err instanceof ToolError)) this.d.logger.error({ err, tool: name, keyId: principal.keyId }, 'tool failed unexpectedly');
       outcome = { ok: false, error: failure };
     }
@@ -225,6 +278,63 @@ export class CallPipeline implements McpBackend {
     this.d.metrics.toolCall(name, failure?.code ?? 'ok', kept);
     return outcome;
   }
+
+  /**
+   * The account of a tool bound to the caller's own: the newest of the end user's accounts of the tool's provider
+   * that does not need them; without one, `account_not_connected` with the link where they connect one.
+   */
+  private async callersAccount(principal: Caller, tool: CustomTool): Promise<string | ToolError> {
+    const provider = tool.base.provider.spec;
+    if (!principal.endUserId)
+      return new ToolError(
+        'end_user_required',
+        `${tool.doc.name} acts as the caller's own ${provider.title} account: call it with an end user's key, or name the end user in the X-End-User header with a key that may act for end users`,
+      );
+    const own = await this.d.accounts.ofEndUser(principal.ownerId, principal.endUserId, provider.account.kind);
+    const usable = own.find((a) => accountState(a) !== 'needs_reauth');
+    return usable ? usable._id : this.notConnected(principal, tool, own.length > 0);
+  }
+
+  private notConnected(principal: Caller, tool: CustomTool, again: boolean): ToolError {
+    const provider = tool.base.provider.spec;
+    const link = this.d.connectLinks.callLink(principal.ownerId, principal.endUserId!, provider.id);
+    const what = again ? `Your ${provider.title} account needs to be connected again` : `${tool.doc.name} needs your own ${provider.title} account`;
+    return new ToolError(ACCOUNT_NOT_CONNECTED, `${what}: open ${link} to connect it, then call ${tool.doc.name} again`, {
+      refund: true,
+      details: { provider: provider.id, connect_url: link },
+    });
+  }
+
+  /** An end user's account that needs them is theirs to connect again, never the owner's to reconnect. */
+  private forCaller(err: ToolError, principal: Caller, tool: CustomTool): ToolError {
+    return err.code === 'account_needs_reauth' && tool.doc.account_id === CALLER_ACCOUNT ? this.notConnected(principal, tool, true) : err;
+  }
+
+  sealRequestState(principal: Caller, method: string, params: unknown): Promise<string> {
+    return Promise.resolve(this.d.requestStates.seal(stateBinding(principal, method, params)));
+  }
+
+  openRequestState(principal: Caller, method: string, params: unknown, state: unknown): Promise<string | null> {
+    return this.d.requestStates.open(stateBinding(principal, method, params), state);
+  }
+}
+
+const acting = (caller: Caller, endUserId: string): AuthOutcome => {
+  const principal: Caller = { ...caller, endUserId };
+  return { ok: true, principal };
+};
+
+/** What a request state is bound to: the credential and who it acts as, the server, the method and a digest of its params. */
+function stateBinding(principal: Caller, method: string, params: unknown): string {
+  const { name, arguments: args } = (params ?? {}) as { name?: unknown; arguments?: unknown };
+  return [
+    principal.ownerId,
+    principal.serverId,
+    principal.keyId,
+    principal.endUserId ?? '',
+    method,
+    sha256(JSON.stringify({ name, arguments: args ?? {} })),
+  ].join('\0');
 }
 
 /** The refusal of a call to a custom tool whose base tool is gone from the catalog. */

@@ -83,9 +83,20 @@ async function slowRefreshRelay(target: string, delayMs: number) {
   return listenOnLoopback(async (req, res) => {
     const body = await readBody(req);
     if (body.includes('"refresh_token"')) await new Promise((resolve) => setTimeout(resolve, delayMs));
-    const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length'].includes(k))) as Record<string, string>;
-    const answer = await fetch(target + req.url, { method: req.method, headers, body: req.method === 'GET' || req.method === 'HEAD' ? undefined : body, redirect: 'manual' });
-    res.writeHead(answer.status, Object.fromEntries([...answer.headers].filter(([k]) => !['content-length', 'content-encoding', 'transfer-encoding', 'connection'].includes(k))));
+    const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length'].includes(k))) as Record<
+      string,
+      string
+    >;
+    const answer = await fetch(target + req.url, {
+      method: req.method,
+      headers,
+      body: req.method === 'GET' || req.method === 'HEAD' ? undefined : body,
+      redirect: 'manual',
+    });
+    res.writeHead(
+      answer.status,
+      Object.fromEntries([...answer.headers].filter(([k]) => !['content-length', 'content-encoding', 'transfer-encoding', 'connection'].includes(k))),
+    );
     res.end(Buffer.from(await answer.arrayBuffer()));
   });
 }
