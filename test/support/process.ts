@@ -1,5 +1,5 @@
-// The service as a real process (`node --import tsx runtime/main.ts`, what `npm start` runs), its output
-// captured, and the URL it listens on once it says so.
+// The service as a real process (`node --import tsx runtime/main.ts`: the sources `npm start` runs built), its
+// output captured, and the URL it listens on once it says so.
 import { type ChildProcess, spawn } from 'node:child_process';
 
 export interface ServiceProcess {
@@ -9,10 +9,16 @@ export interface ServiceProcess {
   exit: Promise<number | null>;
 }
 
-/** Starts `runtime/main.ts`; the embedded store unless env names MONGODB_URL (the suite's own is not passed on). */
-export function startServiceProcess(env: Record<string, string>): ServiceProcess {
+/**
+ * Starts `runtime/main.ts`; the embedded store unless env names MONGODB_URL (the suite's own is not passed on).
+ * `program`: other node arguments to run instead (a build of it, test/build.test.ts).
+ */
+export function startServiceProcess(
+  env: Record<string, string>,
+  program = ['--import', 'tsx', '--import', './test/support/loopback-only.ts', 'runtime/main.ts'],
+): ServiceProcess {
   // The service under test gets the suite's network safety net too.
-  const child = spawn(process.execPath, ['--import', 'tsx', '--import', './test/support/loopback-only.ts', 'runtime/main.ts'], {
+  const child = spawn(process.execPath, program, {
     env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', WATCH_SPECS: 'false', MONGODB_URL: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
