@@ -5,10 +5,10 @@
 // for each, the serving process's CPU time per call (/proc) and its rate, and head/base.
 //
 // COMPARE_STORE=memory (default) | file, COMPARE_ROUNDS (default 10) chunks of COMPARE_CALLS (default 2,000)
-// each at COMPARE_CONNECTIONS (default 32). A revision is checked out once into node_modules/.cache/compare/.
+// each at COMPARE_CONNECTIONS (default 32). A revision's files are extracted once into node_modules/.cache/compare/.
 // COMPARE_SERVER=bare-proxy compares the bare proxy instead (a change of the bench's floor).
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { buildService } from '../runtime/build.ts';
@@ -29,7 +29,11 @@ async function built(revision: string | undefined): Promise<{ label: string; dir
     const sha = execFileSync('git', ['rev-parse', '--verify', `${revision}^{commit}`], { encoding: 'utf8' }).trim();
     root = path.join(CACHE, sha);
     label = `${revision} (${sha.slice(0, 7)})`;
-    if (!existsSync(root)) execFileSync('git', ['worktree', 'add', '--detach', root, sha], { stdio: 'ignore' });
+    // Its files only (git archive), so that the repository's own list of worktrees is left alone.
+    if (!existsSync(root)) {
+      mkdirSync(root, { recursive: true });
+      execFileSync('sh', ['-c', 'git archive "$1" | tar -x -C "$2"', 'archive', sha, root]);
+    }
   }
   const dir = path.join(CACHE, 'builds', revision ? path.basename(root) : 'working-tree');
   await buildService([`bench/${SERVER}`, 'test/support/loopback-only.ts'], dir, root);
