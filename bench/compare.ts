@@ -1,5 +1,6 @@
 // `npm run bench:compare -- <base> [<head>]`: what a change did to a tools/call, on a machine too busy for two
-// runs of the bench to agree. Both revisions (git revisions; head defaults to the working tree) are built as
+// runs of the bench to agree. Both revisions (git revisions, head defaulting to the working tree; or `tsx`, the
+// working tree through tsx, for what the build gains: `npm run bench:compare -- tsx`) are built as
 // `npm start` runs the service (runtime/build.ts) and run side by side on one upstream; calls go to one and
 // then the other in short alternating chunks, so that a busy moment of the machine hits both alike. Prints,
 // for each, the serving process's CPU time per call (/proc) and its rate, and head/base.
@@ -47,6 +48,11 @@ async function main(): Promise<void> {
   const env: Record<string, string> = process.env.COMPARE_STORE === 'file' ? { BENCH_STORE: 'file' } : {};
   const sides = [];
   for (const revision of [base, head]) {
+    // `tsx`: the working tree through tsx, as the tests run it (what the build gains).
+    if (revision === 'tsx') {
+      sides.push({ label: 'working tree through tsx', server: await launch(SERVER, [upstream], env), cpu: 0, calls: 0, rates: [] as number[] });
+      continue;
+    }
     const { label, dir } = await built(revision);
     sides.push({ label, server: await start(label, [...builtProgram(dir, SERVER), upstream], env), cpu: 0, calls: 0, rates: [] as number[] });
   }
