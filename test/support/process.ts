@@ -1,5 +1,5 @@
-// The service as a real process (`node --import tsx runtime/main.ts`, what `npm start` runs), its output
-// captured, and the URL it listens on once it says so; its management API over HTTP, and a caller of the
+// The service as a real process (`node --import tsx runtime/main.ts`: the sources `npm start` runs built), its
+// output captured, and the URL it listens on once it says so; its management API over HTTP, and a caller of the
 // fixture provider's demo_ping set up through it.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -16,11 +16,13 @@ export interface ServiceProcess {
 /**
  * Starts `runtime/main.ts`; the embedded store unless env names MONGODB_URL (the suite's own is not passed on).
  * `clockSkewMs`: the process's clock that far off (support/skewed-clock.ts), as on a host out of sync.
+ * `program`: node's arguments instead of the sources' (a build of them with its own safety net, test/build.test.ts).
  */
-export function startServiceProcess(env: Record<string, string>, options: { clockSkewMs?: number } = {}): ServiceProcess {
+export function startServiceProcess(env: Record<string, string>, options: { clockSkewMs?: number; program?: string[] } = {}): ServiceProcess {
   // The service under test gets the suite's network safety net too.
   const skew = options.clockSkewMs ? ['--import', './test/support/skewed-clock.ts'] : [];
-  const child = spawn(process.execPath, ['--import', 'tsx', '--import', './test/support/loopback-only.ts', ...skew, 'runtime/main.ts'], {
+  const program = options.program ?? ['--import', 'tsx', '--import', './test/support/loopback-only.ts', ...skew, 'runtime/main.ts'];
+  const child = spawn(process.execPath, program, {
     env: {
       ...process.env,
       HOST: '127.0.0.1',
