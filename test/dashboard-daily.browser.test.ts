@@ -126,7 +126,7 @@ describe.skipIf(!chromiumAvailable)('the dashboard in daily use', () => {
     await page.goto(`${svc.url}/settings`);
     expect(await page.getByLabel('Warn me below').getAttribute('placeholder')).toBe('4');
     await page.getByLabel('Warn me below').fill('30');
-    await Promise.all([page.waitForEvent('load'), page.getByRole('button', { name: 'Save' }).click()]);
+    await Promise.all([page.waitForEvent('load'), page.getByRole('region', { name: 'Credits' }).getByRole('button', { name: 'Save' }).click()]);
     expect(await page.getByLabel('Warn me below').inputValue()).toBe('30');
     expect(await page.getByTestId('credit-banner').count()).toBe(0);
 

@@ -85,7 +85,7 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     await row.getByRole('button', { name: /^Verify/ }).click();
     await expect.poll(() => row.locator('[data-verify-result]').textContent()).toContain('Verified');
     // The badge says so at once, without a reload.
-    expect(await row.locator('[data-verify-badge]').textContent()).toMatch(/^verified \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/);
+    expect(await row.locator('[data-verify-badge]').textContent()).toMatch(/^checked \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/);
     // The secret is never sent back: only its mask.
     expect(await page.content()).not.toContain(notion.token);
 

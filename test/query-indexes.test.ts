@@ -30,6 +30,7 @@ function callLogQueries(): Array<{ name: string; filter: Filter; sort: Record<st
     ['outcomes', { outcomes: ['tool_error', 'refunded'] }],
     ['server+tool', { server: 'srv_1', tool: 'demo_ping' }],
     ['key+outcome', { key: 'key_1', outcomes: ['refunded'] }],
+    ['end user', { endUser: 'eu_1' }],
   ];
   return filters.flatMap(([name, q]) =>
     [false, true].flatMap((ranged) =>
@@ -127,7 +128,7 @@ describe.runIf(MONGODB_URL)('the indexes of the call log and the audit trail (MO
     expect(servingIndex([['owner_id', 'at', '_id']], { owner_id: 'own_1' })).toBeDefined();
   });
 
-  it('keeps seven indexes on the ledger, each serving a query, and drops those of earlier versions', async () => {
+  it('keeps eight indexes on the ledger (seven, and one for the calls of an end user), each serving a query, and drops those of earlier versions', async () => {
     const { url, dbName } = mongoTestUrl('query_indexes');
     const older = await openMongoStore(url, { dbName });
     try {
@@ -139,6 +140,7 @@ describe.runIf(MONGODB_URL)('the indexes of the call log and the audit trail (MO
         '_id',
         'charge_key',
         'owner_id,at,_id',
+        'owner_id,end_user_id,at,_id',
         'owner_id,key_id,at,_id',
         'owner_id,outcome,at,_id',
         'owner_id,tool,at,_id',
