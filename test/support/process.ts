@@ -9,11 +9,11 @@ export interface ServiceProcess {
   exit: Promise<number | null>;
 }
 
-/** Starts `runtime/main.ts`; the embedded store unless env names MONGODB_URL (the suite's own is not passed on). */
+/** Starts `runtime/main.ts`; the embedded store unless env names MONGODB_URL, e-mail off unless it names SMTP_URL (the suite's own are not passed on). */
 export function startServiceProcess(env: Record<string, string>): ServiceProcess {
   // The service under test gets the suite's network safety net too.
   const child = spawn(process.execPath, ['--import', 'tsx', '--import', './test/support/loopback-only.ts', 'runtime/main.ts'], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', WATCH_SPECS: 'false', MONGODB_URL: '', ...env },
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', WATCH_SPECS: 'false', MONGODB_URL: '', SMTP_URL: '', MAIL_FROM: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -5,38 +5,26 @@
 // answers a ping and prints exactly one line, `MONGODB_URL=mongodb://127.0.0.1:<port>/<db>`, so that
 // `eval "$(npm run -s peer:mongo -- start)"` sets it. One peer per checkout: a second start reuses the running
 // one (saying so on stderr). `stop` stops it and removes its data.
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { homedir, tmpdir } from 'node:os';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
+import { Peer, type PeerState, cacheRoot, sleep } from '../peer-process.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const REPO = path.resolve(HERE, '../../..');
 const DB_NAME = 'tool_server_test';
 const BINARY_NAME = 'ferretdb-peer';
 const READY_TIMEOUT_MS = 60_000;
-const STOP_TIMEOUT_MS = 10_000;
 
-interface PeerState {
-  pid: number;
+interface MongoPeerState extends PeerState {
   url: string;
-  dataDir: string;
-  binary: string;
 }
 
-/** One state file per checkout, outside it (so two worktrees on one machine have a peer each). */
-const stateFile = path.join(tmpdir(), `tool-server-mongo-peer-${createHash('sha256').update(REPO).digest('hex').slice(0, 12)}.json`);
-
-function fail(message: string): never {
-  console.error(`peer:mongo: ${message}`);
-  process.exit(1);
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const peer = new Peer<MongoPeerState>('mongo');
 
 /** The source of the peer, hashed: a new go.sum (FerretDB upgrade) or main.go gets a new binary. */
 function sourceHash(): string {
@@ -45,77 +33,20 @@ function sourceHash(): string {
   return hash.digest('hex').slice(0, 16);
 }
 
-function cacheRoot(): string {
-  return path.join(process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache'), 'tool-server');
-}
-
-function goVersion(): string | undefined {
-  try {
-    return execFileSync('go', ['version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return undefined;
-  }
-}
-
 async function ensureBinary(): Promise<string> {
   const dir = path.join(cacheRoot(), `ferretdb-${sourceHash()}`);
   const binary = path.join(dir, BINARY_NAME);
   if (existsSync(binary)) return binary;
-  const go = goVersion();
-  if (!go)
-    fail(
-      'Go is not installed (no `go` on PATH). The MongoDB test peer is FerretDB built from the Go module proxy: install Go 1.24 or newer ' +
-        '(https://go.dev/dl/ or your package manager) and run this again. Without it `npm test` skips the MongoDB tests (and fails under CI=true).',
-    );
   await mkdir(dir, { recursive: true });
   const partial = path.join(dir, `${BINARY_NAME}.${process.pid}.partial`);
-  console.error(`peer:mongo: building FerretDB with ${go} into ${dir} (once; a few minutes the first time, seconds with the module cache warm)`);
-  const started = Date.now();
-  // -mod=readonly: go.sum is our lock; a build never changes it. GOTOOLCHAIN=local: an older Go says so instead
-  // of downloading a toolchain. Only the SQLite backend is compiled in.
-  const code = await new Promise<number | null>((resolve) => {
-    const build = spawn('go', ['build', '-mod=readonly', '-trimpath', '-tags', 'ferretdb_no_postgresql', '-o', partial, '.'], {
-      cwd: HERE,
-      env: { ...process.env, GOTOOLCHAIN: 'local' },
-      stdio: ['ignore', process.stderr, process.stderr],
-    });
-    build.once('error', () => resolve(-1));
-    build.once('exit', resolve);
+  // -mod=readonly: go.sum is our lock; a build never changes it. Only the SQLite backend is compiled in.
+  await peer.goBuild(['build', '-mod=readonly', '-trimpath', '-tags', 'ferretdb_no_postgresql', '-o', partial, '.'], {
+    cwd: HERE,
+    partial,
+    binary,
+    what: `the MongoDB test peer (FerretDB) into ${dir}`,
   });
-  if (code !== 0) {
-    await rm(partial, { force: true });
-    fail(`go build failed (exit ${code}); see its output above`);
-  }
-  await rename(partial, binary); // atomic: a concurrent start sees the whole binary or none
-  console.error(`peer:mongo: built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return binary;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** Whether pid is still our peer (a recycled pid must never be signalled). */
-function isPeer(state: PeerState): boolean {
-  if (!isAlive(state.pid)) return false;
-  try {
-    return readFileSync(`/proc/${state.pid}/cmdline`, 'utf8').split('\0')[0] === state.binary;
-  } catch {
-    return true; // no /proc: trust the pid
-  }
-}
-
-async function readState(): Promise<PeerState | undefined> {
-  try {
-    return JSON.parse(await readFile(stateFile, 'utf8')) as PeerState;
-  } catch {
-    return undefined;
-  }
 }
 
 async function ping(url: string): Promise<boolean> {
@@ -132,16 +63,16 @@ async function ping(url: string): Promise<boolean> {
 }
 
 async function start(): Promise<void> {
-  const running = await readState();
-  if (running && isPeer(running)) {
+  const running = await peer.readState();
+  if (running && peer.isRunning(running)) {
     if (await ping(running.url)) {
-      console.error(`peer:mongo: already running (pid ${running.pid}, data in ${running.dataDir}); reusing it`);
+      peer.say(`already running (pid ${running.pid}, data in ${running.dataDir}); reusing it`);
       console.log(`MONGODB_URL=${running.url}`);
       return;
     }
-    fail(`a peer is running (pid ${running.pid}) but does not answer at ${running.url}; run \`npm run -s peer:mongo -- stop\` first`);
+    peer.fail(`a peer is running (pid ${running.pid}) but does not answer at ${running.url}; run \`npm run -s peer:mongo -- stop\` first`);
   }
-  if (running) await cleanUp(running); // it died: its data folder and state are stale
+  if (running) await peer.cleanUp(running); // it died: its data folder and state are stale
 
   const binary = await ensureBinary();
   const started = Date.now();
@@ -165,49 +96,24 @@ async function start(): Promise<void> {
     if (exitedEarly || Date.now() - started > READY_TIMEOUT_MS) {
       if (!exitedEarly) child.kill('SIGKILL');
       await rm(dataDir, { recursive: true, force: true });
-      fail(`FerretDB did not start (${exitedEarly ? 'it exited' : `no answer within ${READY_TIMEOUT_MS / 1000} s`}):\n${text}`);
+      peer.fail(`FerretDB did not start (${exitedEarly ? 'it exited' : `no answer within ${READY_TIMEOUT_MS / 1000} s`}):\n${text}`);
     }
     await sleep(50);
   }
   const url = new URL(DB_NAME, base).toString();
-  const state: PeerState = { pid: child.pid!, url, dataDir, binary };
-  await writeFile(stateFile, JSON.stringify(state));
+  await peer.writeState({ pid: child.pid!, url, dataDir, binary });
   if (!(await ping(url))) {
-    await stop();
-    fail(`FerretDB printed ${base} but does not answer a ping there`);
+    await peer.stop();
+    peer.fail(`FerretDB printed ${base} but does not answer a ping there`);
   }
-  console.error(`peer:mongo: FerretDB pid ${child.pid} on ${base}, data in ${dataDir}, ready in ${Date.now() - started} ms`);
+  peer.say(`FerretDB pid ${child.pid} on ${base}, data in ${dataDir}, ready in ${Date.now() - started} ms`);
   console.log(`MONGODB_URL=${url}`);
 }
 
-async function stop(): Promise<void> {
-  const state = await readState();
-  if (!state) {
-    console.error('peer:mongo: no peer is running for this checkout');
-    return;
-  }
-  if (isPeer(state)) {
-    process.kill(state.pid, 'SIGTERM');
-    const deadline = Date.now() + STOP_TIMEOUT_MS;
-    while (isAlive(state.pid) && Date.now() < deadline) await sleep(50);
-    if (isAlive(state.pid)) process.kill(state.pid, 'SIGKILL');
-  }
-  await cleanUp(state);
-  console.error(`peer:mongo: stopped (pid ${state.pid}), removed ${state.dataDir}`);
-}
-
-async function cleanUp(state: PeerState): Promise<void> {
-  await rm(state.dataDir, { recursive: true, force: true });
-  await rm(stateFile, { force: true });
-}
-
 async function status(): Promise<void> {
-  const state = await readState();
-  if (state && isPeer(state) && (await ping(state.url))) console.log(`MONGODB_URL=${state.url}`);
-  else fail('no peer is running for this checkout');
+  const state = await peer.readState();
+  if (state && peer.isRunning(state) && (await ping(state.url))) console.log(`MONGODB_URL=${state.url}`);
+  else peer.fail('no peer is running for this checkout');
 }
 
-const commands: Record<string, () => Promise<void>> = { start, stop, status };
-const command = commands[process.argv[2] ?? ''];
-if (!command) fail(`usage: npm run -s peer:mongo -- start | stop | status (got "${process.argv.slice(2).join(' ')}")`);
-await command();
+await peer.main({ start, status });
