@@ -5,6 +5,9 @@ import { hostname } from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { Accounts, Vault, parseMasterKey } from './accounts/accounts.ts';
 import { Budgets } from './access/budgets.ts';
+import { EmailLinks } from './access/email-links.ts';
+import { KeyNetworks } from './access/key-networks.ts';
+import { MailLimits } from './access/mail-limits.ts';
 import { ApiKeys } from './access/keys.ts';
 import { Owners } from './access/owners.ts';
 import { passwordChecks } from './access/passwords.ts';
@@ -16,10 +19,14 @@ import { AuditTrail } from './audit/audit-trail.ts';
 import { SERVICE_INFO } from './app.ts';
 import { Credits } from './billing/credits.ts';
 import { Ledger } from './billing/ledger.ts';
-import type { Config } from './config.ts';
+import type { Config, MailConfig } from './config.ts';
 import { Engine } from './engine/engine.ts';
 import { type HttpClient, createHttpClient } from './http/client.ts';
 import type { Logger } from './log.ts';
+import { OwnerAlerts } from './mail/owner-alerts.ts';
+import { LinkMail } from './mail/link-mail.ts';
+import { Outbox } from './mail/outbox.ts';
+import { smtpTransport } from './mail/transport.ts';
 import { Metrics } from './metrics.ts';
 import { LATEST_LEGACY_VERSION } from './mcp/protocol.ts';
 import { callResult } from './mcp/tool-wire.ts';
@@ -89,11 +96,18 @@ export async function buildComponents(
   // OAuth client ID metadata documents: the same guard, no retries, a small document only.
   const metadataHttp = createHttpClient({ ...METADATA_FETCH_LIMITS, allow: config.allowPrivateNetworks, retries: 0, maxRetryAfterMs: 0, ca });
   const engine = new Engine(http, { defaultTimeoutMs: config.upstreamTimeoutMs });
+  const vault = new Vault(masterKey);
+  const instance = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  // The public URL is completed once the port is known (PORT=0 in tests); e-mails read it when written.
+  const site = { publicUrl: config.publicUrl, signup: config.signup, startingCredits: config.startingCredits, creditsHelp: config.creditsHelp };
+  const metrics = new Metrics(passwordChecks);
+  const owners = new Owners(store);
   const keys = new ApiKeys(store, config.keyCacheMs);
   const servers = new Servers(store, config.keyCacheMs);
   const tools = new CustomTools(store, catalog, config.keyCacheMs);
-  const accounts = new Accounts(store, catalog, new Vault(masterKey), config.keyCacheMs);
-  const credits = new Credits(store);
+  const accounts = new Accounts(store, catalog, vault, config.keyCacheMs);
+  const mail = config.mail && buildMail(config.mail, { store, vault, masterKey, owners, keys, servers, site, metrics, instance, logger });
+  const credits = new Credits(store, mail && ((ownerId, balance) => mail.alerts.creditsCharged(ownerId, balance)));
   const signInLimits = new SignInLimits(undefined, store.mongo);
   const audit = new AuditTrail(store, logger);
   const budgets = new Budgets(store);
@@ -124,12 +138,25 @@ export async function buildComponents(
     retentionMs: config.ledgerRetentionDays * 86_400_000,
     maxCallMs: MAX_CALL_MS,
     settledMs,
-    instance: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    instance,
     onBackgroundError: (err) => logger.error({ err }, 'ledger housekeeping failed'),
   });
-  const metrics = new Metrics(passwordChecks);
   const rateLimiter = new KeyRateLimiter(config.rateLimit, store.mongo);
-  const pipeline = new CallPipeline({ keys, oauth: oauth.grants, budgets, servers, tools, accounts, credits, ledger, rateLimiter, engine, logger, metrics });
+  const pipeline = new CallPipeline({
+    keys,
+    oauth: oauth.grants,
+    budgets,
+    servers,
+    tools,
+    accounts,
+    credits,
+    ledger,
+    rateLimiter,
+    keyNetworks: mail?.keyNetworks,
+    engine,
+    logger,
+    metrics,
+  });
   return {
     store,
     catalog,
@@ -137,7 +164,7 @@ export async function buildComponents(
     metrics,
     http: [http, metadataHttp],
     tracing: config.tracing && (await startTracing(config.tracing, logger, SERVICE_INFO.version)),
-    owners: new Owners(store),
+    owners,
     servers,
     keys,
     budgets,
@@ -153,8 +180,8 @@ export async function buildComponents(
     sandboxes,
     operatorToken: secrets.operatorToken,
     maxBodyBytes: config.maxBodyBytes,
-    // The public URL is completed once the port is known (PORT=0 in tests).
-    site: { publicUrl: config.publicUrl, signup: config.signup, startingCredits: config.startingCredits, creditsHelp: config.creditsHelp },
+    site,
+    mail,
     async tryTool(call) {
       const principal = pipeline.dashboardCaller(call.ownerId, call.serverId);
       const limited = await pipeline.rateLimit(principal);
@@ -165,4 +192,53 @@ export async function buildComponents(
       return { ok: true, result: callResult(outcome, LATEST_LEGACY_VERSION) as { content: unknown[]; isError: boolean } };
     },
   };
+}
+
+/**
+ * E-mail, when SMTP_URL is set: the outbox and its SMTP transport, the single-use links, the address and
+ * password mails, the owners' alerts and the networks keys are used from (what the new-network alert needs).
+ */
+function buildMail(
+  config: MailConfig,
+  c: {
+    store: Store;
+    vault: Vault;
+    masterKey: Buffer;
+    owners: Owners;
+    keys: ApiKeys;
+    servers: Servers;
+    site: ApiDeps['site'];
+    metrics: Metrics;
+    instance: string;
+    logger: Logger;
+  },
+): NonNullable<ApiDeps['mail']> & { keyNetworks: KeyNetworks } {
+  const outbox = new Outbox(c.store, {
+    transport: smtpTransport(config.smtpUrl, config.from),
+    vault: c.vault,
+    logger: c.logger,
+    metrics: {
+      sent: (kind) => c.metrics.mailResult(kind, 'sent'),
+      failedAttempt: (kind) => c.metrics.mailResult(kind, 'failed_attempt'),
+      givenUp: (kind) => c.metrics.mailResult(kind, 'given_up'),
+    },
+    instance: c.instance,
+    retryMs: config.retryMs,
+    attempts: config.attempts,
+  });
+  c.metrics.watchMailQueue(() => outbox.queued());
+  const links = new EmailLinks(c.store);
+  const keyNetworks = new KeyNetworks(c.store, (event) => alerts.keyUsedFromNewNetwork(event), c.logger);
+  const alerts: OwnerAlerts = new OwnerAlerts({
+    outbox,
+    owners: c.owners,
+    keys: c.keys,
+    servers: c.servers,
+    networks: keyNetworks,
+    site: c.site,
+    secret: createHmac('sha256', c.masterKey).update('unsubscribe links').digest(),
+    logger: c.logger,
+  });
+  const linkMail = new LinkMail({ outbox, links, owners: c.owners, site: c.site, logger: c.logger });
+  return { outbox, links, alerts, linkMail, limits: new MailLimits(c.store.mongo), keyNetworks };
 }

@@ -107,7 +107,7 @@ export class SignInLimits {
 }
 
 /** Counts one event; the seconds to wait when there were too many, else 0. */
-async function consumed(limiter: RateLimiterAbstract, key: string): Promise<number> {
+export async function consumed(limiter: RateLimiterAbstract, key: string): Promise<number> {
   try {
     await limiter.consume(key);
     return 0;

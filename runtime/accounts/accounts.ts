@@ -12,7 +12,7 @@ import type { Collection, Doc, Store } from '../store/port.ts';
 import { randomId } from '../secrets.ts';
 import { TtlCache } from '../ttl-cache.ts';
 
-interface Sealed {
+export interface Sealed {
   v: 1;
   iv: string;
   tag: string;

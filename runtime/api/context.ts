@@ -2,8 +2,10 @@
 import type { Context, Next } from 'koa';
 import type { Accounts } from '../accounts/accounts.ts';
 import type { Budgets } from '../access/budgets.ts';
+import type { EmailLinks } from '../access/email-links.ts';
+import type { MailLimits } from '../access/mail-limits.ts';
 import type { ApiKeys } from '../access/keys.ts';
-import type { OwnerDoc, Owners } from '../access/owners.ts';
+import { type OwnerDoc, type Owners, awaitingVerification } from '../access/owners.ts';
 import { SESSION_COOKIE, type Sessions, csrfTokenOf } from '../access/sessions.ts';
 import type { SignInLimits } from '../access/sign-in-limits.ts';
 import type { AuditTrail } from '../audit/audit-trail.ts';
@@ -11,6 +13,9 @@ import { setActor } from '../audit/request-context.ts';
 import type { Credits } from '../billing/credits.ts';
 import type { Ledger } from '../billing/ledger.ts';
 import type { Engine } from '../engine/engine.ts';
+import type { LinkMail } from '../mail/link-mail.ts';
+import type { OwnerAlerts } from '../mail/owner-alerts.ts';
+import type { Outbox } from '../mail/outbox.ts';
 import type { OAuthClients } from '../oauth/clients.ts';
 import type { OAuthGrants } from '../oauth/grants.ts';
 import type { Sandboxes } from '../sandbox/sandboxes.ts';
@@ -35,6 +40,8 @@ export interface ApiDeps {
   sessions: Sessions;
   signInLimits: SignInLimits;
   oauth: { clients: OAuthClients; grants: OAuthGrants };
+  /** E-mail (SMTP_URL): the outbox, single-use links, their e-mails, the owners' alerts; absent when e-mail is off. */
+  mail?: { outbox: Outbox; links: EmailLinks; linkMail: LinkMail; alerts: OwnerAlerts; limits: MailLimits };
   /** The service's own provider sandboxes; absent when SANDBOXES=off. */
   sandboxes?: Sandboxes;
   operatorToken: string;
@@ -59,11 +66,41 @@ type Guard = (ctx: Context, next: Next) => Promise<void>;
 export interface Guards {
   /** The operator token. */
   operator: Guard;
-  /** An owner token; the owner is then `me(ctx)`. */
+  /** An owner token or session of an owner whose address is verified (or needs none); the owner is then `me(ctx)`. */
   owner: Guard;
+  /** The same, also for an owner who has yet to verify their address: only what verifying needs uses it. */
+  ownerVerifying: Guard;
 }
 
 export function guards(d: ApiDeps): Guards {
+  /** `verified`: an owner who must still verify their address is refused (403, saying so). */
+  async function ownerGuard(ctx: Context, next: Next, verified: boolean): Promise<void> {
+    const token = bearer(ctx);
+    let found: OwnerDoc | null = null;
+    if (token) {
+      const auth = await d.owners.authenticateToken(token);
+      found = auth?.owner ?? null;
+      if (auth) setActor(ctx, { type: 'token', id: auth.token._id, name: auth.token.name });
+    } else if (ctx.cookies.get(SESSION_COOKIE)) {
+      const session = await sessionOwner(d, ctx);
+      if (session && !SAFE_METHODS.has(ctx.method)) {
+        const refused = crossSiteProblem(ctx, d.site.publicUrl);
+        if (refused) throw new ApiError(403, refused);
+        if (!sameSecret(ctx.get('x-csrf-token'), session.csrfToken))
+          throw new ApiError(403, 'Missing or wrong CSRF token (X-CSRF-Token header): reload the page and try again');
+      }
+      found = session?.owner ?? null;
+      if (session) setActor(ctx, sessionActor(session.sessionId));
+    }
+    if (!found) {
+      ctx.set('WWW-Authenticate', 'Bearer');
+      throw new ApiError(401, 'Sign in, or send an owner token (Authorization: Bearer mcpo_...)');
+    }
+    if (verified && awaitingVerification(found))
+      throw new ApiError(403, `Confirm your e-mail address first: open the link we sent to ${found.email} (the dashboard sends a new one)`);
+    ctx.state.owner = found;
+    await next();
+  }
   return {
     async operator(ctx, next) {
       const token = bearer(ctx);
@@ -74,31 +111,8 @@ export function guards(d: ApiDeps): Guards {
       setActor(ctx, { type: 'operator' });
       await next();
     },
-    async owner(ctx, next) {
-      const token = bearer(ctx);
-      let found: OwnerDoc | null = null;
-      if (token) {
-        const auth = await d.owners.authenticateToken(token);
-        found = auth?.owner ?? null;
-        if (auth) setActor(ctx, { type: 'token', id: auth.token._id, name: auth.token.name });
-      } else if (ctx.cookies.get(SESSION_COOKIE)) {
-        const session = await sessionOwner(d, ctx);
-        if (session && !SAFE_METHODS.has(ctx.method)) {
-          const refused = crossSiteProblem(ctx, d.site.publicUrl);
-          if (refused) throw new ApiError(403, refused);
-          if (!sameSecret(ctx.get('x-csrf-token'), session.csrfToken))
-            throw new ApiError(403, 'Missing or wrong CSRF token (X-CSRF-Token header): reload the page and try again');
-        }
-        found = session?.owner ?? null;
-        if (session) setActor(ctx, sessionActor(session.sessionId));
-      }
-      if (!found) {
-        ctx.set('WWW-Authenticate', 'Bearer');
-        throw new ApiError(401, 'Sign in, or send an owner token (Authorization: Bearer mcpo_...)');
-      }
-      ctx.state.owner = found;
-      await next();
-    },
+    owner: (ctx, next) => ownerGuard(ctx, next, true),
+    ownerVerifying: (ctx, next) => ownerGuard(ctx, next, false),
   };
 }
 

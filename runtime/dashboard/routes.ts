@@ -8,7 +8,8 @@ import { publicAccount } from '../accounts/accounts.ts';
 import { type ApiDeps, type SignedIn, sessionOwner } from '../api/context.ts';
 import { publicServer, type ServerDoc } from '../servers/servers.ts';
 import { exposedInputSchema, orphanReason } from '../servers/custom-tools.ts';
-import { creditAlert } from '../access/owners.ts';
+import { ALERT_KINDS, ALERT_LABELS, awaitingVerification, creditAlert } from '../access/owners.ts';
+import { maySignUp, signUpMode } from '../access/signup.ts';
 import { callNames } from '../api/calls.ts';
 import { checkAuthorizationRequest } from '../oauth/authorize.ts';
 import { publicGrant } from '../oauth/grants.ts';
@@ -78,11 +79,38 @@ export function createDashboardRouter(d: ApiDeps): Router {
   const signedOutPage = (page: string, title: string) => async (ctx: Context) => {
     const next = safeNext(ctx.query.next, d.site.publicUrl);
     if (await sessionOwner(d, ctx)) return ctx.redirect(next);
-    sendPage(ctx, render(page, { title }, { next, signupOpen: d.site.signup === 'open', providers: providerTitles(d.catalog.current, 'and') }));
+    const site = { ...d.site, mailOn: Boolean(d.mail) };
+    sendPage(
+      ctx,
+      render(
+        page,
+        { title },
+        {
+          next,
+          signupOpen: maySignUp(site, ctx.ip),
+          signupMode: signUpMode(site),
+          mailOn: site.mailOn,
+          providers: providerTitles(d.catalog.current, 'and'),
+        },
+      ),
+    );
   };
   router.get('/login', signedOutPage('login', 'Sign in'));
   router.get('/signup', signedOutPage('signup', 'Create your account'));
   router.get('/invite', signedOutPage('invite', 'Set your password'));
+  router.get('/forgot-password', signedOutPage('forgot-password', 'Reset your password'));
+  // Pages of the links in e-mails: their token is in the fragment (or, for unsubscribing, the query), and they
+  // work signed in or out.
+  router.get('/reset-password', (ctx) => sendPage(ctx, render('reset-password', { title: 'Choose a new password' }, { mailOn: Boolean(d.mail) })));
+  router.get('/verify-email', (ctx) => sendPage(ctx, render('verify-email', { title: 'Confirm your address' }, { mailOn: Boolean(d.mail) })));
+  router.get('/unsubscribe', (ctx) => {
+    const target = d.mail?.alerts.readUnsubscribeToken(ctx.query.token);
+    sendPage(
+      ctx,
+      render('unsubscribe', { title: 'Stop e-mail alerts' }, { alert: target ? ALERT_LABELS[target.kind] : null, token: String(ctx.query.token ?? '') }),
+    );
+    if (!target) ctx.status = 400;
+  });
 
   /** A signed-in page: the owner and the frame of the layout (with the credits banner), or a redirect to the sign-in page. */
   const signedInPage =
@@ -90,6 +118,12 @@ export function createDashboardRouter(d: ApiDeps): Router {
     async (ctx: Context) => {
       const s = await sessionOwner(d, ctx);
       if (!s) return ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`);
+      // An owner who has yet to verify their address can do nothing else: every page says so.
+      if (awaitingVerification(s.owner))
+        return sendPage(
+          ctx,
+          render('verify-needed', { title: 'Confirm your address', csrfToken: s.csrfToken }, { email: s.owner.email, mailOn: Boolean(d.mail) }),
+        );
       await handler(ctx, s, await frameOf(d, s));
     };
 
@@ -483,6 +517,8 @@ export function createDashboardRouter(d: ApiDeps): Router {
               help: d.site.creditsHelp,
             },
             tokens: tokens.map((t) => ({ id: t._id, name: t.name, prefix: t.prefix, created_at: t.created_at, last_used_at: t.last_used_at })),
+            mailOn: Boolean(d.mail),
+            alerts: ALERT_KINDS.map((kind) => ({ kind, label: ALERT_LABELS[kind], on: !s.owner.alerts_off?.includes(kind) })),
           },
         ),
       );

@@ -45,8 +45,11 @@ export interface CallOptions {
 }
 
 export interface McpBackend {
-  /** Authenticates the bearer key or OAuth access token and authorizes it for the server (the status table: README, "MCP endpoint"). */
-  authenticate(serverId: string, authorization: string | undefined): Promise<AuthOutcome>;
+  /**
+   * Authenticates the bearer key or OAuth access token and authorizes it for the server (the status table:
+   * README, "MCP endpoint"); `address` is the client's (a key's owner hears of a key used from a new network).
+   */
+  authenticate(serverId: string, authorization: string | undefined, address?: string): Promise<AuthOutcome>;
   /** Counts `requests` JSON-RPC requests against the key's limits (a batch counts each of its requests). */
   rateLimit(principal: Principal, requests?: number): Promise<RateOutcome>;
   /** The server's tools, in a stable order. */

@@ -91,7 +91,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     }
 
     const trace = opts.tracing && new RequestTrace(opts.tracing, ctx.params.serverId, ctx.req.headers);
-    const auth = await backend.authenticate(ctx.params.serverId, ctx.get('authorization') || undefined);
+    const auth = await backend.authenticate(ctx.params.serverId, ctx.get('authorization') || undefined, ctx.ip);
     trace?.authenticated(auth);
     if (!auth.ok) {
       trace?.refused(auth.status);

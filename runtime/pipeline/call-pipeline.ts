@@ -3,6 +3,7 @@
 import type { Accounts } from '../accounts/accounts.ts';
 import type { Budgets } from '../access/budgets.ts';
 import { ApiKeys } from '../access/keys.ts';
+import type { KeyNetworks } from '../access/key-networks.ts';
 import { type Holder, type Restrictions, isExpired, permits, refusal, unlisted } from '../access/restrictions.ts';
 import type { KeyRateLimiter } from '../access/rate-limit.ts';
 import type { Credits } from '../billing/credits.ts';
@@ -41,6 +42,8 @@ export interface CallPipelineDeps {
   credits: Credits;
   ledger: Ledger;
   rateLimiter: KeyRateLimiter;
+  /** The networks keys are used from (e-mail alerts); absent when e-mail is off. */
+  keyNetworks?: KeyNetworks;
   engine: Engine;
   logger: Logger;
   metrics: Metrics;
@@ -49,7 +52,7 @@ export interface CallPipelineDeps {
 export class CallPipeline implements McpBackend {
   constructor(private readonly d: CallPipelineDeps) {}
 
-  async authenticate(serverId: string, authorization: string | undefined): Promise<AuthOutcome> {
+  async authenticate(serverId: string, authorization: string | undefined, address?: string): Promise<AuthOutcome> {
     const m = /^Bearer +(\S+)$/i.exec(authorization ?? '');
     if (m && OAuthGrants.isAccessToken(m[1])) return this.authenticateToken(serverId, m[1]);
     if (!m || !ApiKeys.isKey(m[1])) return { ok: false, status: 401 };
@@ -60,6 +63,7 @@ export class CallPipeline implements McpBackend {
     if (!server || server.owner_id !== key.owner_id || !server.active) return { ok: false, status: 403 };
     if (key.kind === 'global' && !key.linked_server_ids.includes(serverId)) return { ok: false, status: 403 };
     this.d.keys.touch(key._id);
+    if (address) this.d.keyNetworks?.seen(key, address, serverId);
     const caller: Caller = { keyId: key._id, ownerId: key.owner_id, serverId, restrictions: key.restrictions };
     return { ok: true, principal: caller };
   }
