@@ -53,7 +53,11 @@ export async function mailTo(address: string): Promise<MailSummary[]> {
   return found.messages.reverse();
 }
 
-export const readMail = (id: string): Promise<Mail> => api<Mail>('GET', `/api/v1/message/${id}`);
+/** A message in full; its text with the line ends a program writes (SMTP sends CRLF). */
+export async function readMail(id: string): Promise<Mail> {
+  const mail = await api<Mail>('GET', `/api/v1/message/${id}`);
+  return { ...mail, Text: mail.Text.replace(/\r\n/g, '\n') };
+}
 
 /** The message's headers as Mailpit parsed them (each name to its values). */
 export const mailHeaders = (id: string): Promise<Record<string, string[]>> => api('GET', `/api/v1/message/${id}/headers`);
