@@ -484,6 +484,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
       return;
     }
     if (!s) return ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`);
+    if (awaitingVerification(s.owner)) return verifyNeededPage(ctx, s);
     const view = await consentView(d, s, checked.request, `/login?next=${encodeURIComponent(ctx.originalUrl)}`);
     sendPage(ctx, render('consent', { title: `Authorize ${checked.request.client.client_name}`, csrfToken: s.csrfToken }, view));
   });
@@ -524,6 +525,11 @@ export function createDashboardRouter(d: ApiDeps): Router {
       );
     }),
   );
+
+  /** An owner who has yet to verify their address can do nothing else: every page says so. */
+  function verifyNeededPage(ctx: Context, s: SignedIn): void {
+    sendPage(ctx, render('verify-needed', { title: 'Confirm your address', csrfToken: s.csrfToken }, { email: s.owner.email, mailOn: Boolean(d.mail) }));
+  }
 
   /** Every tool of every server of the owner (what a global key may be allowed). */
   async function allTools(ownerId: string) {
