@@ -17,6 +17,7 @@ import { startTcpRelay } from './support/tcp-relay.ts';
 
 const PASSWORD = 'correct horse battery';
 const STARTING = 50;
+const HELP = { CREDITS_HELP_TEXT: 'Write to billing.', CREDITS_HELP_URL: 'mailto:billing@tool-server.test' };
 const smtp = SMTP_URL ? new URL(SMTP_URL) : undefined;
 
 /** A tools/call sent from a chosen loopback address (all of 127.0.0.0/8 is this machine). */
@@ -83,7 +84,7 @@ describe.skipIf(!mailpitAvailable)('e-mail (Mailpit)', { timeout: 120_000 }, () 
   describe.each(stores)('on the $name', ({ enabled, env }) => {
     let svc: TestService;
     beforeAll(async () => {
-      if (enabled) svc = await startTestService({ ...MAIL_ENV, ...env(), STARTING_CREDITS: String(STARTING) });
+      if (enabled) svc = await startTestService({ ...MAIL_ENV, ...env(), ...HELP, STARTING_CREDITS: String(STARTING) });
     });
     afterAll(() => svc?.close());
 
@@ -192,6 +193,9 @@ describe.skipIf(!mailpitAvailable)('e-mail (Mailpit)', { timeout: 120_000 }, () 
       const alert = await waitForMail(email, below);
       expect(alert.Text).toContain(`Your balance is ${alertAt - 1} credits, below your alert at ${alertAt} credits.`);
       expect(alert.Text).toContain(`${svc.url}/settings#credits`);
+      // The operator's words and link, as on the dashboard's banner.
+      expect(alert.Text).toContain(`Write to billing. Get more credits: ${HELP.CREDITS_HELP_URL}`);
+      expect(alert.HTML).toContain(`<a href="${HELP.CREDITS_HELP_URL}" style="color:#1f5fbf">${HELP.CREDITS_HELP_URL}</a>`);
       // RFC 8058 one-click unsubscribe, as Mailpit reads it.
       expect(alert.ListUnsubscribe).toMatchObject({ Errors: '', HeaderPost: 'List-Unsubscribe=One-Click' });
       const oneClick = alert.ListUnsubscribe.Header.replace(/^<|>$/g, '');

@@ -18,10 +18,16 @@ export interface RenderedMail {
 }
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+/** Escaped text whose http(s) and mailto: addresses are links (a sentence's closing punctuation stays out of them). */
+const linked = (s: string) =>
+  s
+    .split(/((?:https?:\/\/|mailto:)[^\s]*[^\s).,;:!?'"])/)
+    .map((part, i) => (i % 2 ? `<a href="${escapeHtml(part)}" style="color:#1f5fbf">${escapeHtml(part)}</a>` : escapeHtml(part)))
+    .join('');
 
 export function renderMail(c: MailContent): RenderedMail {
   const text = [...c.paragraphs, ...(c.action ? [`${c.action.label}:\n${c.action.url}`] : []), '--', ...c.footer].join('\n\n') + '\n';
-  const p = (s: string, style = 'margin:0 0 16px') => `<p style="${style}">${escapeHtml(s)}</p>`;
+  const p = (s: string, style = 'margin:0 0 16px') => `<p style="${style}">${linked(s)}</p>`;
   const button = c.action
     ? `<p style="margin:24px 0"><a href="${escapeHtml(c.action.url)}" style="background:#1f5fbf;color:#ffffff;padding:10px 18px;border-radius:6px;text-decoration:none;display:inline-block">${escapeHtml(c.action.label)}</a></p>` +
       p(`If the button does not work, open this address: ${c.action.url}`, 'margin:0 0 16px;font-size:13px;color:#555555;word-break:break-all')
@@ -61,7 +67,7 @@ export const messages = {
       subject: 'Confirm your e-mail address for Tool Server',
       paragraphs: [
         `Someone (we hope you) created a Tool Server account with this address at ${o.publicUrl}.`,
-        `Confirm the address to start using it: until then the account cannot create API keys or tokens. The link works once, for ${plural(o.hours, 'hour')}.`,
+        `Confirm the address to start using it: until then the account can do nothing else (no API keys, no tokens). The link works once, for ${plural(o.hours, 'hour')}.`,
       ],
       action: { label: 'Confirm my address', url: o.link },
       footer: ['If you did not create this account, ignore this e-mail: nothing happens without the link.'],
@@ -80,14 +86,14 @@ export const messages = {
     };
   },
 
-  creditsLow(o: { publicUrl: string; balance: number; threshold: number; help: string }): AlertContent {
+  creditsLow(o: { publicUrl: string; balance: number; threshold: number; help: { text: string; url?: string } }): AlertContent {
     return {
       subject: o.balance === 0 ? 'Your Tool Server credits ran out' : `Your Tool Server credits are below ${o.threshold.toLocaleString('en-US')}`,
       paragraphs: [
         o.balance === 0
           ? `Your balance is 0 credits: every tool call is refused until credits are added.`
           : `Your balance is ${plural(o.balance, 'credit')}, below your alert at ${plural(o.threshold, 'credit')}. When it reaches 0, every tool call is refused.`,
-        o.help,
+        o.help.url ? `${o.help.text} Get more credits: ${o.help.url}` : o.help.text,
         'We tell you once each time the balance falls below the alert; the next e-mail comes after credits are added.',
       ],
       action: { label: 'See your balance', url: `${o.publicUrl}/settings#credits` },

@@ -49,7 +49,7 @@ export class OwnerAlerts implements AccountAlerts {
       keys: ApiKeys;
       servers: Servers;
       networks: KeyNetworks;
-      site: { publicUrl: string; creditsHelp: { text: string } };
+      site: { publicUrl: string; creditsHelp: { text: string; url?: string } };
       /** Signs unsubscribe links (derived from the master key). */
       secret: Buffer;
       logger: Logger;
@@ -125,7 +125,7 @@ export class OwnerAlerts implements AccountAlerts {
     await this.alert(
       ownerId,
       'credits_low',
-      () => messages.creditsLow({ publicUrl: this.o.site.publicUrl, balance, threshold, help: this.o.site.creditsHelp.text }),
+      () => messages.creditsLow({ publicUrl: this.o.site.publicUrl, balance, threshold, help: this.o.site.creditsHelp }),
       owner,
     );
   }
