@@ -52,6 +52,7 @@ const ALL_LAYERS = [
   'pipeline',
   'api',
   'dashboard',
+  'openapi',
 ];
 const except = (...keep) => ALL_LAYERS.filter((l) => !keep.includes(l));
 const toolspecLayer = {
@@ -126,8 +127,44 @@ export default tseslint.config(
     ],
     ['runtime/toolspec/check.ts'],
   ),
-  // The CLI of `npm run check:specs` is a composition root of its own: it loads the specs with the real plugins.
-  boundary(['runtime/toolspec/check.ts'], [toolspecLayer, noWeb('runtime/toolspec')]),
+  // The CLI of `npm run check:specs` is a composition root of its own: it loads the specs with the real plugins
+  // and runs their exchanges through the engine.
+  boundary(
+    ['runtime/toolspec/check.ts'],
+    [
+      {
+        regex: `${up}${layers(except('toolspec', 'template', 'engine', 'http'))}/`,
+        message:
+          'Layers: the CLI of npm run check:specs loads the specs (runtime/toolspec) and runs their exchanges (runtime/engine, runtime/http); it knows nothing of the store, the domain, the pipeline, MCP, the API or the dashboard.',
+      },
+      noWeb('runtime/toolspec'),
+    ],
+  ),
+  boundary(
+    ['runtime/openapi/**'],
+    [
+      {
+        regex: `${up}${layers(except('toolspec', 'openapi'))}/`,
+        message:
+          'Layers: runtime/openapi (the OpenAPI import) turns documents into tool specs; it builds on runtime/toolspec only and reads nothing from the network itself (import.ts hands it a reader).',
+      },
+      { regex: `${anyUp}plugins/`, message: 'Layers: runtime/openapi writes specs; only its command line (import.ts) lints them with plugins/registry.ts.' },
+      noWeb('runtime/openapi'),
+    ],
+    ['runtime/openapi/import.ts'],
+  ),
+  // The CLI of `npm run import:openapi` is a composition root of its own: documents come through the one
+  // outbound client (the guard), and what it wrote is linted with the real plugins.
+  boundary(
+    ['runtime/openapi/import.ts'],
+    [
+      {
+        regex: `${up}${layers(except('toolspec', 'openapi', 'http'))}/`,
+        message: 'Layers: the import command reads documents through runtime/http and writes tool specs; it needs no other runtime layer.',
+      },
+      noWeb('runtime/openapi'),
+    ],
+  ),
   boundary(
     ['runtime/http/**'],
     [

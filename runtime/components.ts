@@ -9,6 +9,7 @@ import { EmailLinks } from './access/email-links.ts';
 import { KeyNetworks } from './access/key-networks.ts';
 import { MailLimits } from './access/mail-limits.ts';
 import { ApiKeys } from './access/keys.ts';
+import { OwnerLimits } from './access/owner-limits.ts';
 import { Owners } from './access/owners.ts';
 import { passwordChecks } from './access/passwords.ts';
 import { KeyRateLimiter } from './access/rate-limit.ts';
@@ -31,6 +32,7 @@ import { Metrics } from './metrics.ts';
 import { LATEST_LEGACY_VERSION } from './mcp/protocol.ts';
 import { callResult } from './mcp/tool-wire.ts';
 import { METADATA_FETCH_LIMITS, OAuthClients } from './oauth/clients.ts';
+import { OffLoop } from './off-loop.ts';
 import { OAuthGrants } from './oauth/grants.ts';
 import { CallPipeline } from './pipeline/call-pipeline.ts';
 import { Sandboxes } from './sandbox/sandboxes.ts';
@@ -41,6 +43,9 @@ import type { Store } from './store/port.ts';
 import type { LiveCatalog } from './toolspec/live.ts';
 import { type Tracing, startTracing } from './tracing/tracing.ts';
 
+/** A conversion (of the largest input the tool specs take: 250,000 characters of a Notion page) is stopped after this long. */
+const CONVERSION_TIMEOUT_MS = 10_000;
+
 /** No call lasts longer: the longest webhook wait (300 s) plus the retries and the answer, with margin. */
 export const MAX_CALL_MS = 15 * 60_000;
 
@@ -50,6 +55,8 @@ export interface Components extends ApiDeps {
   metrics: Metrics;
   /** The outbound clients, closed at shutdown. */
   http: HttpClient[];
+  /** The worker threads of plugins' long work (markdown conversions), stopped at shutdown. */
+  offLoop: OffLoop;
   /** OpenTelemetry traces; undefined (no SDK loaded) unless an OTLP endpoint is configured. Flushed at shutdown. */
   tracing?: Tracing;
 }
@@ -81,7 +88,9 @@ export async function buildComponents(
         secret: createHmac('sha256', masterKey).update('sandbox credentials').digest(),
         idleMs: config.sandboxes.idleMinutes * 60_000,
         maxSets: config.sandboxes.maxSets,
+        maxWriteBytes: config.sandboxes.maxWriteMb * 1_048_576,
         logger,
+        catalog,
       })
     : undefined;
   const http = createHttpClient({
@@ -95,7 +104,9 @@ export async function buildComponents(
   });
   // OAuth client ID metadata documents: the same guard, no retries, a small document only.
   const metadataHttp = createHttpClient({ ...METADATA_FETCH_LIMITS, allow: config.allowPrivateNetworks, retries: 0, maxRetryAfterMs: 0, ca });
-  const engine = new Engine(http, { defaultTimeoutMs: config.upstreamTimeoutMs });
+  // Converting an owner's markdown can take long: in worker threads, off the event loop all owners share.
+  const offLoop = new OffLoop({ workers: config.conversionThreads, timeoutMs: CONVERSION_TIMEOUT_MS });
+  const engine = new Engine(http, { defaultTimeoutMs: config.upstreamTimeoutMs, offLoop });
   const vault = new Vault(masterKey);
   const instance = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   // The public URL is completed once the port is known (PORT=0 in tests); e-mails read it when written.
@@ -108,8 +119,9 @@ export async function buildComponents(
   const accounts = new Accounts(store, catalog, vault, config.keyCacheMs);
   const mail = config.mail && buildMail(config.mail, { store, vault, masterKey, owners, keys, servers, site, metrics, instance, logger });
   const credits = new Credits(store, mail && ((ownerId, balance) => mail.alerts.creditsCharged(ownerId, balance)));
-  const signInLimits = new SignInLimits(undefined, store.mongo);
-  const audit = new AuditTrail(store, logger);
+  // Device cookies (browsers that signed in before) are signed with a key derived from the master key.
+  const signInLimits = new SignInLimits({ deviceSecret: createHmac('sha256', masterKey).update('sign-in devices').digest(), mongo: store.mongo });
+  const audit = new AuditTrail(store, logger, config.ownerLimits.auditEvents);
   const budgets = new Budgets(store);
   const oauth = {
     clients: new OAuthClients(store, metadataHttp, (address) => signInLimits.fetchMetadata(address)),
@@ -118,6 +130,7 @@ export async function buildComponents(
       refreshMs: config.oauthRefreshDays * 86_400_000,
       cacheMs: config.keyCacheMs,
       reuseMs: config.oauthRefreshReuseSeconds * 1000,
+      successorSecret: createHmac('sha256', masterKey).update('oauth refresh successors').digest(),
       audit,
     }),
   };
@@ -142,6 +155,12 @@ export async function buildComponents(
     onBackgroundError: (err) => logger.error({ err }, 'ledger housekeeping failed'),
   });
   const rateLimiter = new KeyRateLimiter(config.rateLimit, store.mongo);
+  const { callsPerBurst, callsPerMinute } = config.ownerLimits;
+  const ownerRateLimiter = new KeyRateLimiter(
+    { burstPoints: callsPerBurst, burstSeconds: config.rateLimit.burstSeconds, minutePoints: callsPerMinute },
+    store.mongo,
+  );
+  const ownerRateWords = `${callsPerBurst} requests per ${config.rateLimit.burstSeconds} s and ${callsPerMinute} per minute`;
   const pipeline = new CallPipeline({
     keys,
     oauth: oauth.grants,
@@ -152,6 +171,8 @@ export async function buildComponents(
     credits,
     ledger,
     rateLimiter,
+    ownerRateLimiter,
+    ownerRateWords,
     keyNetworks: mail?.keyNetworks,
     engine,
     logger,
@@ -163,6 +184,7 @@ export async function buildComponents(
     pipeline,
     metrics,
     http: [http, metadataHttp],
+    offLoop,
     tracing: config.tracing && (await startTracing(config.tracing, logger, SERVICE_INFO.version)),
     owners,
     servers,
@@ -174,8 +196,13 @@ export async function buildComponents(
     credits,
     ledger,
     engine,
-    sessions: new Sessions(store, { idleMs: config.sessionIdleMinutes * 60_000, maxMs: config.sessionMaxDays * 86_400_000 }),
+    sessions: new Sessions(store, {
+      idleMs: config.sessionIdleMinutes * 60_000,
+      maxMs: config.sessionMaxDays * 86_400_000,
+      perOwner: config.ownerLimits.sessions,
+    }),
     signInLimits,
+    ownerLimits: new OwnerLimits(config.ownerLimits, store.mongo),
     oauth,
     sandboxes,
     operatorToken: secrets.operatorToken,
@@ -185,7 +212,7 @@ export async function buildComponents(
     async tryTool(call) {
       const principal = pipeline.dashboardCaller(call.ownerId, call.serverId);
       const limited = await pipeline.rateLimit(principal);
-      if (!limited.allowed) return { ok: false, rateLimited: true, headers: limited.headers };
+      if (!limited.allowed) return { ok: false, rateLimited: true, headers: limited.headers, limit: limited.limit };
       const outcome = await pipeline.callTool(principal, call.tool, call.arguments, { signal: call.signal, progress: () => undefined });
       if (!outcome) return { ok: false, rateLimited: false };
       // As the clients of today get it (the revision most of them speak): content, structuredContent, isError.

@@ -20,6 +20,8 @@ export const STORE_INDEXES: IndexSpec[] = [
   { collection: 'tools', fields: ['server_id', 'name'], unique: true },
   // The tools bound to an account (its deletion is refused while any is).
   { collection: 'tools', fields: ['account_id'] },
+  // An owner's tools on all its servers (its quota counts them).
+  { collection: 'tools', fields: ['owner_id'] },
   { collection: 'usage', fields: ['owner_id', 'hour'] },
   // An owner's records by time, and the call log (runtime/api/calls.ts): newest first, by server, key, tool or
   // outcome. Not on the embedded store: nedb uses a compound index only for an exact match of all its fields

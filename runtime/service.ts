@@ -103,6 +103,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       await flush();
       await c.mail?.outbox.close();
       for (const client of c.http) client.close();
+      await c.offLoop.close();
       await c.sandboxes?.close();
       // The spans of the last calls, bounded by the export timeout.
       await c.tracing?.shutdown();
@@ -197,6 +198,7 @@ function sweepsOf(c: Components, config: Config, logger: Logger): () => Promise<
       task('session sweep', () => c.sessions.sweep()),
       task('OAuth token sweep', () => c.oauth.grants.sweep()),
       task('audit retention', () => c.audit.sweep(new Date(Date.now() - config.auditRetentionDays * 86_400_000))),
+      task('audit volume', () => c.audit.trim()),
       task('budget sweep', () => c.budgets.sweep()),
       ...(c.mail ? [task('e-mail link sweep', () => c.mail!.links.sweep()), task('mail outbox sweep', () => c.mail!.outbox.sweep())] : []),
       ...(c.store.kind === 'mongodb' ? [task('rate-limit counter sweep', () => sweepExpiredCounters(c.store))] : []),

@@ -1,6 +1,9 @@
 // "Try it with sandbox accounts" through the management API and the official MCP SDK clients, with the
 // outbound guard fully on (ALLOW_PRIVATE_NETWORKS empty): the service serves its own Jira, n8n, Notion and
 // Supabase sandboxes to each owner, one owner's data is never another's, and nobody else reaches them.
+import { cp, mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../runtime/config.ts';
@@ -109,7 +112,9 @@ describe('sandbox accounts', () => {
       expect(verified.body, account.name).toMatchObject({ verified: true });
     }
     expect(svc.sandboxes!.stats()).toEqual({ sets: 2, sandboxes: 8 });
-  });
+    // A bound, not a wait: the first calls start each owner's sandboxes and the shared Postgres, which takes
+    // tens of seconds on a busy 2-core machine (it went past 20 s on main at a load average of 20).
+  }, 120_000);
 
   it("keeps one owner's sandbox data from every other owner", async () => {
     const title = `A's secret todo ${Date.now()}`;
@@ -243,6 +248,59 @@ describe('SANDBOXES=off', () => {
       expect((err as Error).message).toContain('SANDBOX_IDLE_MINUTES must be an integer from 1 to 1440 (got "0")');
       expect((err as Error).message).toContain('SANDBOX_MAX_SETS must be an integer from 1 to 10000 (got "x")');
     }
-    expect(loadConfig({}).sandboxes).toEqual({ enabled: true, idleMinutes: 30, maxSets: 50 });
+    expect(loadConfig({}).sandboxes).toEqual({ enabled: true, idleMinutes: 30, maxSets: 50, maxWriteMb: 5 });
+  });
+});
+
+describe('a provider written in YAML alone, served from its exchanges', () => {
+  let svc: TestService;
+  let owner: Owner;
+  let setup: any;
+  let client: AnyClient;
+
+  beforeAll(async () => {
+    // n8n (which has a simulator) beside the GitHub fixture provider (which has only its exchanges).
+    const specs = await mkdtemp(path.join(tmpdir(), 'specs-'));
+    await cp(path.resolve('tool-specs/automation'), path.join(specs, 'automation'), { recursive: true });
+    await cp(path.resolve('test/fixtures/github-specs/github'), path.join(specs, 'github'), { recursive: true });
+    svc = await startTestService({ TOOL_SPECS_DIR: specs, ALLOW_PRIVATE_NETWORKS: '' });
+    owner = await createOwner(svc);
+    const res = await svc.call('POST', '/api/sandbox', { token: owner.token });
+    expect(res.status).toBe(201);
+    setup = res.body;
+    client = await connectV2(svc.url, setup.server.id, setup.key.key);
+  }, 60_000);
+  afterAll(async () => {
+    await client?.close();
+    await svc?.close();
+  });
+
+  it('makes its sandbox account with the others, and binds its tools', async () => {
+    expect(setup.accounts.map((x: any) => [x.kind, x.name, x.sandbox])).toEqual([
+      ['automation', 'Sandbox n8n', true],
+      ['github', 'Sandbox GitHub', true],
+    ]);
+    expect(setup.accounts[1]).toMatchObject({ api_url: 'https://github.exchanges.sandbox.invalid', api_version: '2022-11-28', secret_hint: 'token: ••••6789' });
+    expect(setup.tools).toBe(svc.catalog.current.tools.size);
+  });
+
+  it('answers the requests of its exchanges through the service, the outbound guard fully on', async () => {
+    const issue = await call(client, 'github_get_issue', { owner: 'octocat', repo: 'Hello-World', number: 1347 });
+    expect(issue.isError, JSON.stringify(issue.error)).toBe(false);
+    expect(issue.result).toMatchObject({ number: 1347, title: 'Found a bug', labels: ['bug'] });
+    // The Link header's URL leads back into the sandbox: the second page comes from it too.
+    const both = await call(client, 'github_list_issues', { owner: 'octocat', repo: 'Hello-World', per_page: 2, pages: 2 });
+    expect(both.result).toMatchObject({ has_more: false });
+    expect(both.result.issues.map((i: any) => i.number)).toEqual([1347, 1345]);
+    const refused = await call(client, 'github_create_issue', { owner: 'octocat', repo: 'Hello-World', title: 'Found a bug', assignees: ['ghost'] });
+    expect(refused.error).toMatchObject({ code: 'validation_failed', provider_status: 422 });
+    expect(refused.error.message).toContain('Issue.assignees: invalid');
+    // Anything its exchanges do not write down is said so, and not charged.
+    const unknown = await call(client, 'github_get_issue', { owner: 'octocat', repo: 'Hello-World', number: 2 });
+    expect(unknown.error).toMatchObject({ code: 'provider_error', provider_status: 501 });
+    expect(unknown.error.message).toContain(
+      "The GitHub sandbox has no answer for GET /repos/octocat/Hello-World/issues/2: it answers only the requests written in the provider's exchanges",
+    );
+    expect((await call(client, 'automation_List_Workflows', {})).isError).toBe(false);
   });
 });

@@ -251,3 +251,151 @@ describe('spec layout', () => {
     ]);
   });
 });
+
+describe('what cannot work, found at load', () => {
+  it("reports a file's schema problems and its other problems together", async () => {
+    const text = TOOL('', 'request:\n  method: GET\n  path: /items/{{args.idd}}\n').replace('credits: 1', 'credits: two');
+    expect(await problems({ 'get.yaml': text })).toEqual([
+      'demo/get.yaml:5:10 /credits must be integer',
+      'demo/get.yaml:17:11 /request/path unknown variable "args.idd" (declared arguments: id)',
+    ]);
+  });
+
+  it('reports a required output property that no mapping produces (also inside a list mapped item by item)', async () => {
+    const text = TOOL().replace(
+      'output:\n  type: object\n',
+      'output:\n  type: object\n  required: [id, title]\n  properties:\n    id: { type: string }\n    title: { type: string }\n    items: { type: array, items: { type: object, required: [name], properties: { name: { type: string } } } }\n',
+    );
+    const map =
+      'response:\n  map:\n    id: "{{response.body.id}}"\n    items:\n      $each: "{{response.body.list}}"\n      $map: { label: "{{item.label}}" }\n';
+    expect(await problems({ 'get.yaml': text + map })).toEqual([
+      'demo/get.yaml:25:5 /response/map the output requires "title", which this mapping does not produce: every call would fail',
+      'demo/get.yaml:28:13 /response/map/items/$map the output requires "name", which this mapping does not produce: every call would fail',
+    ]);
+    // A result made by one expression, or by a response plugin, may have anything: it is checked at run time.
+    expect(await problems({ 'get.yaml': text + 'response:\n  map: "{{response.body}}"\n' })).toEqual([]);
+  });
+
+  it('reports a required output that the default result of a paginated request lacks', async () => {
+    const text = TOOL('', 'request:\n  method: GET\n  path: /items\n  paginate: { style: page, param: { query: page } }\n').replace(
+      'output:\n  type: object\n',
+      'output:\n  type: object\n  required: [items, total]\n  properties: { items: { type: array }, total: { type: integer } }\n',
+    );
+    expect(await problems({ 'get.yaml': text })).toEqual([
+      'demo/get.yaml:15:13 /output/required the output requires "total", which the default result of a paginated request ({items, has_more, next_cursor}) does not have: every call would fail',
+    ]);
+  });
+
+  it('reports descriptions over the limit the clients cut at, in the tool and in its input', async () => {
+    const long = 'x'.repeat(2049);
+    const text = TOOL()
+      .replace('description: Gets an item.', `description: ${long}`)
+      .replace('id: { type: string }', `id: { type: string, description: ${long} }`);
+    expect(await problems({ 'get.yaml': text })).toEqual([
+      'demo/get.yaml:4:14 /description the description has 2,049 characters, over the limit of 2,048 (Claude Code cuts longer ones without a word): shorten it',
+      'demo/get.yaml:12:38 /input/properties/id/description the description has 2,049 characters, over the limit of 2,048 (Claude Code cuts longer ones without a word): shorten it',
+    ]);
+  });
+
+  it('reads version 1 and names a version it does not read', async () => {
+    expect(await problems({ 'get.yaml': 'version: 1\n' + TOOL() })).toEqual([]);
+    expect(await problems({ 'get.yaml': 'version: 2\n' + TOOL() })).toEqual([
+      'demo/get.yaml:1:10 /version version 2 is not a version of the spec language this service reads (1)',
+    ]);
+  });
+
+  it('reports pagination that cannot work', async () => {
+    const text = TOOL(
+      '',
+      [
+        'steps:',
+        '  - name: a',
+        '    request:',
+        '      method: GET',
+        '      path: /a',
+        '      paginate: { style: cursor, param: { body: cursor } }',
+        '  - name: b',
+        '    request:',
+        '      method: POST',
+        '      path: /b',
+        '      call: { use: jira.search_jql }',
+        '      paginate: { style: link, param: { query: page }, total: /total, max_pages: 0 }',
+        '  - name: c',
+        '    request:',
+        '      method: POST',
+        '      path: /c',
+        '      paginate: { style: page, param: { query: page }, total: /total, max_pages: many }',
+        '',
+      ].join('\n'),
+    );
+    expect(await problems({ 'get.yaml': text })).toEqual([
+      'demo/get.yaml:20:17 /steps/0/request/paginate the cursor style needs "cursor": the JSON pointer to the next cursor in the body',
+      'demo/get.yaml:20:49 /steps/0/request/paginate/param/body a GET request has no body: select the page in the query',
+      'demo/get.yaml:26:17 /steps/1/request/paginate paginate and a call plugin cannot go together: the call plugin carries out the request itself',
+      'demo/get.yaml:26:56 /steps/1/request/paginate/total "total" means nothing to the link style',
+      'demo/get.yaml:26:82 /steps/1/request/paginate/max_pages max_pages must be a whole number of at least 1',
+      'demo/get.yaml:31:63 /steps/2/request/paginate/total the page style reads total only with page_size',
+      'demo/get.yaml:31:82 /steps/2/request/paginate/max_pages max_pages is a number or a template such as "{{args.max_pages}}"',
+    ]);
+  });
+
+  it('reports lists mapped item by item that cannot work, and `item` outside them', async () => {
+    const map = [
+      'response:',
+      '  map:',
+      '    a: { $each: "{{response.body.list}}", $map: "{{item.name}}", extra: 1 }',
+      '    b: { $each: "list: {{response.body.list}}" }',
+      '    c: { $filter: "{{item.ok}}" }',
+      '    d: "{{item.name}}"',
+      '',
+    ].join('\n');
+    expect(await problems({ 'get.yaml': TOOL(map) })).toEqual([
+      'demo/get.yaml:20:73 /response/map/a/extra a list mapped item by item has only $each, $filter, $map, not "extra"',
+      'demo/get.yaml:21:18 /response/map/b/$each $each must be exactly one expression giving a list, e.g. "{{response.body.results}}"',
+      'demo/get.yaml:22:8 /response/map/c $each is missing: a template giving the list, e.g. "{{response.items}}"',
+      'demo/get.yaml:23:11 /response/map/d "item.name" is only defined inside $filter and $map of a list mapped item by item ($each)',
+    ]);
+  });
+
+  it('lets error rules read the answer, and provider headers read non-secret account fields', async () => {
+    const rules =
+      'errors:\n  - status: 400\n    when: "{{eq response.body.error.param \'id\'}}"\n    code: "{{response.body.error.type}}"\n    message: "{{response.body.error.message}} ({{args.id}})"\n    detail: /error/detail\n    hint: "Retry after {{response.headers.retry-after}} s"\n    headers: { X-Reason: [a, b], retry-after: true }\n';
+    expect(await problems({ 'get.yaml': TOOL(rules) })).toEqual([]);
+    const provider = PROVIDER + 'headers:\n  X-Token: "{{account.token}}"\n  X-Base: "{{account.base}}"\n  X-Nope: "{{args.id}}"\n';
+    expect(await problems({ 'provider.yaml': provider })).toEqual([
+      'demo/provider.yaml:18:15 /headers/X-Token "account.token" is a secret: secrets belong under auth.headers',
+      'demo/provider.yaml:20:14 /headers/X-Nope only account.<field> can be used here, not "args"',
+    ]);
+  });
+
+  it('checks exchanges files: beside a tool, account fields that exist and fit, names once, a result or an error', async () => {
+    const exchanges = [
+      'account: { colour: red, base: "not a url" }',
+      'exchanges:',
+      '  - name: one',
+      '    arguments: {}',
+      '    requests: []',
+      '    result: {}',
+      '    error: { code: x }',
+      '  - name: one',
+      '    arguments: {}',
+      '    requests: [{ method: GET, path: /x, answer: {} }]',
+      '',
+    ].join('\n');
+    expect(await problems({ 'get.yaml': TOOL(), 'get.exchanges.yaml': exchanges, 'gone.exchanges.yaml': 'exchanges: []\n' })).toEqual([
+      'demo/get.exchanges.yaml:1:12 /account/colour "colour" is not a field of a demo account (fields: base, token)',
+      'demo/get.exchanges.yaml:1:32 /account/base "base" (Base URL) must be a URL such as https://example.com',
+      'demo/get.exchanges.yaml:3:5 /exchanges/0 an exchange expects a result or an error, not both',
+      'demo/get.exchanges.yaml:8:11 /exchanges/1/name the exchange "one" is named twice in this file',
+      'demo/gone.exchanges.yaml:1:12 /exchanges must NOT have fewer than 1 items',
+      'demo/gone.exchanges.yaml:1:1 / exchanges belong beside their tool: there is no gone.yaml in this folder',
+    ]);
+    // A field whose placeholder does not fit its pattern must be given.
+    const strict = PROVIDER.replace('      secret: true\n', '      secret: true\n      pattern: "^tok_"\n');
+    expect(
+      await problems({ 'provider.yaml': strict, 'get.yaml': TOOL(), 'get.exchanges.yaml': 'exchanges: [{ name: a, arguments: {}, requests: [] }]\n' }),
+    ).toEqual([
+      'demo/get.exchanges.yaml:1:1 / give account.token a value for the exchanges: the placeholder "example-token" does not do ("token" (Token) must match ^tok_)',
+    ]);
+  });
+});

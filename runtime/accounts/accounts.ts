@@ -7,6 +7,7 @@ import type { AccountCredentials } from '../engine/engine.ts';
 import type { Provider } from '../toolspec/catalog.ts';
 import type { CatalogSource } from '../toolspec/live.ts';
 import { headerValueProblem } from '../http/guard.ts';
+import { accountFieldProblem, withFieldDefaults } from '../toolspec/account-fields.ts';
 import type { AccountFieldSpec } from '../toolspec/types.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
 import { randomId } from '../secrets.ts';
@@ -68,12 +69,14 @@ export function parseMasterKey(text: string): Buffer {
 export function publicAccount(doc: AccountDoc, provider: Provider | undefined): Record<string, unknown> {
   const secrets = provider?.spec.account.fields.filter((f) => f.secret).map((f) => f.name) ?? Object.keys(doc.hints);
   const hint = secrets.map((f) => (doc.hints[f] ? `${f}: ••••${doc.hints[f]}` : `${f}: (not set)`)).join(', ');
+  // Fields with a default show it when the account was saved before the field existed: it is what calls use.
+  const nonSecret = provider?.spec.account.fields.filter((f) => !f.secret) ?? [];
   return {
     id: doc._id,
     kind: doc.kind,
     name: doc.name,
     sandbox: doc.sandbox === true,
-    ...doc.fields,
+    ...withFieldDefaults(doc.fields, nonSecret),
     secret_hint: hint,
     created_at: doc.created_at,
     verified_at: doc.verified_at,
@@ -113,7 +116,7 @@ export class Accounts {
       }
       if (typeof value !== 'string') throw new AccountFieldError(`"${f.name}" must be a string`);
       checkField(f, value);
-      const header = provider.authHeaders.find((h) => h.fields.includes(f.name));
+      const header = [...provider.authHeaders, ...provider.headers].find((h) => h.fields.includes(f.name));
       const problem = header && headerValueProblem(value);
       if (problem)
         throw new AccountFieldError(`"${f.name}" (${f.title}) is sent in the ${header.name} header, so it must be ASCII: it ${problem.replace(/: .*/, '')}`);
@@ -164,6 +167,11 @@ export class Accounts {
     };
     await this.accounts.insertOne(doc);
     return doc;
+  }
+
+  /** How many accounts the owner has (its quota counts them). */
+  count(ownerId: string): Promise<number> {
+    return this.accounts.countDocuments({ owner_id: ownerId });
   }
 
   list(ownerId: string): Promise<AccountDoc[]> {
@@ -218,23 +226,6 @@ export class Accounts {
 }
 
 function checkField(f: AccountFieldSpec, value: string): void {
-  // A token pasted with its line break would be stored, and refused only when a call puts it in a header.
-  // eslint-disable-next-line no-control-regex -- finding control characters is the point
-  if (/[\x00-\x1f\x7f]/.test(value))
-    throw new AccountFieldError(`"${f.name}" (${f.title}) must not contain a line break or another control character (often copied by accident)`);
-  if (f.format === 'url') {
-    let url: URL;
-    try {
-      url = new URL(value);
-    } catch {
-      throw new AccountFieldError(`"${f.name}" (${f.title}) must be a URL such as https://example.com`);
-    }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new AccountFieldError(`"${f.name}" (${f.title}) must be an http(s) URL`);
-    if (url.username || url.password) throw new AccountFieldError(`"${f.name}" (${f.title}) must not contain credentials`);
-    if (url.search || url.hash) throw new AccountFieldError(`"${f.name}" (${f.title}) must not have a query or fragment`);
-  }
-  if (f.format === 'email' && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value)) throw new AccountFieldError(`"${f.name}" (${f.title}) must be an e-mail address`);
-  if (f.pattern && !new RegExp(f.pattern, 'u').test(value)) {
-    throw new AccountFieldError(`"${f.name}" (${f.title}) ${f.pattern_message ?? `must match ${f.pattern}`}`);
-  }
+  const problem = accountFieldProblem(f, value);
+  if (problem) throw new AccountFieldError(problem);
 }

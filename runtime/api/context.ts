@@ -1,10 +1,11 @@
-// What every route module gets: the repositories, the two guards and the current owner.
+// What every route module gets: the repositories, the guards and the current owner.
 import type { Context, Next } from 'koa';
 import type { Accounts } from '../accounts/accounts.ts';
 import type { Budgets } from '../access/budgets.ts';
 import type { EmailLinks } from '../access/email-links.ts';
 import type { MailLimits } from '../access/mail-limits.ts';
 import type { ApiKeys } from '../access/keys.ts';
+import type { OwnerLimits, QuotaKind, Refusal } from '../access/owner-limits.ts';
 import { type OwnerDoc, type Owners, awaitingVerification } from '../access/owners.ts';
 import { SESSION_COOKIE, type Sessions, csrfTokenOf } from '../access/sessions.ts';
 import type { SignInLimits } from '../access/sign-in-limits.ts';
@@ -39,6 +40,8 @@ export interface ApiDeps {
   engine: Engine;
   sessions: Sessions;
   signInLimits: SignInLimits;
+  /** What one owner may change, download and keep. */
+  ownerLimits: OwnerLimits;
   oauth: { clients: OAuthClients; grants: OAuthGrants };
   /** E-mail (SMTP_URL): the outbox, single-use links, their e-mails, the owners' alerts; absent when e-mail is off. */
   mail?: { outbox: Outbox; links: EmailLinks; linkMail: LinkMail; alerts: OwnerAlerts; limits: MailLimits };
@@ -58,7 +61,7 @@ export interface ApiDeps {
 /** What a "Try" came to: the tools/call result as a client gets it, or the rate limit's refusal. */
 export type TryOutcome =
   | { ok: true; result: { content: unknown[]; structuredContent?: unknown; isError: boolean } }
-  | { ok: false; rateLimited: true; headers: Record<string, string> }
+  | { ok: false; rateLimited: true; headers: Record<string, string>; limit?: string }
   | { ok: false; rateLimited: false };
 
 type Guard = (ctx: Context, next: Next) => Promise<void>;
@@ -66,15 +69,29 @@ type Guard = (ctx: Context, next: Next) => Promise<void>;
 export interface Guards {
   /** The operator token. */
   operator: Guard;
-  /** An owner token or session of an owner whose address is verified (or needs none); the owner is then `me(ctx)`. */
+  /**
+   * An owner token or session of an owner whose address is verified (or needs none); the owner is then
+   * `me(ctx)`. A change counts against the owner's writes a minute.
+   */
   owner: Guard;
-  /** The same, also for an owner who has yet to verify their address: only what verifying needs uses it. */
+  /**
+   * `owner` for changes that take something away (delete, revoke, sign out, change the password): never
+   * refused by the writes limit, so that a runaway script of the owner's cannot keep it from stopping a leak.
+   */
+  ownerRevoking: Guard;
+  /**
+   * Also for an owner who has yet to verify their address: only what verifying needs (who am I, a new link)
+   * and signing out use it. Not counted against the writes limit either (a new link has its own throttle).
+   */
   ownerVerifying: Guard;
 }
 
 export function guards(d: ApiDeps): Guards {
-  /** `verified`: an owner who must still verify their address is refused (403, saying so). */
-  async function ownerGuard(ctx: Context, next: Next, verified: boolean): Promise<void> {
+  /**
+   * `verified`: an owner who must still verify their address is refused (403, saying so); `metered`: a change
+   * counts against the owner's writes a minute.
+   */
+  async function ownerGuard(ctx: Context, next: Next, o: { verified: boolean; metered: boolean }): Promise<void> {
     const token = bearer(ctx);
     let found: OwnerDoc | null = null;
     if (token) {
@@ -96,8 +113,10 @@ export function guards(d: ApiDeps): Guards {
       ctx.set('WWW-Authenticate', 'Bearer');
       throw new ApiError(401, 'Sign in, or send an owner token (Authorization: Bearer mcpo_...)');
     }
-    if (verified && awaitingVerification(found))
+    if (o.verified && awaitingVerification(found))
       throw new ApiError(403, `Confirm your e-mail address first: open the link we sent to ${found.email} (the dashboard sends a new one)`);
+    // Every change an owner makes counts against its writes a minute, whichever token or session makes it.
+    if (o.metered && !SAFE_METHODS.has(ctx.method)) refuseWhenLimited(ctx, await d.ownerLimits.write(found._id));
     ctx.state.owner = found;
     await next();
   }
@@ -111,12 +130,36 @@ export function guards(d: ApiDeps): Guards {
       setActor(ctx, { type: 'operator' });
       await next();
     },
-    owner: (ctx, next) => ownerGuard(ctx, next, true),
-    ownerVerifying: (ctx, next) => ownerGuard(ctx, next, false),
+    owner: (ctx, next) => ownerGuard(ctx, next, { verified: true, metered: true }),
+    ownerRevoking: (ctx, next) => ownerGuard(ctx, next, { verified: true, metered: false }),
+    ownerVerifying: (ctx, next) => ownerGuard(ctx, next, { verified: false, metered: false }),
   };
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** A refusal of an owner's limit: 429 with Retry-After and the limit in words. */
+export function refuseWhenLimited(ctx: Context, refusal: Refusal | null): void {
+  if (!refusal) return;
+  ctx.set('Retry-After', String(refusal.waitSeconds));
+  throw new ApiError(429, refusal.message);
+}
+
+/**
+ * Creates `needed` things of a kind when the calling owner's quota has room (403 naming the limit otherwise),
+ * counting what it has with `count`.
+ */
+export function withRoom<T>(
+  d: ApiDeps,
+  ctx: Context,
+  kind: QuotaKind,
+  count: (ownerId: string) => Promise<number>,
+  create: () => Promise<T>,
+  needed = 1,
+): Promise<T> {
+  const ownerId = me(ctx)._id;
+  return d.ownerLimits.withRoom(ownerId, kind, needed, () => count(ownerId), create);
+}
 
 /**
  * Why a browser request is not from the service's own pages, or null when it is. The own origin is the

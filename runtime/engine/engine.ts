@@ -1,19 +1,22 @@
 // Runs a tool from (loaded spec, account credentials, arguments): render each step's request, apply
 // plugins, call the provider through the one HTTP client, map the answer, map failures to ToolError.
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { type HttpClient, type UpstreamResponse, cancelled } from '../http/client.ts';
+import { type HttpClient, type UpstreamResponse, paidAfterAnswer } from '../http/client.ts';
 import { pointerParts } from '../json-pointer.ts';
 import { type BaseResolution, type OutboundRequest, type ProviderHttp, UpstreamStatusError } from '../plugin-api.ts';
 import { sha256 } from '../secrets.ts';
 import { TtlCache } from '../ttl-cache.ts';
-import type { CompiledRequest, Provider, BaseTool } from '../toolspec/catalog.ts';
+import { withFieldDefaults } from '../toolspec/account-fields.ts';
+import type { AuthTemplate, CompiledRequest, Provider, BaseTool } from '../toolspec/catalog.ts';
 import type { VerifyWay } from '../toolspec/types.ts';
 import { createArgumentsAjv } from '../toolspec/loader.ts';
 import { type CompiledTemplate, RenderError, truthy } from '../template/template.ts';
 import { renderTree } from '../template/tree.ts';
+import type { OffLoop } from '../off-loop.ts';
 import { ToolError } from '../tool-error.ts';
 import type { OutboundTrace } from '../tracing/outbound.ts';
 import { mapUpstreamError, redactor } from './errors.ts';
+import { type PagedResponse, readPages } from './pagination.ts';
 
 /** A stored account, decrypted. */
 export interface AccountCredentials {
@@ -23,6 +26,8 @@ export interface AccountCredentials {
 }
 
 export interface RunOptions {
+  /** Whose call it is: its plugins' work off the event loop waits behind this owner's own only. */
+  owner?: string;
   signal?: AbortSignal;
   progress?: (message: string) => void;
   /** The call's trace, when tracing is on: every provider request of the call becomes a span of it. */
@@ -32,9 +37,18 @@ export interface RunOptions {
 export interface EngineOptions {
   /** Timeout of one upstream request unless the tool sets its own. */
   defaultTimeoutMs: number;
+  /** The worker threads of plugins' long work (PluginContext.offLoop); without them it runs here, on the event loop. */
+  offLoop?: OffLoop;
 }
 
 type View = { args: Record<string, unknown>; account: Record<string, string>; steps: Record<string, UpstreamResponse>; response?: UpstreamResponse };
+
+/** The result of a tool without a response map: the last body, or a paginated list's items and where it goes on. */
+function defaultResult(last: UpstreamResponse | PagedResponse | undefined): unknown {
+  if (last && 'items' in last)
+    return { items: last.items, has_more: last.has_more, ...(last.next_cursor !== undefined ? { next_cursor: last.next_cursor } : {}) };
+  return last?.body ?? {};
+}
 
 /** How long a resolved API base (base_url.resolve) is reused; a resolution that found nothing, a minute. */
 const RESOLVED_BASE_MS = 10 * 60_000;
@@ -92,9 +106,10 @@ export class Engine {
     const redact = facts.redact;
     const view: View = { args, account: facts.publicFields, steps: {} };
     const resolved = account ? await this.resolveBase(provider, account, opts.signal, false, opts.outbound) : undefined;
-    // Once the provider answered one request of this call, a later cancellation still leaves that work paid for.
+    // Once the provider answered one request of this call, a later request that gets no answer (cancelled,
+    // timed out, connection broken) still leaves that work paid for.
     let answered = false;
-    const paidFor = (failure: ToolError) => (failure.code === 'cancelled' && failure.refund && answered ? cancelled(true) : failure);
+    const paidFor = (failure: ToolError) => (answered ? paidAfterAnswer(failure) : failure);
     const http = this.bind(provider, account, opts, tool.spec.annotations.idempotentHint, resolved?.base, undefined, () => {
       answered = true;
     });
@@ -105,6 +120,8 @@ export class Engine {
       toolId: tool.spec.id,
       signal: opts.signal ?? new AbortController().signal,
       progress: opts.progress ?? (() => {}),
+      offLoop: <T>(module: URL, name: string, arg: unknown): Promise<T> =>
+        this.options.offLoop ? this.options.offLoop.run<T>(opts.owner ?? '', { module, name, arg }) : runHere<T>(module, name, arg),
     };
     const applied: string[] = [];
     let last: UpstreamResponse | undefined;
@@ -114,8 +131,10 @@ export class Engine {
         if (tool.steps.length > 1) ctxBase.progress(`${step.title}`);
         let request = this.render(step.request, view);
         for (const p of step.request.plugins) request = await p.plugin.apply(request, { ...ctxBase, options: p.options });
-        const call = step.request.call;
-        last = call ? await call.plugin.apply(request, { ...ctxBase, options: call.options }) : await http.send(request);
+        const { call, paginate } = step.request;
+        if (call) last = await call.plugin.apply(request, { ...ctxBase, options: call.options });
+        else if (paginate) last = await readPages(paginate, request, http, view, resolved?.base ?? facts.base, ctxBase.progress);
+        else last = await http.send(request);
       } catch (err) {
         const failure = paidFor(toToolError(err, (res) => mapUpstreamError(tool, step.name, res, view), redact));
         if (applied.length === 0) throw failure;
@@ -138,7 +157,7 @@ export class Engine {
       applied.push(step.title);
     }
     view.response = last;
-    let result: unknown = tool.responseMap ? renderTree(tool.responseMap, view) : (last?.body ?? {});
+    let result: unknown = tool.responseMap ? renderTree(tool.responseMap, view) : defaultResult(last);
     try {
       for (const p of tool.responsePlugins) result = await p.plugin.apply(result, { ...ctxBase, options: p.options });
     } catch (err) {
@@ -164,24 +183,24 @@ export class Engine {
    * API key is checked differently from one with a key); resolves with what was proven, in words.
    */
   async verify(provider: Provider, account: AccountCredentials, signal?: AbortSignal): Promise<string> {
-    const chosen = provider.verify.find(({ way }) => wayApplies(way, account));
+    const facts = accountFacts(provider, account);
+    const chosen = provider.verify.find(({ way }) => wayApplies(way, facts.fields));
     if (!chosen) throw new ToolError('not_supported', `${provider.spec.title} declares no verification request for this account`);
     const { way } = chosen;
-    const facts = accountFacts(provider, account);
     const view: View = { args: {}, account: facts.publicFields, steps: {} };
     // Resolved afresh: verification is where an owner learns which URL and kind of token work.
     const resolved = await this.resolveBase(provider, account, signal, true);
     const found = resolved ? ` ${resolved.says}` : '';
     try {
       const request = this.render(chosen.request, view);
-      if (way.from === 'instance') request.url = new URL(accountRoot(provider, account) + request.path);
+      if (way.from === 'instance') request.url = new URL(accountRoot(provider, facts.fields) + request.path);
       const res = await this.bind(provider, account, { signal }, true, resolved?.base).send(request, { expectOk: false });
       const accepted = (res.status >= 200 && res.status < 300) || way.accept_status?.includes(res.status);
       if (!accepted) throw new UpstreamStatusError(res);
       const body = (res.body ?? {}) as Record<string, unknown>;
       const unlike = Object.entries(way.expect ?? {}).filter(([k, v]) => typeof body !== 'object' || body[k] !== v);
       if (unlike.length) {
-        const where = new URL(accountRoot(provider, account)).host;
+        const where = new URL(accountRoot(provider, facts.fields)).host;
         throw new ToolError(
           'not_the_provider',
           `${where} answered ${way.path}, but not as ${provider.spec.title} does (expected ${JSON.stringify(way.expect)}): check the account's ${provider.spec.base_url.field}`,
@@ -255,6 +274,7 @@ export class Engine {
         for (const [k, v] of req.query) url.searchParams.append(k, v);
         // The account's credentials go only to the account's own origin: never to an absolute URL elsewhere.
         const sendAuth = withAuth && (url.origin === baseOrigin || authOrigins?.has(url.origin) === true);
+        if (sendAuth) for (const [k, v] of facts.authQuery) url.searchParams.set(k, v);
         const res = await this.http.send({
           method: req.method,
           url,
@@ -356,10 +376,14 @@ function toToolError(err: unknown, map: (res: UpstreamResponse) => ToolError, re
 /** What a call needs from an account, derived once per (account, provider) and reused by later calls. */
 interface AccountFacts {
   provider: Provider;
-  /** Accept and the provider's constant headers. */
+  /** The account's fields, each missing one with a default given its default. */
+  fields: Readonly<Record<string, string>>;
+  /** Accept and the provider's headers (constants, and values of non-secret fields). */
   headers: Readonly<Record<string, string>>;
   publicFields: Record<string, string>;
   auth: Record<string, string>;
+  /** Query parameters of the auth (an API key in the URL). */
+  authQuery: Array<[string, string]>;
   base?: string;
   baseOrigin?: string;
   redact: (text: string) => string;
@@ -373,45 +397,69 @@ const FACTS = new WeakMap<AccountCredentials, AccountFacts>();
 function accountFacts(provider: Provider, account: AccountCredentials | null): AccountFacts {
   const cached = account ? FACTS.get(account) : NO_ACCOUNT.get(provider);
   if (cached && cached.provider === provider) return cached;
-  const headers = { accept: 'application/json', ...provider.spec.headers };
-  const facts: AccountFacts = { provider, headers, publicFields: {}, auth: {}, redact: (text) => text };
+  // A field added to provider.yaml after the account was saved takes its default rather than no value.
+  const fields = account ? withFieldDefaults(account.fields, provider.spec.account.fields) : {};
+  const publicFields: Record<string, string> = {};
+  for (const [k, v] of Object.entries(fields)) if (!provider.secretFields.has(k)) publicFields[k] = v;
+  Object.freeze(publicFields);
+  const headers = { accept: 'application/json', ...providerHeaders(provider, publicFields) };
+  const facts: AccountFacts = { provider, fields, headers, publicFields, auth: {}, authQuery: [], redact: (text) => text };
   if (account) {
-    for (const [k, v] of Object.entries(account.fields)) if (!provider.secretFields.has(k)) facts.publicFields[k] = v;
-    Object.freeze(facts.publicFields);
-    facts.auth = authHeaders(provider, account);
-    facts.base = baseUrl(provider, account);
+    facts.auth = authHeaders(provider, fields);
+    facts.authQuery = Object.entries(filledTemplates(provider.authQuery, fields));
+    facts.base = baseUrl(provider, fields);
     facts.baseOrigin = new URL(facts.base).origin;
-    // Secret fields, and the credential of each auth header (the Basic form of e-mail:token, for one).
-    const secrets = [...provider.secretFields].map((f) => account.fields[f]);
-    facts.redact = redactor([...secrets, ...Object.values(facts.auth).map((v) => v.split(' ').pop()!)]);
+    // Secret fields, and the credential of each auth header (the Basic form of e-mail:token, for one) or query parameter.
+    const secrets = [...provider.secretFields].map((f) => fields[f]);
+    const credentials = [...Object.values(facts.auth), ...facts.authQuery.map(([, v]) => v)].map((v) => v.split(' ').pop()!);
+    facts.redact = redactor([...secrets, ...credentials]);
     FACTS.set(account, facts);
   } else NO_ACCOUNT.set(provider, facts);
   return facts;
 }
 
 /** The URL in the account's base field, without a trailing slash (an instance root, a site). */
-function accountRoot(provider: Provider, account: AccountCredentials): string {
-  const raw = account.fields[provider.spec.base_url.field];
+function accountRoot(provider: Provider, fields: Readonly<Record<string, string>>): string {
+  const raw = fields[provider.spec.base_url.field];
   if (!raw) throw new ToolError('account_invalid', `The bound account has no ${provider.spec.base_url.field}`);
   const url = new URL(raw);
   return url.origin + url.pathname.replace(/\/+$/, '');
 }
 
-const baseUrl = (provider: Provider, account: AccountCredentials) => accountRoot(provider, account) + (provider.spec.base_url.path ?? '');
+const baseUrl = (provider: Provider, fields: Readonly<Record<string, string>>) => accountRoot(provider, fields) + (provider.spec.base_url.path ?? '');
 
 /** A verification way applies when the account has every field of `when.set` and none of `when.unset`. */
-const wayApplies = (way: VerifyWay, account: AccountCredentials) =>
-  (way.when?.set ?? []).every((f) => Boolean(account.fields[f])) && (way.when?.unset ?? []).every((f) => !account.fields[f]);
+const wayApplies = (way: VerifyWay, fields: Readonly<Record<string, string>>) =>
+  (way.when?.set ?? []).every((f) => Boolean(fields[f])) && (way.when?.unset ?? []).every((f) => !fields[f]);
 
-function authHeaders(provider: Provider, account: AccountCredentials): Record<string, string> {
+function authHeaders(provider: Provider, fields: Readonly<Record<string, string>>): Record<string, string> {
   const out: Record<string, string> = {};
   const basic = provider.spec.auth?.basic;
-  if (basic && account.fields[basic.username] && account.fields[basic.password]) {
-    out.authorization = 'Basic ' + Buffer.from(`${account.fields[basic.username]}:${account.fields[basic.password]}`).toString('base64');
+  if (basic && fields[basic.username] && fields[basic.password]) {
+    out.authorization = 'Basic ' + Buffer.from(`${fields[basic.username]}:${fields[basic.password]}`).toString('base64');
   }
-  for (const h of provider.authHeaders) {
-    // A header whose fields are empty is left out (e.g. an n8n account without an API key).
-    if (h.fields.every((f) => account.fields[f])) out[h.name.toLowerCase()] = String(h.template.render({ account: account.fields }));
+  for (const [name, value] of Object.entries(filledTemplates(provider.authHeaders, fields))) out[name.toLowerCase()] = value;
+  return out;
+}
+
+/** Auth templates rendered over the account; one whose fields are empty is left out (an n8n account without an API key). */
+function filledTemplates(templates: readonly AuthTemplate[], fields: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const t of templates) if (t.fields.every((f) => fields[f])) out[t.name] = String(t.template.render({ account: fields }));
+  return out;
+}
+
+/** provider.yaml `headers`, rendered over the account's non-secret fields; one that renders empty is left out. */
+function providerHeaders(provider: Provider, publicFields: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const h of provider.headers) {
+    if (typeof h.value === 'string') {
+      out[h.name] = h.value;
+      continue;
+    }
+    if (!h.fields.every((f) => publicFields[f])) continue;
+    const value = h.value.render({ account: publicFields });
+    if (value !== undefined && value !== null && value !== '') out[h.name] = String(value);
   }
   return out;
 }
@@ -441,4 +489,10 @@ export function describeSchemaErrors(errors: ErrorObject[], words = ARGUMENT_WOR
     seen.add(text);
   }
   return [...seen].join('; ');
+}
+
+/** An OffLoop job run on this thread (an engine without worker threads). */
+async function runHere<T>(module: URL, name: string, arg: unknown): Promise<T> {
+  const fn = ((await import(module.href)) as Record<string, (arg: unknown) => T | Promise<T>>)[name];
+  return fn(arg);
 }

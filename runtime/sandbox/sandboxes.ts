@@ -1,7 +1,8 @@
 // The service's own provider sandboxes (sandboxes/in-service.ts), so an owner can try every tool without
 // credentials of any provider. One set per owner, each sandbox started on the first request that owner's
 // sandbox accounts send to it, all stopped after `idleMs` without use (the data then starts again from the
-// seed), at most `maxSets` sets at once. Each sandbox listens on a unix socket in a folder only this
+// seed), at most `maxSets` sets at once, each taking in at most `maxWriteBytes` of request bodies between two
+// starts (what an owner writes into it stays in this process's memory). Each sandbox listens on a unix socket in a folder only this
 // process's user can open (0700) and is reached only through the agents lease() hands to the outbound client
 // for requests of accounts the service itself created as sandbox accounts: no TCP port, no opening of the
 // outbound guard, and one owner's requests never reach another owner's set.
@@ -16,6 +17,9 @@ import { SharedDatabase } from '../../sandboxes/postgrest/postgrest-sandbox.ts';
 import { SANDBOX_DEFINITIONS, type SandboxDefinition, type ServedSandbox, isSandboxHost } from '../../sandboxes/in-service.ts';
 import type { Logger } from '../log.ts';
 import { ToolError } from '../tool-error.ts';
+import type { Catalog } from '../toolspec/catalog.ts';
+import type { CatalogSource } from '../toolspec/live.ts';
+import { replaySandboxes } from './replay.ts';
 
 export { isSandboxHost };
 
@@ -27,7 +31,8 @@ export interface SandboxLease {
 
 /** What the outbound client needs: a lease on an owner's sandbox host, or undefined when no sandbox has that name. */
 export interface SandboxRouter {
-  lease(ownerId: string, hostname: string): Promise<SandboxLease | undefined>;
+  /** `writeBytes`: the size of the request's body, counted against what the owner's set may take in. */
+  lease(ownerId: string, hostname: string, writeBytes?: number): Promise<SandboxLease | undefined>;
 }
 
 export interface SandboxesOptions {
@@ -35,8 +40,13 @@ export interface SandboxesOptions {
   secret: Buffer;
   idleMs: number;
   maxSets: number;
+  /** Request bodies one owner's set takes in between two starts; beyond, its requests with a body are refused. */
+  maxWriteBytes?: number;
   logger: Logger;
+  /** The simulators of providers (default: the four of sandboxes/in-service.ts). */
   definitions?: readonly SandboxDefinition[];
+  /** The catalog in use: a provider with exchanges and no simulator is served from its exchanges. */
+  catalog?: CatalogSource;
 }
 
 interface Running {
@@ -49,12 +59,16 @@ interface OwnerSet {
   ownerId: string;
   lastUsed: number;
   leases: number;
-  running: Map<SandboxDefinition, Promise<Running>>;
+  /** Bytes of request bodies taken in since the set started. */
+  written: number;
+  /** By account kind: one sandbox per provider, whatever reload made its definition. */
+  running: Map<string, Promise<Running>>;
 }
 
 export class Sandboxes implements SandboxRouter {
-  readonly definitions: readonly SandboxDefinition[];
-  private readonly byHost = new Map<string, SandboxDefinition>();
+  private readonly simulators: readonly SandboxDefinition[];
+  /** The definitions of each catalog (simulators first, then providers served from their exchanges). */
+  private readonly perCatalog = new WeakMap<Catalog, readonly SandboxDefinition[]>();
   private readonly sets = new Map<string, OwnerSet>();
   private database?: Promise<SharedDatabase>;
   private databaseUsers = 0;
@@ -65,10 +79,21 @@ export class Sandboxes implements SandboxRouter {
   private closed = false;
 
   constructor(private readonly options: SandboxesOptions) {
-    this.definitions = options.definitions ?? SANDBOX_DEFINITIONS;
-    for (const def of this.definitions) for (const host of def.hosts) this.byHost.set(host, def);
+    this.simulators = options.definitions ?? SANDBOX_DEFINITIONS;
     this.sweeper = setInterval(() => void this.sweep(), Math.min(60_000, Math.max(1000, options.idleMs / 4)));
     this.sweeper.unref();
+  }
+
+  /** Every sandbox the service serves now: its simulators, and the providers of the catalog served from exchanges. */
+  get definitions(): readonly SandboxDefinition[] {
+    const catalog = this.options.catalog;
+    if (!catalog) return this.simulators;
+    let defs = this.perCatalog.get(catalog.current);
+    if (!defs) {
+      defs = [...this.simulators, ...replaySandboxes(catalog, new Set(this.simulators.map((d) => d.kind)))];
+      this.perCatalog.set(catalog.current, defs);
+    }
+    return defs;
   }
 
   get idleMinutes(): number {
@@ -85,11 +110,22 @@ export class Sandboxes implements SandboxRouter {
     return { sets: this.sets.size, sandboxes: [...this.sets.values()].reduce((n, s) => n + s.running.size, 0) };
   }
 
-  async lease(ownerId: string, hostname: string): Promise<SandboxLease | undefined> {
+  async lease(ownerId: string, hostname: string, writeBytes = 0): Promise<SandboxLease | undefined> {
     const host = hostname.toLowerCase().replace(/\.$/, '');
-    const def = this.byHost.get(host);
+    const def = this.definitions.find((d) => d.hosts.includes(host));
     if (!def) return undefined;
     const set = this.setOf(ownerId);
+    const max = this.options.maxWriteBytes ?? Infinity;
+    if (writeBytes > 0 && set.written + writeBytes > max) {
+      const size = (n: number) => (n < 1_048_576 ? `${Math.ceil(n / 1024)} KB` : `${(n / 1_048_576).toFixed(1)} MB`);
+      const idle = `${this.idleMinutes} minute${this.idleMinutes === 1 ? '' : 's'}`;
+      throw new ToolError(
+        'sandbox_full',
+        `Your sandbox accounts took in ${size(set.written)} of data since they started, and may take in ${size(max)}: nothing more is written to them until they start again from their seed data, after ${idle} unused. Reading still works`,
+        { refund: true },
+      );
+    }
+    set.written += writeBytes;
     set.leases++;
     try {
       const running = await this.started(set, def);
@@ -152,18 +188,18 @@ export class Sandboxes implements SandboxRouter {
         { retryable: true },
       );
     }
-    set = { ownerId, lastUsed: Date.now(), leases: 0, running: new Map() };
+    set = { ownerId, lastUsed: Date.now(), leases: 0, written: 0, running: new Map() };
     this.sets.set(ownerId, set);
     return set;
   }
 
   private started(set: OwnerSet, def: SandboxDefinition): Promise<Running> {
-    let running = set.running.get(def);
+    let running = set.running.get(def.kind);
     if (!running) {
       running = this.start(set, def);
-      set.running.set(def, running);
+      set.running.set(def.kind, running);
       // A sandbox that failed to start is tried again by the next request.
-      running.catch(() => set.running.get(def) === running && set.running.delete(def));
+      running.catch(() => set.running.get(def.kind) === running && set.running.delete(def.kind));
     }
     return running;
   }

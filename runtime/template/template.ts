@@ -15,44 +15,137 @@ type Expr = hbs.AST.Expression;
 // Only the parser is used: templates run as the closures compiled below, never through Handlebars' runtime.
 const hb = Handlebars.create();
 
-/** The allow-list: pure functions of their arguments. */
-export const helpers: Record<string, (...args: unknown[]) => unknown> = {
-  default: (value, fallback) => (value === undefined || value === null || value === '' ? fallback : value),
-  join: (list, sep) => (Array.isArray(list) ? list.map(String).join(typeof sep === 'string' ? sep : ',') : list),
-  split: (text, sep) =>
-    typeof text === 'string'
-      ? text
-          .split(typeof sep === 'string' ? sep : ',')
-          .map((s) => s.trim())
-          .filter((s) => s !== '')
-      : text,
-  lower: (text) => (typeof text === 'string' ? text.toLowerCase() : text),
-  upper: (text) => (typeof text === 'string' ? text.toUpperCase() : text),
-  trim: (text) => (typeof text === 'string' ? text.trim() : text),
-  json: (value) => JSON.stringify(value),
-  eq: (a, b) => a === b,
-  ne: (a, b) => a !== b,
-  not: (a) => !truthy(a),
-  and: (...args) => args.every(truthy),
-  or: (...args) => args.some(truthy),
-  exists: (value) => value !== undefined && value !== null,
-  concat: (...args) =>
-    args
-      .filter((a) => a !== undefined && a !== null)
-      .map(String)
-      .join(''),
-  length: (value) => (Array.isArray(value) || typeof value === 'string' ? value.length : 0),
-  /** a ? b : c, for simple conditional values (e.g. a flag rendered as a query value). */
-  pick: (cond, a, b) => (truthy(cond) ? a : b),
-  /**
-   * Wraps a value in an object under `key` ({{wrap args.priority 'name'}} -> {name: "High"}); an array
-   * gives one object per item (names -> [{name}, ...]); undefined/null stay undefined so the key is dropped.
-   */
-  wrap: (value, key) => {
-    if (value === undefined || value === null || typeof key !== 'string') return undefined;
-    return Array.isArray(value) ? value.map((item) => ({ [key]: item })) : { [key]: value };
+/** A helper of the allow-list: a pure function of its arguments, and what the language reference says of it. */
+export interface Helper {
+  fn: (...args: unknown[]) => unknown;
+  /** How it is called, e.g. `default value fallback`. */
+  usage: string;
+  does: string;
+  /** Rendered by the reference's test with these arguments as `args`: the reference cannot say what is not so. */
+  example: { template: string; args?: Record<string, unknown>; gives: unknown };
+}
+
+/** The allow-list, in the order the reference lists it. */
+export const HELPERS: Readonly<Record<string, Helper>> = {
+  default: {
+    fn: (value, fallback) => (value === undefined || value === null || value === '' ? fallback : value),
+    usage: 'default value fallback',
+    does: 'The value, or the fallback when it is absent, null or "".',
+    example: { template: "{{default args.fields '*all'}}", args: {}, gives: '*all' },
+  },
+  join: {
+    fn: (list, sep) => (Array.isArray(list) ? list.map(String).join(typeof sep === 'string' ? sep : ',') : list),
+    usage: 'join list [separator]',
+    does: 'The items of a list as one text, separated by the separator (default ","); anything else as it is.',
+    example: { template: "{{join args.labels ','}}", args: { labels: ['bug', 'ui'] }, gives: 'bug,ui' },
+  },
+  split: {
+    fn: (text, sep) =>
+      typeof text === 'string'
+        ? text
+            .split(typeof sep === 'string' ? sep : ',')
+            .map((s) => s.trim())
+            .filter((s) => s !== '')
+        : text,
+    usage: 'split text [separator]',
+    does: 'A text cut at the separator (default ","), each part trimmed, empty parts left out.',
+    example: { template: "{{split args.tags ','}}", args: { tags: 'red, small,' }, gives: ['red', 'small'] },
+  },
+  lower: {
+    fn: (text) => (typeof text === 'string' ? text.toLowerCase() : text),
+    usage: 'lower text',
+    does: 'The text in lower case.',
+    example: { template: '{{lower args.state}}', args: { state: 'Open' }, gives: 'open' },
+  },
+  upper: {
+    fn: (text) => (typeof text === 'string' ? text.toUpperCase() : text),
+    usage: 'upper text',
+    does: 'The text in upper case.',
+    example: { template: '{{upper args.key}}', args: { key: 'proj-1' }, gives: 'PROJ-1' },
+  },
+  trim: {
+    fn: (text) => (typeof text === 'string' ? text.trim() : text),
+    usage: 'trim text',
+    does: 'The text without spaces around it.',
+    example: { template: '{{trim args.title}}', args: { title: '  Found a bug ' }, gives: 'Found a bug' },
+  },
+  json: {
+    fn: (value) => JSON.stringify(value),
+    usage: 'json value',
+    does: 'The value as JSON text (for a provider that takes JSON inside a string).',
+    example: { template: '{{json args.filter}}', args: { filter: { done: false } }, gives: '{"done":false}' },
+  },
+  eq: {
+    fn: (a, b) => a === b,
+    usage: 'eq a b',
+    does: 'Whether a and b are the same value.',
+    example: { template: "{{eq args.state 'all'}}", args: { state: 'all' }, gives: true },
+  },
+  ne: {
+    fn: (a, b) => a !== b,
+    usage: 'ne a b',
+    does: 'Whether a and b differ.',
+    example: { template: "{{ne args.state 'all'}}", args: { state: 'open' }, gives: true },
+  },
+  not: {
+    fn: (a) => !truthy(a),
+    usage: 'not value',
+    does: 'Whether the value is false, 0, "", null, absent or an empty list.',
+    example: { template: '{{not args.labels}}', args: { labels: [] }, gives: true },
+  },
+  and: {
+    fn: (...args) => args.every(truthy),
+    usage: 'and a b ...',
+    does: 'Whether every value is true (in the sense of not).',
+    example: { template: '{{and args.to args.note}}', args: { to: 'shelf' }, gives: false },
+  },
+  or: {
+    fn: (...args) => args.some(truthy),
+    usage: 'or a b ...',
+    does: 'Whether any value is true (in the sense of not).',
+    example: { template: '{{or args.to args.note}}', args: { to: 'shelf' }, gives: true },
+  },
+  exists: {
+    fn: (value) => value !== undefined && value !== null,
+    usage: 'exists value',
+    does: 'Whether the value is there (not absent, not null); "" and 0 exist.',
+    example: { template: '{{exists args.page}}', args: { page: 0 }, gives: true },
+  },
+  concat: {
+    fn: (...args) =>
+      args
+        .filter((a) => a !== undefined && a !== null)
+        .map(String)
+        .join(''),
+    usage: 'concat a b ...',
+    does: 'The values as one text, absent ones left out.',
+    example: { template: "{{concat 'project = ' args.key}}", args: { key: 'PROJ' }, gives: 'project = PROJ' },
+  },
+  length: {
+    fn: (value) => (Array.isArray(value) || typeof value === 'string' ? value.length : 0),
+    usage: 'length value',
+    does: 'The number of items of a list or characters of a text; 0 for anything else.',
+    example: { template: '{{length args.labels}}', args: { labels: ['bug', 'ui'] }, gives: 2 },
+  },
+  pick: {
+    fn: (cond, a, b) => (truthy(cond) ? a : b),
+    usage: 'pick condition a b',
+    does: 'a when the condition is true (in the sense of not), else b.',
+    example: { template: "{{pick args.archived 'true' 'false'}}", args: { archived: true }, gives: 'true' },
+  },
+  wrap: {
+    fn: (value, key) => {
+      if (value === undefined || value === null || typeof key !== 'string') return undefined;
+      return Array.isArray(value) ? value.map((item) => ({ [key]: item })) : { [key]: value };
+    },
+    usage: 'wrap value key',
+    does: 'The value in an object under key; a list gives one object per item; absent stays absent (the key is dropped).',
+    example: { template: "{{wrap args.components 'name'}}", args: { components: ['api', 'ui'] }, gives: [{ name: 'api' }, { name: 'ui' }] },
   },
 };
+
+/** The allow-list as functions, by name. */
+export const helpers: Readonly<Record<string, Helper['fn']>> = Object.fromEntries(Object.entries(HELPERS).map(([name, h]) => [name, h.fn]));
 /** Truthiness of template conditions: empty strings, empty arrays, null, undefined, false and 0 are false. */
 export function truthy(value: unknown): boolean {
   if (Array.isArray(value)) return value.length > 0;
@@ -87,8 +180,11 @@ export interface CompiledTemplate {
   readonly variables: VariablePath[];
   /** True when the template is exactly one expression (keeps its JSON type). */
   readonly single: boolean;
-  /** Renders; `encode` is applied to every expression's output inside multi-part templates. */
-  render(view: View, encode?: (s: string) => string): unknown;
+  /**
+   * Renders; `encode` is applied to every expression's output inside multi-part templates. A multi-part
+   * template that needs a value the view lacks throws RenderError, or writes `missing` in its place when given.
+   */
+  render(view: View, encode?: (s: string) => string, missing?: string): unknown;
 }
 
 /** True when the string contains a template expression at all (plain strings skip compilation). */
@@ -121,7 +217,7 @@ export function compileTemplate(source: string, check: VariableCheck): CompiledT
     source,
     variables,
     single,
-    render(view, encode) {
+    render(view, encode, missing) {
       if (single) return (parts[0] as Eval)(view);
       let out = '';
       for (const part of parts) {
@@ -130,6 +226,10 @@ export function compileTemplate(source: string, check: VariableCheck): CompiledT
           continue;
         }
         const value = part(view);
+        if ((value === undefined || value === null) && missing !== undefined) {
+          out += missing;
+          continue;
+        }
         if (value === undefined || value === null) {
           throw new RenderError(`template "${source}" needs a value that was not given`);
         }

@@ -3,7 +3,8 @@ import type { ValidateFunction } from 'ajv';
 import type { BasePlugin, CallPlugin, Plugin, RequestPlugin, ResponsePlugin } from '../plugin-api.ts';
 import type { CompiledTemplate } from '../template/template.ts';
 import type { CompiledTree } from '../template/tree.ts';
-import type { HttpMethod, JsonSchema, ProviderSpec, ToolSpec, VerifyWay } from './types.ts';
+import type { ToolExchanges } from './exchanges.ts';
+import type { HttpMethod, JsonSchema, PaginationSpec, ProviderSpec, ToolSpec, VerifyWay } from './types.ts';
 
 /** A plugin chosen by a spec slot, with its checked options; the slot fixes the plugin's hook. */
 export interface BoundPlugin<P extends Plugin = Plugin> {
@@ -21,6 +22,23 @@ export interface CompiledRequest {
   timeoutSeconds?: CompiledTree;
   plugins: Array<BoundPlugin<RequestPlugin>>;
   call?: BoundPlugin<CallPlugin>;
+  paginate?: CompiledPagination;
+}
+
+/** A request's `paginate:`, its pointers split into parts. */
+export interface CompiledPagination {
+  style: PaginationSpec['style'];
+  /** Where each page's list is ([]: the body), and the pointer as written, for messages. */
+  items: string[];
+  itemsPointer: string;
+  param: { in: 'query' | 'body'; name: string };
+  cursor?: string[];
+  hasMore?: string[];
+  total?: string[];
+  pageSize?: CompiledTree;
+  maxPages?: CompiledTree;
+  /** The result-size budget of the items collected, in bytes of JSON. */
+  maxBytes: number;
 }
 
 export interface CompiledStep {
@@ -30,16 +48,33 @@ export interface CompiledStep {
   request: CompiledRequest;
 }
 
+/** Where a provider's detail comes from: a JSON pointer into the answer's body, or a template over the answer. */
+export type DetailSource = { pointer: string[] } | { template: CompiledTemplate };
+
 export interface CompiledErrorRule {
   status?: ReadonlySet<number>;
   providerCodes?: ReadonlySet<string>;
   contains?: string;
+  /** Header (lower case) -> the values it may have, or whether it is present. */
+  headers?: Array<[string, readonly string[] | boolean]>;
+  when?: CompiledTemplate;
   step?: string;
-  code: string;
+  /** Our code, or a template over the answer whose value is turned into snake_case. */
+  code: CompiledTemplate | string;
   message: CompiledTemplate | string;
+  /** The provider's detail for this rule, instead of the provider's own reading. */
+  detail?: DetailSource;
   /** What the user can do, appended after the provider's detail. */
-  hint?: string;
+  hint?: CompiledTemplate | string;
   retryable?: boolean;
+  refund?: boolean;
+}
+
+/** A header or query parameter of a provider's auth: a template over account fields, left out when one is empty. */
+export interface AuthTemplate {
+  name: string;
+  template: CompiledTemplate;
+  fields: string[];
 }
 
 export interface Provider {
@@ -49,8 +84,14 @@ export interface Provider {
   digest: string;
   /** Names of secret account fields: usable in auth only, encrypted at rest, redacted from errors. */
   secretFields: ReadonlySet<string>;
-  authHeaders: Array<{ name: string; template: CompiledTemplate; fields: string[] }>;
+  authHeaders: AuthTemplate[];
+  /** Query parameters of the auth (an API key in the URL), sent like the auth headers. */
+  authQuery: AuthTemplate[];
+  /** provider.yaml `headers`: constants, or templates over non-secret account fields. */
+  headers: Array<{ name: string; value: CompiledTemplate | string; fields: string[] }>;
   errors: CompiledErrorRule[];
+  /** provider.yaml `error_body`: where its error answers keep their machine code and their detail. */
+  errorBody: { code?: string[]; detail?: DetailSource };
   /** The plugin of base_url.resolve. */
   baseResolver?: BoundPlugin<BasePlugin>;
   /** The ways to verify an account, in order (empty: the provider declares none). */
@@ -77,6 +118,8 @@ export interface Catalog {
   providers: ReadonlyMap<string, Provider>;
   /** Tools by id, in a deterministic order (by id). */
   tools: ReadonlyMap<string, BaseTool>;
+  /** The exchanges written beside tools (<tool file>.exchanges.yaml), by tool id. */
+  exchanges: ReadonlyMap<string, ToolExchanges>;
 }
 
 export type { JsonSchema };

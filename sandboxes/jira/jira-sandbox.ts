@@ -59,6 +59,8 @@ export interface JiraSandboxOptions extends ListenOptions {
   now?: () => number;
   /** Eventual consistency of /search/jql: new issues show up after this delay unless reconciled (default 0). */
   searchLagMs?: number;
+  /** The site's cloud id (default `CLOUD_ID`). */
+  cloudId?: string;
 }
 
 /** An issue as tests inspect it: names resolved, description and comment bodies as raw ADF. */
@@ -109,6 +111,13 @@ export interface JiraSandbox extends RunningSandbox {
   seedIssues(count: number, projectKey?: string, overrides?: Partial<Issue>): string[];
   /** A 429 with Retry-After for the next `times` requests (optionally only under a path). */
   rateLimit(retryAfterSeconds: number, times?: number, pathPrefix?: string): void;
+  /**
+   * Answers one request that reached this site through an API gateway in front of it (the Atlassian sandbox's
+   * api.atlassian.com): `path` is what follows /ex/jira/<cloudId>. The gateway has already authenticated an
+   * OAuth bearer when it passes `oauthAccountId`; otherwise the request's own Authorization is checked as
+   * this sandbox's gateway checks it (scoped API tokens).
+   */
+  serveGateway(req: http.IncomingMessage, res: http.ServerResponse, path: string, oauthAccountId?: string): void;
 }
 
 type Route = [method: string, pattern: RegExp, handler: Handler];
@@ -141,7 +150,8 @@ type AuthResult = { callerId: string | null } | { reject: 'text' | 'json' };
 /** The simulated site's cloud id (as /_edge/tenant_info gives it). */
 export const CLOUD_ID = '3f6c2a1e-8b7d-4e5f-9a0b-1c2d3e4f5a6b';
 
-function authenticate(store: JiraStore, header: string | undefined, viaGateway: boolean): AuthResult {
+function authenticate(store: JiraStore, header: string | undefined, viaGateway: boolean, oauthAccountId?: string): AuthResult {
+  if (oauthAccountId) return { callerId: oauthAccountId };
   if (!header) return { callerId: null };
   const match = /^Basic\s+(\S+)$/i.exec(header.trim());
   if (!match) return { reject: 'json' };
@@ -172,17 +182,21 @@ export async function startJiraSandbox(options: JiraSandboxOptions = {}): Promis
   // eslint-disable-next-line prefer-const -- the handler below closes over it before it can be built
   let services!: Services;
 
-  /** One request to the site, or through the gateway (`url` is then the path below /ex/jira/<cloudId>). */
-  const handler = async (req: http.IncomingMessage, res: http.ServerResponse, url: URL, viaGateway: boolean): Promise<void> => {
+  const cloudId = options.cloudId ?? CLOUD_ID;
+  /**
+   * One request to the site, or through the gateway (`url` is then the path below /ex/jira/<cloudId>, and
+   * `oauthAccountId` the account a gateway in front authenticated by OAuth).
+   */
+  const handler = async (req: http.IncomingMessage, res: http.ServerResponse, url: URL, viaGateway: boolean, oauthAccountId?: string): Promise<void> => {
     const body = await readBody(req);
     const method = req.method ?? 'GET';
     record({ method, path: url.pathname, query: url.searchParams, headers: req.headers, body, ...(viaGateway ? { gateway: true } : {}) });
 
     const fault = takeFault(faults, method, url.pathname);
     if (fault) return sendFault(res, fault);
-    if (!viaGateway && method === 'GET' && url.pathname === '/_edge/tenant_info') return sendJson(res, 200, { cloudId: CLOUD_ID });
+    if (!viaGateway && method === 'GET' && url.pathname === '/_edge/tenant_info') return sendJson(res, 200, { cloudId });
 
-    const auth = authenticate(store, req.headers.authorization, viaGateway);
+    const auth = authenticate(store, req.headers.authorization, viaGateway, oauthAccountId);
     if ('reject' in auth) {
       if (auth.reject === 'json') return sendJson(res, 401, NOT_AUTHENTICATED);
       res.writeHead(401, { 'content-type': 'text/plain;charset=UTF-8', 'x-seraph-loginreason': 'AUTHENTICATED_FAILED' });
@@ -228,7 +242,7 @@ export async function startJiraSandbox(options: JiraSandboxOptions = {}): Promis
       const url = new URL(req.url ?? '/', 'http://127.0.0.1');
       const m = /^\/ex\/jira\/([^/]+)(\/.*)$/.exec(url.pathname);
       // An unknown cloud id or path on the gateway (body unverified).
-      if (!m || m[1] !== CLOUD_ID) return sendJson(res, 404, { code: 404, message: 'Cannot find a site with this cloud id' });
+      if (!m || m[1] !== cloudId) return sendJson(res, 404, { code: 404, message: 'Cannot find a site with this cloud id' });
       handler(req, res, new URL(m[2] + url.search, 'http://127.0.0.1'), true).catch(failed(res));
     },
     { socket: options.gatewaySocket, record: options.record },
@@ -243,7 +257,7 @@ export async function startJiraSandbox(options: JiraSandboxOptions = {}): Promis
       await Promise.all([sim.close(), gateway.close()]);
     },
     gatewayUrl: gateway.url,
-    cloudId: CLOUD_ID,
+    cloudId,
     credentials: { email: alice.email, apiToken: options.apiToken ?? alice.apiToken },
     requests,
     faults,
@@ -267,6 +281,9 @@ export async function startJiraSandbox(options: JiraSandboxOptions = {}): Promis
         headers: { 'retry-after': String(retryAfterSeconds) },
         body: { errorMessages: ['Rate limit exceeded.'], errors: {} },
       });
+    },
+    serveGateway(req, res, path, oauthAccountId) {
+      handler(req, res, new URL(path, 'http://127.0.0.1'), true, oauthAccountId).catch(failed(res));
     },
   };
 }

@@ -308,7 +308,7 @@ export class NotionApi {
       icon,
       cover,
       isLocked: false,
-      shared: parent.kind === 'workspace',
+      sharedWith: new Set(parent.kind === 'workspace' ? [this.ws.botId] : []),
       children: [],
     };
     this.ws.pages.set(page.id, page);
@@ -445,7 +445,7 @@ export class NotionApi {
       isLocked: false,
       icon,
       cover,
-      shared: parent.kind === 'workspace',
+      sharedWith: new Set(parent.kind === 'workspace' ? [this.ws.botId] : []),
       dataSourceIds: [],
     };
     this.ws.databases.set(db.id, db);

@@ -9,6 +9,8 @@ export interface User {
   name: string;
   type: 'person' | 'bot';
   email?: string;
+  /** A public integration's bot: the person who installed it (owner=user); else the workspace owns it. */
+  ownerUserId?: string;
 }
 
 /** Where an object lives. Blocks and child pages hang under a page or a block. */
@@ -30,8 +32,8 @@ export interface PageRecord extends Stamped {
   icon: Json | null;
   cover: Json | null;
   isLocked: boolean;
-  /** Explicitly shared with the integration (descendants inherit). */
-  shared: boolean;
+  /** The integrations (their bot ids) it was explicitly shared with; descendants inherit. */
+  sharedWith: Set<string>;
   children: string[];
   template?: { name: string; isDefault: boolean };
 }
@@ -51,7 +53,8 @@ export interface DatabaseRecord extends Stamped {
   isLocked: boolean;
   icon: Json | null;
   cover: Json | null;
-  shared: boolean;
+  /** The integrations (their bot ids) it was explicitly shared with; descendants inherit. */
+  sharedWith: Set<string>;
   dataSourceIds: string[];
 }
 
@@ -65,14 +68,36 @@ export interface DataSourceRecord extends Stamped {
   nextUniqueId: number;
 }
 
-export class Workspace {
-  readonly pages = new Map<string, PageRecord>();
-  readonly blocks = new Map<string, BlockRecord>();
-  readonly databases = new Map<string, DatabaseRecord>();
-  readonly dataSources = new Map<string, DataSourceRecord>();
-  readonly users = new Map<string, User>();
+interface Records {
+  pages: Map<string, PageRecord>;
+  blocks: Map<string, BlockRecord>;
+  databases: Map<string, DatabaseRecord>;
+  dataSources: Map<string, DataSourceRecord>;
+  users: Map<string, User>;
+}
 
-  constructor(readonly botId: string) {}
+/** The simulated workspace's name, as bots and OAuth answers give it. */
+export const WORKSPACE_NAME = 'Simulated Workspace';
+
+/** The workspace as one integration (its bot) sees it: every integration's view shares the same records. */
+export class Workspace {
+  readonly pages: Map<string, PageRecord>;
+  readonly blocks: Map<string, BlockRecord>;
+  readonly databases: Map<string, DatabaseRecord>;
+  readonly dataSources: Map<string, DataSourceRecord>;
+  readonly users: Map<string, User>;
+
+  constructor(
+    readonly botId: string,
+    records: Records = { pages: new Map(), blocks: new Map(), databases: new Map(), dataSources: new Map(), users: new Map() },
+  ) {
+    ({ pages: this.pages, blocks: this.blocks, databases: this.databases, dataSources: this.dataSources, users: this.users } = records);
+  }
+
+  /** The same workspace as another integration's bot sees it. */
+  as(botId: string): Workspace {
+    return new Workspace(botId, this);
+  }
 
   stamp(by = this.botId, time = minuteNow()): Stamped & { id: '' } {
     return { id: '', createdTime: time, lastEditedTime: time, createdBy: by, lastEditedBy: by, inTrash: false };
@@ -83,7 +108,7 @@ export class Workspace {
     record.lastEditedBy = this.botId;
   }
 
-  // --- sharing: an object is visible when it or an ancestor was shared with the integration
+  // --- sharing: an object is visible when it or an ancestor was shared with this view's integration
 
   /** The id of whatever holds this object (a data source is held by its database). */
   private holderOf(id: string): string | undefined {
@@ -102,7 +127,7 @@ export class Workspace {
 
   isShared(id: string): boolean {
     for (const current of this.lineage(id)) {
-      if (this.pages.get(current)?.shared || this.databases.get(current)?.shared) return true;
+      if ((this.pages.get(current) ?? this.databases.get(current))?.sharedWith.has(this.botId)) return true;
     }
     return false;
   }
@@ -157,9 +182,9 @@ export class Workspace {
     const u = this.users.get(id);
     if (!u) return userRef(id);
     const base = { object: 'user', id: u.id, name: u.name, avatar_url: null, type: u.type };
-    return u.type === 'person'
-      ? { ...base, person: { email: u.email } }
-      : { ...base, bot: { owner: { type: 'workspace', workspace: true }, workspace_name: 'Simulated Workspace' } };
+    if (u.type === 'person') return { ...base, person: { email: u.email } };
+    const owner = u.ownerUserId ? { type: 'user', user: { object: 'user', id: u.ownerUserId } } : { type: 'workspace', workspace: true };
+    return { ...base, bot: { owner, workspace_name: WORKSPACE_NAME } };
   }
 
   private parentJson(parent: ParentRef): Json {

@@ -1,5 +1,7 @@
 // In-process Notion API sandbox (Notion-Version 2025-09-03, databases with data sources),
 // faithful to docs/provider-coverage.md: auth and version checks, error bodies, pagination, validation.
+// With `oauth` it is also Notion's OAuth server for public integrations (oauth.ts): their access tokens reach
+// the same workspace, each integration seeing the pages shared with its own bot.
 import type http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { listen, readBody, recorder, sendFault, sendJson, takeFault, type Fault, type ListenOptions, type RecordedRequest } from '../harness.ts';
@@ -8,6 +10,7 @@ import { errorBody, invalidUrl, NotionError, unauthorized } from './errors.ts';
 import { Workspace, type BlockRecord, type DatabaseRecord, type DataSourceRecord, type PageRecord } from './model.ts';
 import { seedWorkspace, type SeedIds } from './seed.ts';
 import { isObject, newId, normalizeId, type Json } from './util.ts';
+import { createNotionOAuth, type NotionOAuth, type NotionOAuthOptions } from './oauth.ts';
 
 export const NOTION_VERSION = '2025-09-03';
 /** Versions Notion knows; data sources exist from 2025-09-03 on. */
@@ -19,6 +22,8 @@ export interface NotionSandboxOptions extends ListenOptions {
   token?: string;
   /** Delay before a template's content appears on a page created from it (default 150 ms). */
   templateDelayMs?: number;
+  /** Public integrations that users connect by OAuth (sandboxes/notion/oauth.ts). */
+  oauth?: NotionOAuthOptions;
 }
 
 export interface NotionSandbox {
@@ -31,6 +36,8 @@ export interface NotionSandbox {
   legacyToken: string;
   /** A public (OAuth) integration's token: it may create pages and databases at the workspace level. */
   publicToken: string;
+  /** The OAuth authorization server of the public integrations in `options.oauth` (none registered by default). */
+  oauth: NotionOAuth;
   requests: RecordedRequest[];
   faults: Fault[];
   ids: SeedIds;
@@ -53,6 +60,8 @@ export function rateLimitFault(retryAfterSeconds = 1, extra: Partial<Fault> = {}
     ...extra,
   };
 }
+
+const OAUTH_ENDPOINTS = ['/v1/oauth/token', '/v1/oauth/revoke', '/v1/oauth/introspect'];
 
 const tokenOf = (prefix: string) => `${prefix}${randomBytes(24).toString('base64url')}`;
 
@@ -77,11 +86,17 @@ export async function startNotionSandbox(options: NotionSandboxOptions = {}): Pr
   const requests: RecordedRequest[] = [];
   const faults: Fault[] = [];
   const record = recorder(requests, options);
+  const ada = ws.users.get(ids.users.ada)!;
+  const oauth = createNotionOAuth(
+    ws,
+    { id: ada.id, name: ada.name, email: ada.email! },
+    { clients: [], ...options.oauth, templateDelayMs: options.templateDelayMs ?? 150 },
+  );
 
   function answer(req: http.IncomingMessage, url: URL, raw: string): { status: number; body: unknown } {
     const auth = req.headers.authorization ?? '';
     const bearer = auth.startsWith('Bearer ') ? auth.slice(7) : '';
-    const api = bearer === publicToken ? external : bearer === token || bearer === legacyToken ? internal : undefined;
+    const api = bearer === publicToken ? external : bearer === token || bearer === legacyToken ? internal : oauth.apiFor(bearer);
     if (!api) throw unauthorized();
     const version = req.headers['notion-version'];
     if (version === undefined) {
@@ -119,10 +134,16 @@ export async function startNotionSandbox(options: NotionSandboxOptions = {}): Pr
 
   const server = await listen(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
+    if (url.pathname === '/v1/oauth/authorize') {
+      // The consent page reads its own form.
+      record({ method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body: '' });
+      return oauth.controls.pages(req, res);
+    }
     const raw = await readBody(req);
     record({ method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, headers: req.headers, body: raw });
     const fault = takeFault(faults, req.method ?? 'GET', url.pathname);
     if (fault) return sendFault(res, fault);
+    if (req.method === 'POST' && OAUTH_ENDPOINTS.includes(url.pathname)) return oauth.endpoint(req, res, url.pathname, raw);
     try {
       const { status, body } = answer(req, url, raw);
       sendJson(res, status, body);
@@ -139,11 +160,13 @@ export async function startNotionSandbox(options: NotionSandboxOptions = {}): Pr
     close: async () => {
       internal.close();
       external.close();
+      oauth.close();
       await server.close();
     },
     token,
     legacyToken,
     publicToken,
+    oauth: oauth.controls,
     requests,
     faults,
     ids,

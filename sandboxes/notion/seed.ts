@@ -62,7 +62,7 @@ export function seedWorkspace(ws: Workspace): SeedIds {
       icon: null,
       cover: null,
       isLocked: false,
-      shared: options.shared ?? false,
+      sharedWith: new Set(options.shared ? [ws.botId] : []),
       children: [],
     };
     ws.pages.set(page.id, page);
@@ -82,7 +82,7 @@ export function seedWorkspace(ws: Workspace): SeedIds {
       isLocked: false,
       icon: null,
       cover: null,
-      shared: false,
+      sharedWith: new Set(),
       dataSourceIds: [],
     };
     ws.databases.set(db.id, db);

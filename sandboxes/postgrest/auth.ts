@@ -68,11 +68,11 @@ const SEEDED_IAT = 1_735_689_600;
  * The project's keys: legacy JWT keys (ten years valid) and new-style opaque keys. Fresh per sandbox, or
  * derived from `seed` (a sandbox restarted with the same seed accepts the keys it gave before).
  */
-export function makeProjectKeys(seed?: string): ProjectKeys {
+export function makeProjectKeys(seed?: string, ref = 'sandbox'): ProjectKeys {
   const bytes = (label: string, n: number): Buffer => (seed === undefined ? randomBytes(n) : createHmac('sha256', seed).update(label).digest().subarray(0, n));
   const jwtSecret = bytes('jwt secret', 32).toString('hex');
   const iat = seed === undefined ? Math.floor(Date.now() / 1000) : SEEDED_IAT;
-  const legacy = (role: string): string => signJwt({ iss: 'supabase', ref: 'sandbox', role, iat, exp: iat + 10 * 365 * 86400 }, jwtSecret);
+  const legacy = (role: string): string => signJwt({ iss: 'supabase', ref, role, iat, exp: iat + 10 * 365 * 86400 }, jwtSecret);
   return {
     jwtSecret,
     anonKey: legacy('anon'),

@@ -26,7 +26,7 @@ import { arrayLiteral, jsonBody, orderClause, quoteIdent, selectList, SqlParams,
 export { signJwt } from './auth.ts';
 export type { ErrorBody } from './errors.ts';
 
-export interface PostgrestSandboxOptions extends ListenOptions {
+export interface PostgrestProjectOptions {
   /** Keep the tables in this shared database (a schema and roles of their own) instead of a database of their own. */
   database?: SharedDatabase;
   /** Derive the project's keys from this secret (the same keys at every start); random by default. */
@@ -35,11 +35,17 @@ export interface PostgrestSandboxOptions extends ListenOptions {
   version?: 12 | 13;
   /** db-max-rows: the most rows one response carries (Supabase default 1000). */
   maxRows?: number;
+  /** The project ref its legacy keys name (default `sandbox`). */
+  ref?: string;
+  /** Record every request in `requests` (default true). */
+  record?: boolean;
 }
 
-export interface PostgrestSandbox extends RunningSandbox, ProjectKeys {
-  /** `${url}/rest/v1`. */
-  restUrl: string;
+export interface PostgrestSandboxOptions extends ListenOptions, PostgrestProjectOptions {}
+
+/** A project's Data API without a listener of its own: `handler` answers requests whose path starts at /rest/v1. */
+export interface PostgrestProject extends ProjectKeys {
+  handler: http.RequestListener;
   version: 12 | 13;
   requests: RecordedRequest[];
   faults: Fault[];
@@ -49,6 +55,13 @@ export interface PostgrestSandbox extends RunningSandbox, ProjectKeys {
   signJwt(claims: Record<string, unknown>): string;
   /** Drops every table of the sandbox's schema and seeds the default tables again. */
   reset(): Promise<void>;
+  /** Drops the project's tables (its tenant of a shared database) or closes its own database. */
+  close(): Promise<void>;
+}
+
+export interface PostgrestSandbox extends RunningSandbox, Omit<PostgrestProject, 'handler' | 'close'> {
+  /** `${url}/rest/v1`. */
+  restUrl: string;
 }
 
 interface Answer {
@@ -460,7 +473,7 @@ export class SharedDatabase {
   }
 }
 
-export async function startPostgrestSandbox(options: PostgrestSandboxOptions = {}): Promise<PostgrestSandbox> {
+export async function createPostgrestProject(options: PostgrestProjectOptions = {}): Promise<PostgrestProject> {
   const version = options.version ?? 13;
   const shared = options.database;
   let db: PGlite;
@@ -473,7 +486,7 @@ export async function startPostgrestSandbox(options: PostgrestSandboxOptions = {
     tenant = OWN_DATABASE;
     await db.exec(AUTH_SQL + rolesSql(tenant) + seedSql(tenant));
   }
-  const keys = makeProjectKeys(options.keySeed);
+  const keys = makeProjectKeys(options.keySeed, options.ref);
   const api = new DataApi(db, tenant, keys, version, options.maxRows ?? 1000);
   const requests: RecordedRequest[] = [];
   const faults: Fault[] = [];
@@ -504,12 +517,9 @@ export async function startPostgrestSandbox(options: PostgrestSandboxOptions = {
       sendJson(res, 500, { code: 'XX000', details: null, hint: null, message: err instanceof Error ? err.message : String(err) });
     }
   };
-  const server = await listen(handler, options);
-
   return {
     ...keys,
-    url: server.url,
-    restUrl: `${server.url}/rest/v1`,
+    handler,
     version,
     requests,
     faults,
@@ -528,9 +538,28 @@ export async function startPostgrestSandbox(options: PostgrestSandboxOptions = {
       api.invalidateSchema();
     },
     async close() {
-      await server.close();
       if (shared) await shared.dropTenant(tenant);
       else await db.close();
+    },
+  };
+}
+
+export async function startPostgrestSandbox(options: PostgrestSandboxOptions = {}): Promise<PostgrestSandbox> {
+  const { handler, close, ...project } = await createPostgrestProject(options);
+  let server: RunningSandbox;
+  try {
+    server = await listen(handler, options);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return {
+    ...project,
+    url: server.url,
+    restUrl: `${server.url}/rest/v1`,
+    async close() {
+      await server.close();
+      await close();
     },
   };
 }

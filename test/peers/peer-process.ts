@@ -66,7 +66,8 @@ export class Peer<S extends PeerState> {
     const code = await new Promise<number | null>((resolve) => {
       const build = spawn('go', args, {
         cwd: o.cwd,
-        env: { ...process.env, GOTOOLCHAIN: 'local', ...o.env },
+        // The Go module proxy only, never a repository fetched directly (a caller's own GOPROXY is kept).
+        env: { ...process.env, GOTOOLCHAIN: 'local', GOPROXY: process.env.GOPROXY || 'https://proxy.golang.org', ...o.env },
         stdio: ['ignore', process.stderr, process.stderr],
       });
       build.once('error', () => resolve(-1));
