@@ -12,17 +12,27 @@ import { sha256 } from '../runtime/secrets.ts';
 import { MAIL_ENV, SMTP_URL, freshAddress, linkIn, mailHeaders, mailTo, mailpitAvailable, readMail, waitForMail } from './support/mailpit.ts';
 import { MONGODB_URL, dropTestDatabases, mongoTestUrl } from './support/mongo.ts';
 import { Browser } from './support/session-client.ts';
-import { createOwner, startTestService, type TestService } from './support/service.ts';
+import { type Owner, createOwner, createServer, startTestService, type TestService } from './support/service.ts';
 import { startTcpRelay } from './support/tcp-relay.ts';
+import { DEMO_SPECS, useDemoUpstream } from './support/upstream.ts';
 
 const PASSWORD = 'correct horse battery';
 const STARTING = 50;
 const HELP = { CREDITS_HELP_TEXT: 'Write to billing.', CREDITS_HELP_URL: 'mailto:billing@tool-server.test' };
 const smtp = SMTP_URL ? new URL(SMTP_URL) : undefined;
 
-/** A tools/call sent from a chosen loopback address (all of 127.0.0.0/8 is this machine). */
-function callFrom(from: string, svc: TestService, serverId: string, key: string, name: string, args: Record<string, unknown>): Promise<any> {
-  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } });
+const demo = useDemoUpstream();
+
+/** A server with the fixture provider's demo_ping (1 credit) on the loopback upstream, and its key. */
+async function pingServer(svc: TestService, owner: Owner) {
+  const { serverId, key } = await createServer(svc, owner, { accounts: demo.account(), tools: [{ base_tool: 'demo_ping', account: 'demo' }] });
+  const [listed] = (await svc.call('GET', `/api/servers/${serverId}/api-keys`, { token: owner.token })).body.api_keys;
+  return { key: { ...listed, key }, ping: (from = '127.0.0.1') => pingFrom(from, svc, serverId, key) };
+}
+
+/** A tools/call of demo_ping sent from a chosen loopback address (all of 127.0.0.0/8 is this machine). */
+function pingFrom(from: string, svc: TestService, serverId: string, key: string): Promise<any> {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'demo_ping', arguments: {} } });
   return new Promise((resolve, reject) => {
     const req = http.request(
       `${svc.url}/mcp/${serverId}`,
@@ -84,7 +94,7 @@ describe.skipIf(!mailpitAvailable)('e-mail (Mailpit)', { timeout: 120_000 }, () 
   describe.each(stores)('on the $name', ({ enabled, env }) => {
     let svc: TestService;
     beforeAll(async () => {
-      if (enabled) svc = await startTestService({ ...MAIL_ENV, ...env(), ...HELP, STARTING_CREDITS: String(STARTING) });
+      if (enabled) svc = await startTestService({ ...MAIL_ENV, ...DEMO_SPECS, ...env(), ...HELP, STARTING_CREDITS: String(STARTING) });
     });
     afterAll(() => svc?.close());
 
@@ -182,9 +192,7 @@ describe.skipIf(!mailpitAvailable)('e-mail (Mailpit)', { timeout: 120_000 }, () 
       const owner = await createOwner(svc, 7, email);
       const alertAt = STARTING + 5;
       expect((await svc.call('PATCH', '/api/me', { token: owner.token, body: { credit_alert: alertAt } })).status).toBe(200);
-      const sandbox = await svc.call('POST', '/api/sandbox', { token: owner.token });
-      const { server, key } = sandbox.body;
-      const read = () => callFrom('127.0.0.1', svc, server.id, key.key, 'database_read_records', { table: 'todos' });
+      const { ping: read } = await pingServer(svc, owner);
       for (let i = 0; i < 4; i++) {
         const answer = await read();
         expect(answer.result.isError, JSON.stringify(answer)).toBe(false);
@@ -231,7 +239,7 @@ describe.skipIf(!mailpitAvailable)('e-mail (Mailpit)', { timeout: 120_000 }, () 
   describe('on one service', () => {
     let svc: TestService;
     beforeAll(async () => {
-      svc = await startTestService({ ...MAIL_ENV, STARTING_CREDITS: String(STARTING), TRUST_PROXY: 'true' });
+      svc = await startTestService({ ...MAIL_ENV, ...DEMO_SPECS, STARTING_CREDITS: String(STARTING), TRUST_PROXY: 'true' });
     });
     afterAll(() => svc.close());
 
@@ -274,8 +282,7 @@ describe.skipIf(!mailpitAvailable)('e-mail (Mailpit)', { timeout: 120_000 }, () 
     it('tells the owner of a key used from a new /24, not from its first network nor twice from one', async () => {
       const email = freshAddress('network');
       const owner = await createOwner(svc, 100, email);
-      const { server, key } = (await svc.call('POST', '/api/sandbox', { token: owner.token })).body;
-      const read = (from: string) => callFrom(from, svc, server.id, key.key, 'database_read_records', { table: 'todos' });
+      const { key, ping: read } = await pingServer(svc, owner);
       await read('127.0.0.1'); // its first network: where its owner put it to work
       const networks = svc.store.collection('key_networks');
       await until('the first network to be recorded', async () => (await networks.countDocuments({ key_id: key.id })) === 1);
@@ -283,7 +290,7 @@ describe.skipIf(!mailpitAvailable)('e-mail (Mailpit)', { timeout: 120_000 }, () 
       const alert = await waitForMail(email, /was used from a new network/);
       expect(alert.Subject).toBe(`Your API key "${key.name}" was used from a new network`);
       expect(alert.Text).toContain(`(${key.prefix}…) was used from a network it had not been used from before: 127.0.1.0/24`);
-      expect(alert.Text).toContain(`on the server "${server.name}"`);
+      expect(alert.Text).toContain('on the server "test server"');
       expect(alert.Text).toContain(`${svc.url}/keys`);
       await read('127.0.1.200'); // the same /24
       await read('127.0.0.9'); // the first one

@@ -83,6 +83,8 @@ export class Outbox {
   private draining: Promise<void> | null = null;
   private again = false;
   private timer: NodeJS.Timeout | undefined;
+  /** Retries due before the next poll, each woken on time. */
+  private readonly wakeups = new Set<NodeJS.Timeout>();
   private closed = false;
 
   constructor(
@@ -136,6 +138,7 @@ export class Outbox {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
+    for (const wakeup of this.wakeups) clearTimeout(wakeup);
     await this.draining;
     this.o.transport.close();
   }
@@ -215,11 +218,23 @@ export class Outbox {
         { mailId: doc._id, kind: doc.kind, ownerId: doc.owner_id, attempts, retryInSeconds: Math.round(waitMs / 1000), reason: failure.reason },
         'mail not sent yet: will try again',
       );
+      this.wakeIn(waitMs);
       return;
     }
     const now = new Date();
     await this.docs.updateOne(mine, { $set: { state: 'sent', attempts: doc.attempts + 1, done_at: now, last_error: null }, $unset: { sealed: '' } });
     this.o.metrics.sent(doc.kind);
+  }
+
+  /** A retry due before the next poll is tried when due, not up to a poll later. */
+  private wakeIn(ms: number): void {
+    if (ms >= POLL_MS || this.closed) return;
+    const wakeup = setTimeout(() => {
+      this.wakeups.delete(wakeup);
+      void this.kick();
+    }, ms);
+    wakeup.unref();
+    this.wakeups.add(wakeup);
   }
 
   private async giveUp(doc: OutboxDoc, attempts: number, reason: string): Promise<void> {

@@ -1,9 +1,10 @@
 // Alerts that reach an owner who is not looking at the dashboard: credits below their alert (once each time the
 // balance falls below it; credits added arm it again), an account that needs reconnecting (the seam
-// AccountAlerts, called by the accounts code when an account's health says so), and an API key used from a
-// network it was never used from (access/key-networks.ts). Each can be turned off on Settings or by the
-// one-click unsubscribe link of its e-mail (RFC 8058: List-Unsubscribe and List-Unsubscribe-Post headers,
-// and the same link in the text); the link is signed, names the owner and the alert, and can do nothing else.
+// AccountAlerts, for the accounts code once accounts have a connection that can lapse: nothing calls it yet),
+// and an API key used from a network it was never used from (access/key-networks.ts). Each can be turned off
+// on Settings or by the one-click unsubscribe link of its e-mail (RFC 8058: List-Unsubscribe and
+// List-Unsubscribe-Post headers, and the same link in the text); the link is signed, names the owner and the
+// alert, and can do nothing else.
 import { createHmac } from 'node:crypto';
 import { ALERT_KINDS, ALERT_LABELS, type AlertKind, type OwnerDoc, type Owners, creditAlert } from '../access/owners.ts';
 import type { ApiKeys } from '../access/keys.ts';
