@@ -33,7 +33,7 @@ export function signUpSaid(site: SignUpSite): string {
     case 'invite':
       return 'sign-up is by invitation only (SIGNUP=invite)';
     case 'verified':
-      return 'open sign-up: anyone may sign up, and the address is verified by e-mail before the account can create keys or tokens';
+      return 'open sign-up: anyone may sign up, and the address is verified by e-mail before the account can do anything else';
     case 'local':
       return (
         'open sign-up is for local use only, since e-mail is off: only a browser on this machine may sign up, and only while PUBLIC_URL is a ' +
