@@ -67,7 +67,7 @@ const domain = {
 };
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.data/', 'coverage/'] },
+  { ignores: ['node_modules/', '.data/', 'coverage/', 'dist/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

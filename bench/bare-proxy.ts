@@ -1,19 +1,41 @@
 // A floor for comparison: a bare Koa + got proxy that answers every POST as a tools/call of the upstream,
 // with no authentication, limits, credits, validation or protocol handling. What the runtime costs on top
 // of the HTTP hop is the distance between this row and ours.
+//
+// `--durable`: the floor for a service that records every call before it answers. After the upstream's
+// answer, one line per call is appended to a file and the answer waits for it; the appends of calls that end
+// together share one write (the group commit our ledger uses, runtime/billing/group-commit.ts). The file is
+// kept open for appending, as our embedded store keeps its data files (runtime/store/nedb-files.ts): the line
+// is with the OS before the answer leaves, so it survives the process being killed (not a power cut: neither
+// this nor the embedded store calls fsync).
+import { mkdtemp, open } from 'node:fs/promises';
 import http from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import got from 'got';
 import Koa from 'koa';
+import { GroupCommit } from '../runtime/billing/group-commit.ts';
 import { answerSignals } from './signals.ts';
 
 const upstream = process.argv[2];
+const durable = process.argv.includes('--durable');
 const client = got.extend({ agent: { http: new http.Agent({ keepAlive: true }) }, responseType: 'json', throwHttpErrors: false });
+
+async function appender(): Promise<(line: string) => Promise<void>> {
+  const file = await open(path.join(await mkdtemp(path.join(tmpdir(), 'bench-durable-')), 'calls.jsonl'), 'a');
+  const commit = new GroupCommit<string, void>(async (lines) => void (await file.appendFile(lines.join(''))));
+  return (line) => commit.add(line);
+}
+const record = durable ? await appender() : undefined;
+
 const app = new Koa();
 app.use(async (ctx) => {
   const chunks: Buffer[] = [];
   for await (const c of ctx.req) chunks.push(c as Buffer);
   const message = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: number };
+  const started = Date.now();
   const res = await client(`${upstream}/ping`);
+  await record?.(`${JSON.stringify({ at: new Date(), id: message.id, status: res.statusCode, latency_ms: Date.now() - started })}\n`);
   ctx.body = {
     jsonrpc: '2.0',
     id: message.id,

@@ -3,6 +3,10 @@
 // at info and written to /dev/null, so their cost is measured. BENCH_FAMILY=workspace instead serves the real
 // Notion tools (tool-specs/workspace, all 13 on one server) with a Notion account on the fake upstream, to
 // compare with the official Notion MCP server doing the same calls.
+//
+// On MongoDB (BENCH_STORE=mongodb), BENCH_MONGODB_DB and BENCH_MASTER_KEY name the database and its master key,
+// so that several processes can serve one owner as instances of one service do: the first sets the owner up,
+// the others are started with BENCH_JOIN=<the first's JSON line> and serve the same server with the same key.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
@@ -19,6 +23,7 @@ import { answerSignals } from './signals.ts';
 const upstream = process.argv[2];
 const notion = process.env.BENCH_FAMILY === 'workspace';
 const mongodbUrl = process.env.BENCH_STORE === 'mongodb' ? process.env.BENCH_MONGODB_URL : undefined;
+const joined = process.env.BENCH_JOIN ? (JSON.parse(process.env.BENCH_JOIN) as Record<string, string>) : undefined;
 const inRequest = mongodbUrl ? answerInRequestContext() : undefined;
 const config = loadConfig({
   PORT: '0',
@@ -28,31 +33,42 @@ const config = loadConfig({
   RATE_LIMIT_BURST: '1000000',
   RATE_LIMIT_PER_MINUTE: '10000000',
   DATA_DIR: await mkdtemp(path.join(tmpdir(), 'tool-server-bench-')),
-  ...(mongodbUrl ? { MONGODB_URL: withDatabase(mongodbUrl, `bench_${process.pid}`), MASTER_KEY: randomBytes(32).toString('hex') } : {}),
+  ...(mongodbUrl
+    ? {
+        MONGODB_URL: withDatabase(mongodbUrl, process.env.BENCH_MONGODB_DB || `bench_${process.pid}`),
+        MASTER_KEY: process.env.BENCH_MASTER_KEY || randomBytes(32).toString('hex'),
+      }
+    : {}),
 });
 config.inMemory = !mongodbUrl && process.env.BENCH_STORE !== 'file';
 const service = await startService({ config, logDestination: pino.destination('/dev/null') });
-const api = async (p: string, token: string, body?: unknown) => {
-  const res = await fetch(service.url + p, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body ?? {}),
-  });
-  return (await res.json()) as Record<string, any>;
-};
-const owner = await api('/api/admin/owners', service.operatorToken, { email: 'bench@example.com' });
-await api(`/api/admin/owners/${owner.id}/credits`, service.operatorToken, { amount: 1_000_000_000 });
-const account = notion
-  ? await api('/api/accounts', owner.token, { kind: 'workspace', name: 'bench', integration_token: 'ntn_bench_token_000000000000', api_url: upstream })
-  : await api('/api/accounts', owner.token, { kind: 'demo', name: 'bench', base_url: upstream, token: 'tok_bench_token_0000' });
-const server = await api('/api/servers', owner.token, { name: 'bench', id: 'bench' });
-const tools = notion ? [...service.catalog.current.tools.values()].filter((t) => t.spec.provider === 'workspace').map((t) => t.spec.id) : ['demo_ping'];
-for (const base_tool of tools) await api(`/api/servers/${server.id}/tools`, owner.token, { base_tool, account_id: account.id });
-const key = await api(`/api/servers/${server.id}/api-keys`, owner.token, { name: 'bench' });
-const commands = mongodbUrl ? await countCommands(service.store.mongo!.client as MongoClient, inRequest!) : undefined;
+const setUp = joined ?? (await setUpOwner());
+const commands = mongodbUrl ? await countCommands(service.store.mongo!.client as MongoClient, inRequest!, setUp.owner) : undefined;
 console.log(
-  JSON.stringify({ url: `${service.url}/mcp/${server.id}`, key: key.key, metrics: `${service.url}/metrics`, operator: service.operatorToken, commands }),
+  JSON.stringify({ ...setUp, url: `${service.url}/mcp/${setUp.server}`, metrics: `${service.url}/metrics`, operator: service.operatorToken, commands }),
 );
+
+/** An owner with plenty of credits, an account on the upstream, a server with the tools, and its key. */
+async function setUpOwner(): Promise<Record<string, string>> {
+  const api = async (p: string, token: string, body?: unknown) => {
+    const res = await fetch(service.url + p, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body ?? {}),
+    });
+    return (await res.json()) as Record<string, any>;
+  };
+  const owner = await api('/api/admin/owners', service.operatorToken, { email: 'bench@example.com' });
+  await api(`/api/admin/owners/${owner.id}/credits`, service.operatorToken, { amount: 1_000_000_000 });
+  const account = notion
+    ? await api('/api/accounts', owner.token, { kind: 'workspace', name: 'bench', integration_token: 'ntn_bench_token_000000000000', api_url: upstream })
+    : await api('/api/accounts', owner.token, { kind: 'demo', name: 'bench', base_url: upstream, token: 'tok_bench_token_0000' });
+  const server = await api('/api/servers', owner.token, { name: 'bench', id: 'bench' });
+  const tools = notion ? [...service.catalog.current.tools.values()].filter((t) => t.spec.provider === 'workspace').map((t) => t.spec.id) : ['demo_ping'];
+  for (const base_tool of tools) await api(`/api/servers/${server.id}/tools`, owner.token, { base_tool, account_id: account.id });
+  const key = await api(`/api/servers/${server.id}/api-keys`, owner.token, { name: 'bench' });
+  return { owner: owner.id, server: server.id, key: key.key };
+}
 process.once('SIGINT', () => process.exit(0));
 
 /** The same server, another database. */
@@ -81,15 +97,19 @@ function answerInRequestContext(): AsyncLocalStorage<true> {
 /**
  * Counts the commands the service sends to MongoDB (the driver's command monitoring) and serves the counts on a
  * loopback port of its own, for the runner to read around each measure: all commands, the writes among them,
- * and those sent while answering a request.
+ * those sent while answering a request, and the owner's line: the writes to the owner's credit document
+ * (`credits`, _id the owner; every statement of an update command counts, as each writes the document).
  */
-async function countCommands(client: MongoClient, inRequest: AsyncLocalStorage<true>): Promise<string> {
+async function countCommands(client: MongoClient, inRequest: AsyncLocalStorage<true>, ownerId: string): Promise<string> {
   const WRITES = new Set(['insert', 'update', 'delete', 'findAndModify']);
-  const counts = { commands: 0, writes: 0, onPath: 0 };
+  const counts = { commands: 0, writes: 0, onPath: 0, ownerLine: 0 };
   client.on('commandStarted', (e) => {
     counts.commands++;
     if (WRITES.has(e.commandName)) counts.writes++;
     if (inRequest.getStore()) counts.onPath++;
+    const { command } = e;
+    if (command.findAndModify === 'credits' && command.query?._id === ownerId) counts.ownerLine++;
+    if (command.update === 'credits') counts.ownerLine += (command.updates as Array<{ q: { _id?: unknown } }>).filter((u) => u.q._id === ownerId).length;
   });
   const counter = createServer((_req, res) => res.end(JSON.stringify(counts)));
   await new Promise<void>((resolve) => counter.listen(0, '127.0.0.1', resolve));

@@ -2,30 +2,59 @@
 // Every process carries the test suite's network safety net: the bench reaches loopback only, whatever
 // the code under measure does.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import net from 'node:net';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { buildService } from '../runtime/build.ts';
 
 const SAFETY_NET = ['--import', 'tsx', '--import', './test/support/loopback-only.ts'];
+/**
+ * The bench's build of its servers and of the safety net (runtime/build.ts, as `npm start` runs the service),
+ * made once per run; inside the repository, where the bundles find node_modules.
+ */
+const BUILT = path.resolve(`node_modules/.cache/bench-build-${process.pid}`);
+const BUILT_ENTRIES = ['bench/ours.ts', 'bench/bare-proxy.ts', 'test/support/loopback-only.ts'];
+let built: Promise<void> | undefined;
 
 export const children: ChildProcess[] = [];
 
 /** The Notion page the fake upstream serves (upstream.ts) and the Notion rows of the bench read. */
 export const BENCH_PAGE = { id: '59833787-2cf9-4fdf-8782-e53db20768a5', title: 'Quarterly roadmap review' };
+/** The n-th page the bench reads: every call reads a page of its own, so the upstream can tell which calls reached it. */
+export const benchPageId = (n: number) => `${BENCH_PAGE.id.slice(0, 24)}${n.toString(16).padStart(12, '0')}`;
+/** The page id in an answer (ours quotes the page inside a JSON string, the official server as JSON). */
+export const PAGE_ID_IN_ANSWER = new RegExp(`${BENCH_PAGE.id.slice(0, 24)}[0-9a-f]{12}`);
 
 /**
  * Starts `tsx bench/<file>` and waits for the JSON line it prints. `env` adds to the environment;
- * BENCH_NODE_FLAGS there adds node flags.
+ * BENCH_NODE_FLAGS there adds node flags. `build`: runs it built instead, as `npm start` runs the service
+ * (bundled by runtime/build.ts with the safety net, plain node with source maps, no tsx).
  */
-export async function launch(file: string, args: string[] = [], env: Record<string, string> = {}): Promise<Record<string, string>> {
+export async function launch(file: string, args: string[] = [], env: Record<string, string> = {}, build = false): Promise<Record<string, string>> {
+  if (!build) return start(file, [...SAFETY_NET, `bench/${file}`, ...args], env);
+  if (!BUILT_ENTRIES.includes(`bench/${file}`)) throw new Error(`bench/${file} is not among the bench's built servers`);
+  built ??= buildService(BUILT_ENTRIES, BUILT);
+  await built;
+  return start(file, [...builtProgram(BUILT, file), ...args], env);
+}
+
+/** The node arguments that run bench/<file> from a build of it and of the safety net in `dir`. */
+export function builtProgram(dir: string, file: string): string[] {
+  return ['--enable-source-maps', '--import', pathToFileURL(path.join(dir, 'loopback-only.js')).href, path.join(dir, file.replace(/\.ts$/, '.js'))];
+}
+
+/** Runs node with `args` (and BENCH_NODE_FLAGS) and waits for the JSON line the server prints when it is ready. */
+export function start(name: string, args: string[], env: Record<string, string> = {}): Promise<Record<string, string>> {
   const all = { ...process.env, ...env };
   const flags = (all.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...flags, ...SAFETY_NET, `bench/${file}`, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: all });
+  const child = spawn(process.execPath, [...flags, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: all });
   children.push(child);
   const lines = createInterface({ input: child.stdout! });
   return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
+    child.once('exit', (code) => reject(new Error(`${name} exited with ${code}`)));
     lines.once('line', (line) => resolve({ ...(JSON.parse(line) as Record<string, string>), pid: String(child.pid) }));
   });
 }
@@ -40,9 +69,22 @@ export interface NotionMcp {
  * Starts the official Notion MCP server (@notionhq/notion-mcp-server, its HTTP transport) with its Notion
  * base URL on the bench's upstream, and opens a session the way a client does: initialize, keep the
  * session id, send notifications/initialized. NOTION_TOKEN is removed from its environment on purpose:
- * with it, the server calls the real Notion at start whatever BASE_URL says.
+ * with it, the server calls the real Notion at start whatever BASE_URL says. It is ready when its /health
+ * answers, however long that takes on a loaded machine; it failed to start when it exits first (its port
+ * taken between our probe and its listen: tried again on another port) or is not ready after
+ * NOTION_MCP_START_SECONDS (default 120); the error then carries the end of its stderr.
  */
 export async function launchNotionMcp(upstream: string): Promise<NotionMcp> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startNotionMcp(upstream);
+    } catch (err) {
+      if (attempt === 3 || !/EADDRINUSE/.test(String(err))) throw err;
+    }
+  }
+}
+
+async function startNotionMcp(upstream: string): Promise<NotionMcp> {
   const port = await freePort();
   const authToken = 'bench-notion-mcp-token';
   const env: NodeJS.ProcessEnv = {
@@ -53,14 +95,20 @@ export async function launchNotionMcp(upstream: string): Promise<NotionMcp> {
   delete env.NOTION_TOKEN;
   const cli = 'node_modules/@notionhq/notion-mcp-server/bin/cli.mjs';
   const args = [...SAFETY_NET, cli, '--transport', 'http', '--host', '127.0.0.1', '--port', String(port), '--auth-token', authToken];
-  // Its per-request console output goes nowhere, as our service's log does (to /dev/null).
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'ignore'], env });
+  // Its console output goes nowhere, as our service's log does (to /dev/null); the end of stderr is kept to say why it failed.
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], env });
   children.push(child);
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2000)));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
+  const deadline = Date.now() + Number(process.env.NOTION_MCP_START_SECONDS || 120) * 1000;
+  const why = (what: string) => new Error(`the Notion MCP server ${what}${stderr ? `; its stderr ends with:\n${stderr}` : ''}`);
+  for (;;) {
     if ((await fetch(`${base}/health`).catch(() => null))?.ok) break;
-    if (i === 100 || child.exitCode !== null) throw new Error('the Notion MCP server did not start');
-    await sleep(100);
+    if (child.exitCode !== null || child.signalCode !== null) throw why(`exited (${child.signalCode ?? child.exitCode}) before it was ready`);
+    if (Date.now() > deadline) throw why(`was not ready within ${process.env.NOTION_MCP_START_SECONDS || 120} s`);
+    await Promise.race([sleep(100), exited]);
   }
   const headers: Record<string, string> = {
     authorization: `Bearer ${authToken}`,
@@ -79,10 +127,10 @@ export async function launchNotionMcp(upstream: string): Promise<NotionMcp> {
   });
   const session = init.headers.get('mcp-session-id');
   await init.text();
-  if (!init.ok || !session) throw new Error(`the Notion MCP server refused initialize (HTTP ${init.status})`);
+  if (!init.ok || !session) throw why(`refused initialize (HTTP ${init.status})`);
   Object.assign(headers, { 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' });
   const ready = await fetch(`${base}/mcp`, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
-  if (ready.status !== 202) throw new Error(`the Notion MCP server refused notifications/initialized (HTTP ${ready.status})`);
+  if (ready.status !== 202) throw why(`refused notifications/initialized (HTTP ${ready.status})`);
   return { url: `${base}/mcp`, headers };
 }
 
@@ -130,7 +178,8 @@ export function runBench(main: () => Promise<void>): void {
       console.error(err);
       process.exitCode = 1;
     })
-    .finally(() => {
+    .finally(async () => {
       for (const c of children) c.kill();
+      await rm(BUILT, { recursive: true, force: true });
     });
 }

@@ -4,11 +4,15 @@
 // to the innermost frame of its stack that belongs to a stage (so got's socket writes count as got, and
 // ajv's generated code as validation); idle time is left out. Prints one markdown table, stages as rows.
 // PROFILE_OUT=<dir> keeps the profiles there (<server>.cpuprofile: open in Chrome DevTools or speedscope
-// for the flame graph); PROFILE_ONLY=ours-memory,ours-file,bare-proxy (the default), ours-notion picks the servers.
-import { copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+// for the flame graph); PROFILE_ONLY=ours-memory,ours-file,bare-proxy (the default), bare-durable, ours-tsx,
+// bare-tsx, ours-notion picks the servers. They run built, as `npm start` runs the service, except the -tsx ones.
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { SourceMap, type SourceMapPayload } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { BENCH_PAGE, children, launch, runBench } from './processes.ts';
 
@@ -21,6 +25,8 @@ const GET_PAGE = call('get_page', { page_id: BENCH_PAGE.id });
 interface Frame {
   functionName: string;
   url: string;
+  lineNumber: number;
+  columnNumber: number;
 }
 interface ProfileNode {
   id: number;
@@ -71,6 +77,32 @@ const STAGES: Array<[string, (f: Frame) => boolean]> = [
   ['garbage collection', (f) => f.functionName === '(garbage collector)'],
 ];
 
+/**
+ * A built server's frames name its bundle: each is moved to the TypeScript source its source map gives (what
+ * the stages match, and what a flame graph of a kept profile should show).
+ */
+function mapToSources(profile: CpuProfile): void {
+  const maps = new Map<string, SourceMap | null>();
+  const mapOf = (url: string) => {
+    if (!maps.has(url)) {
+      let map: SourceMap | null = null;
+      try {
+        map = new SourceMap(JSON.parse(readFileSync(`${fileURLToPath(url)}.map`, 'utf8')) as SourceMapPayload);
+      } catch {
+        // not a bundle of ours (a package's file): kept as it is
+      }
+      maps.set(url, map);
+    }
+    return maps.get(url);
+  };
+  for (const { callFrame: f } of profile.nodes) {
+    const map = f.url.startsWith('file://') && f.url.endsWith('.js') ? mapOf(f.url) : null;
+    const entry = map?.findEntry(f.lineNumber, f.columnNumber);
+    if (!entry || !('originalSource' in entry)) continue;
+    Object.assign(f, { url: new URL(entry.originalSource, f.url).href, lineNumber: entry.originalLine, columnNumber: entry.originalColumn });
+  }
+}
+
 function stagesOf(profile: CpuProfile): Map<string, number> {
   const parent = new Map<number, number>();
   const byId = new Map<number, ProfileNode>();
@@ -97,10 +129,23 @@ function stagesOf(profile: CpuProfile): Map<string, number> {
   return micros;
 }
 
-async function profileOf(name: string, file: string, args: string[], env: Record<string, string>, body: string): Promise<Map<string, number>> {
+interface Server {
+  title: string;
+  /** Its name in PROFILE_ONLY and PROFILE_OUT. */
+  name: string;
+  file: string;
+  args?: string[];
+  env?: Record<string, string>;
+  body: string;
+  /** Run from the build, as `npm start` runs the service (processes.ts, launch). */
+  built?: boolean;
+}
+
+async function profileOf(server: Server, upstream: string): Promise<Map<string, number>> {
+  const { name, file, body } = server;
   const dir = await mkdtemp(path.join(tmpdir(), 'tool-server-profile-'));
   const out = path.join(dir, 'cpu.json');
-  const target = await launch(file, args, { ...env, BENCH_PROFILE: out });
+  const target = await launch(file, [upstream, ...(server.args ?? [])], { ...server.env, BENCH_PROFILE: out }, server.built);
   const child = children.at(-1)!;
   const headers = {
     'content-type': 'application/json',
@@ -117,12 +162,14 @@ async function profileOf(name: string, file: string, args: string[], env: Record
   for (let i = 0; i < 100; i++) {
     const text = await readFile(out, 'utf8').catch(() => '');
     if (text) {
+      await rm(dir, { recursive: true, force: true });
+      const profile = JSON.parse(text) as CpuProfile;
+      mapToSources(profile);
       if (process.env.PROFILE_OUT) {
         await mkdir(process.env.PROFILE_OUT, { recursive: true });
-        await copyFile(out, path.join(process.env.PROFILE_OUT, `${name}.cpuprofile`));
+        await writeFile(path.join(process.env.PROFILE_OUT, `${name}.cpuprofile`), JSON.stringify(profile));
       }
-      await rm(dir, { recursive: true, force: true });
-      const micros = stagesOf(JSON.parse(text) as CpuProfile);
+      const micros = stagesOf(profile);
       for (const [k, v] of micros) micros.set(k, v / CALLS);
       return micros;
     }
@@ -133,18 +180,20 @@ async function profileOf(name: string, file: string, args: string[], env: Record
 
 async function main(): Promise<void> {
   const upstream = (await launch('upstream.ts')).url;
-  const servers: Array<[string, string, string, Record<string, string>, string]> = [
-    ['ours (memory store)', 'ours-memory', 'ours.ts', {}, PING],
-    ['ours (file store)', 'ours-file', 'ours.ts', { BENCH_STORE: 'file' }, PING],
-    ['bare Koa+got proxy', 'bare-proxy', 'bare-proxy.ts', {}, PING],
-    // Only when asked for: our Notion tools reading a page, the call the bench compares with the official Notion MCP server.
-    ['ours (Notion get_page)', 'ours-notion', 'ours.ts', { BENCH_FAMILY: 'workspace' }, GET_PAGE],
+  const servers: Server[] = [
+    { title: 'ours (memory store)', name: 'ours-memory', file: 'ours.ts', body: PING, built: true },
+    { title: 'ours (file store)', name: 'ours-file', file: 'ours.ts', env: { BENCH_STORE: 'file' }, body: PING, built: true },
+    { title: 'bare Koa+got proxy', name: 'bare-proxy', file: 'bare-proxy.ts', body: PING, built: true },
+    // Only when asked for: the durable floor; ours and the bare proxy under tsx (what the build saves); our
+    // Notion tools reading a page, the call the bench compares with the official Notion MCP server.
+    { title: 'bare durable proxy', name: 'bare-durable', file: 'bare-proxy.ts', args: ['--durable'], body: PING, built: true },
+    { title: 'ours (memory store, tsx)', name: 'ours-tsx', file: 'ours.ts', body: PING },
+    { title: 'bare Koa+got proxy (tsx)', name: 'bare-tsx', file: 'bare-proxy.ts', body: PING },
+    { title: 'ours (Notion get_page)', name: 'ours-notion', file: 'ours.ts', env: { BENCH_FAMILY: 'workspace' }, body: GET_PAGE, built: true },
   ];
   const only = (process.env.PROFILE_ONLY ?? 'ours-memory,ours-file,bare-proxy').split(',');
   const columns: Array<[string, Map<string, number>]> = [];
-  for (const [title, name, file, env, body] of servers) {
-    if (only.includes(name)) columns.push([title, await profileOf(name, file, [upstream], env, body)]);
-  }
+  for (const server of servers) if (only.includes(server.name)) columns.push([server.title, await profileOf(server, upstream)]);
   const stages = [...STAGES.map(([s]) => s), 'other (V8, tsx, timers)'];
   const cell = (m: Map<string, number>, s: string) => (m.get(s) ? m.get(s)!.toFixed(0) : '-');
   const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);

@@ -4,11 +4,23 @@
 // (a 200 that carries an error counts as an error). Prints req/s, p50 and p99 per row, then the ratios, one
 // line per goal. BENCH_SECONDS sets the length of each row (default 5).
 import autocannon from 'autocannon';
-import { BENCH_PAGE, cpuMicros, launch, launchNotionMcp, mongoForBench, runBench } from './processes.ts';
+import { randomBytes } from 'node:crypto';
+import { BENCH_PAGE, PAGE_ID_IN_ANSWER, benchPageId, cpuMicros, launch, launchNotionMcp, mongoForBench, runBench } from './processes.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 5);
+/**
+ * Each row's seconds are spread over this many turns: the targets of one method and concurrency take turns
+ * (one after the other, the order reversed every other turn), so a busy moment of a shared machine falls on
+ * all of them alike instead of on whichever row ran then.
+ */
+const TURNS = Number(process.env.BENCH_TURNS || 5);
 /** This service: key auth + rate limits + credit charge + tool spec + ledger + usage, i.e. the full pipeline. */
 const OURS = 'ours (full pipeline)';
+/**
+ * The same run through tsx instead of the build. Every other row of ours (and the two bare proxies) runs
+ * built, as `npm start` runs the service (runtime/build.ts); this row says what the build gains.
+ */
+const OURS_TSX = 'ours (tsx)';
 /** The same on the file-backed embedded store that `npm start` uses. */
 const OURS_FILE = 'ours (file store)';
 /** The same on MongoDB (FerretDB, the test peer, unless MONGODB_URL names another server). */
@@ -16,6 +28,8 @@ const OURS_MONGO = 'ours (MongoDB)';
 const REFERENCE = 'reference (SDK v1)';
 const SDK_V2 = 'SDK v2 handler';
 const BARE = 'bare Koa+got proxy';
+/** The same plus one durable append per call, group-committed: the floor for a service that records every call before it answers. */
+const BARE_DURABLE = 'bare durable proxy';
 /** Our Notion tools (tool-specs/workspace) and the official Notion MCP server, reading the same page. */
 const OURS_NOTION = 'ours (Notion tools)';
 const NOTION_MCP = 'official Notion MCP';
@@ -30,6 +44,11 @@ const rpc = (method: string, params?: object): Body => {
   return (id) => `{"jsonrpc":"2.0","id":${id},${rest}`;
 };
 const call = (name: string, args: object = {}) => rpc('tools/call', { name, arguments: args });
+/** A page read, of a page of its own for every send (the upstream then tells which calls reached it). */
+const readPage =
+  (name: string): Body =>
+  (id) =>
+    JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: { page_id: benchPageId(id) } } });
 let nextId = 1;
 
 /** One server under measure: where it listens, what it is sent, and what every good answer contains. */
@@ -43,6 +62,8 @@ interface Target {
   headers: Record<string, string>;
   bodies: Partial<Record<Method, Body>>;
   expect: Partial<Record<Method, string>>;
+  /** Where the target's tools/call reads a page of its own per call: the upstream, asked which of the answered pages it served. */
+  pagesServedBy?: string;
 }
 type Method = 'tools/list' | 'tools/call';
 
@@ -58,10 +79,12 @@ interface Row {
   sent: number;
   /** The server process's CPU time per completed request, µs. */
   cpuPerCall?: number;
-  /** MongoDB commands and writes per completed request; those sent while answering it (its path). */
-  commandsPerCall?: number;
-  onPathPerCall?: number;
-  writesPerCall?: number;
+  /** The MongoDB commands the server sent during the measure (commandCounts). */
+  store?: CommandCounts;
+  /** What the row's turns add up to: seconds measured, CPU µs, and each turn's p50. */
+  seconds: number;
+  cpu: number;
+  p50s: number[];
 }
 
 const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
@@ -75,42 +98,104 @@ function post(target: Target, method: Method): autocannon.Request {
 const started = Date.now();
 const progress = (what: string) => console.error(`[${((Date.now() - started) / 1000).toFixed(0)} s] ${what}`);
 
-/** `rate`: requests per second for all connections together (autocannon's overallRate); as fast as answered when absent. */
-async function measure(target: Target, method: Method, connections: number, rate?: number): Promise<Row> {
-  progress(`${target.name} ${method} c=${connections}${rate ? ` at ${rate} req/s` : ''}`);
+/**
+ * One measure of `seconds`. `rate`: requests per second for all connections together (autocannon's
+ * overallRate); as fast as answered when absent.
+ */
+async function measure(target: Target, method: Method, connections: number, seconds = SECONDS, rate?: number): Promise<Row> {
   const expected = target.expect[method]!;
   const cpuBefore = target.pid ? await cpuMicros(target.pid) : 0;
   const countsBefore = target.commands ? await commandCounts(target.commands) : undefined;
   let wrong = 0;
+  const pages: string[] = [];
   const result = await autocannon({
     url: target.url,
     connections,
-    duration: SECONDS,
+    duration: seconds,
     ...(rate && { overallRate: rate }),
     requests: [
       {
         ...post(target, method),
         onResponse: (status: number, answer: string) => {
-          if (status === 200 && (!answer.includes(expected) || answer.includes('"isError":true'))) wrong++;
+          if (status !== 200) return;
+          if (!answer.includes(expected) || answer.includes('"isError":true')) wrong++;
+          else if (target.pagesServedBy && method === 'tools/call') pages.push(PAGE_ID_IN_ANSWER.exec(answer)?.[0] ?? 'no page id in the answer');
         },
       },
     ],
   });
+  // Every answered page read reached the upstream: an answer the upstream never served is an error of the row.
+  if (pages.length) wrong += await pagesNotServed(target.pagesServedBy!, pages);
   const r = row(target.name, method, connections, result, wrong);
-  if (target.pid) r.cpuPerCall = ((await cpuMicros(target.pid)) - cpuBefore) / r.completed;
+  if (target.pid) {
+    r.cpu = (await cpuMicros(target.pid)) - cpuBefore;
+    r.cpuPerCall = r.cpu / r.completed;
+  }
   if (countsBefore) {
     const after = await commandCounts(target.commands!);
-    r.commandsPerCall = (after.commands - countsBefore.commands) / r.completed;
-    r.writesPerCall = (after.writes - countsBefore.writes) / r.completed;
-    r.onPathPerCall = (after.onPath - countsBefore.onPath) / r.completed;
+    r.store = { commands: 0, writes: 0, onPath: 0, ownerLine: 0 };
+    for (const k of Object.keys(r.store) as Array<keyof CommandCounts>) r.store[k] = after[k] - countsBefore[k];
   }
   return r;
 }
 
+/** Each target measured for SECONDS in TURNS turns taken in turn with the others: one row each, their sums. */
+async function measureInTurns(targets: Target[], method: Method, connections: number): Promise<Row[]> {
+  progress(`${method} c=${connections}: ${targets.map((t) => t.name).join(', ')}`);
+  const rows = new Map<Target, Row>();
+  for (let turn = 0; turn < TURNS; turn++) {
+    for (const target of turn % 2 ? [...targets].reverse() : targets) {
+      const r = await measure(target, method, connections, SECONDS / TURNS);
+      const sum = rows.get(target);
+      rows.set(target, sum ? added(sum, r) : r);
+    }
+  }
+  return targets.map((t) => rows.get(t)!);
+}
+
+/** Two measures of one target as one: counts added, the rate over both, the median of the p50s, the larger p99. */
+function added(a: Row, b: Row): Row {
+  const seconds = a.seconds + b.seconds;
+  const cpu = a.cpu + b.cpu;
+  const completed = a.completed + b.completed;
+  const p50s = [...a.p50s, ...b.p50s];
+  return {
+    ...a,
+    rps: (a.rps * a.seconds + b.rps * b.seconds) / seconds,
+    p50: [...p50s].sort((x, y) => x - y)[Math.floor(p50s.length / 2)],
+    p99: Math.max(a.p99, b.p99),
+    errors: a.errors + b.errors,
+    completed,
+    sent: a.sent + b.sent,
+    seconds,
+    cpu,
+    p50s,
+    ...(a.cpuPerCall !== undefined && { cpuPerCall: cpu / completed }),
+    ...(a.store && b.store && { store: sumCounts([a.store, b.store]) }),
+  };
+}
+
+const sumCounts = (counts: CommandCounts[]): CommandCounts => ({
+  commands: counts.reduce((n, c) => n + c.commands, 0),
+  writes: counts.reduce((n, c) => n + c.writes, 0),
+  onPath: counts.reduce((n, c) => n + c.onPath, 0),
+  ownerLine: counts.reduce((n, c) => n + c.ownerLine, 0),
+});
+
+async function pagesNotServed(upstream: string, pages: string[]): Promise<number> {
+  const res = await fetch(`${upstream}/__served`, { method: 'POST', body: JSON.stringify(pages) });
+  return ((await res.json()) as { missing: number }).missing;
+}
+
+/**
+ * MongoDB commands a server sent: all, the writes among them, those sent while answering a request (on a call's
+ * path), and the writes to the owner's credit document (the owner's line).
+ */
 interface CommandCounts {
   commands: number;
   writes: number;
   onPath: number;
+  ownerLine: number;
 }
 async function commandCounts(url: string): Promise<CommandCounts> {
   return (await (await fetch(url)).json()) as CommandCounts;
@@ -125,30 +210,44 @@ function row(target: string, method: string, connections: number, result: autoca
     target,
     method,
     connections,
-    rps: result.requests.average,
+    rps: result.requests.total / result.duration,
     p50: result.latency.p50,
     p99: result.latency.p99,
     errors: result.errors + result.non2xx + result.timeouts + wrong,
     completed: result['2xx'],
     sent: result.requests.sent,
+    seconds: result.duration,
+    cpu: 0,
+    p50s: [result.latency.p50],
   };
 }
 
 async function main(): Promise<void> {
   const upstream = (await launch('upstream.ts')).url;
   const mongodbUrl = mongoForBench();
-  if (!mongodbUrl) progress('NO MongoDB-wire server (set MONGODB_URL, or install Go for the FerretDB peer): the "ours (MongoDB)" row is left out');
-  const pageReads = async () => ((await (await fetch(`${upstream}/__count`)).json()) as { pageReads: number }).pageReads;
-  const [ours, oursFile, oursNotion, notionMcp, v1, v2, bare, oursMongo] = await Promise.all([
+  if (!mongodbUrl) progress('NO MongoDB-wire server (set MONGODB_URL, or install Go for the FerretDB peer): the MongoDB rows and lines are left out');
+  // The MongoDB row's database and master key, which the two more instances of the owner-line measure share.
+  const mongoEnv = mongodbUrl && {
+    BENCH_STORE: 'mongodb',
+    BENCH_MONGODB_URL: mongodbUrl,
+    BENCH_MONGODB_DB: `bench_${process.pid}`,
+    BENCH_MASTER_KEY: randomBytes(32).toString('hex'),
+  };
+  const [ours, oursTsx, oursFile, oursNotion, notionMcp, v1, v2, bare, bareDurable, oursMongo] = await Promise.all([
+    launch('ours.ts', [upstream], {}, true),
     launch('ours.ts', [upstream]),
-    launch('ours.ts', [upstream], { BENCH_STORE: 'file' }),
-    launch('ours.ts', [upstream], { BENCH_FAMILY: 'workspace' }),
+    launch('ours.ts', [upstream], { BENCH_STORE: 'file' }, true),
+    launch('ours.ts', [upstream], { BENCH_FAMILY: 'workspace' }, true),
     launchNotionMcp(upstream),
     launch('reference-v1.ts', [upstream]),
     launch('reference-v2.ts', [upstream]),
-    launch('bare-proxy.ts', [upstream]),
-    mongodbUrl ? launch('ours.ts', [upstream], { BENCH_STORE: 'mongodb', BENCH_MONGODB_URL: mongodbUrl }) : undefined,
+    launch('bare-proxy.ts', [upstream], {}, true),
+    launch('bare-proxy.ts', [upstream, '--durable'], {}, true),
+    mongoEnv ? launch('ours.ts', [upstream], mongoEnv, true) : undefined,
   ]);
+  // Two more instances serving the MongoDB row's owner, server and key: one busy owner through three processes.
+  const join = oursMongo && { BENCH_JOIN: JSON.stringify({ owner: oursMongo.owner, server: oursMongo.server, key: oursMongo.key }) };
+  const instances = oursMongo ? [oursMongo, ...(await Promise.all([1, 2].map(() => launch('ours.ts', [upstream], { ...mongoEnv, ...join }, true))))] : [];
   const demo = (name: string, server: Record<string, string>, headers: Record<string, string> = {}): Target => ({
     name,
     url: server.url,
@@ -158,64 +257,53 @@ async function main(): Promise<void> {
     bodies: { 'tools/list': rpc('tools/list'), 'tools/call': call('demo_ping') },
     expect: { 'tools/list': 'demo_ping', 'tools/call': '"ok":true' },
   });
-  const general = [
-    demo(OURS, ours, { authorization: `Bearer ${ours.key}` }),
-    demo(OURS_FILE, oursFile, { authorization: `Bearer ${oursFile.key}` }),
-    ...(oursMongo ? [demo(OURS_MONGO, oursMongo, { authorization: `Bearer ${oursMongo.key}` })] : []),
-    demo(REFERENCE, v1),
-    demo(SDK_V2, v2),
-  ];
+  const keyed = (name: string, server: Record<string, string>) => demo(name, server, { authorization: `Bearer ${server.key}` });
+  const general = [keyed(OURS, ours), keyed(OURS_FILE, oursFile), ...(oursMongo ? [keyed(OURS_MONGO, oursMongo)] : []), demo(REFERENCE, v1), demo(SDK_V2, v2)];
   const bareProxy = demo(BARE, bare);
+  /** Measured on tools/call only: the two floors, and ours through tsx. */
+  const callOnly = [bareProxy, demo(BARE_DURABLE, bareDurable), keyed(OURS_TSX, oursTsx)];
   const notion: Target[] = [
     {
       name: OURS_NOTION,
       url: oursNotion.url,
       headers: { authorization: `Bearer ${oursNotion.key}` },
-      bodies: { 'tools/list': rpc('tools/list'), 'tools/call': call('get_page', { page_id: BENCH_PAGE.id }) },
+      bodies: { 'tools/list': rpc('tools/list'), 'tools/call': readPage('get_page') },
       expect: { 'tools/list': 'get_page', 'tools/call': BENCH_PAGE.title },
+      pagesServedBy: upstream,
     },
     {
       name: NOTION_MCP,
       url: notionMcp.url,
       headers: notionMcp.headers,
-      bodies: { 'tools/list': rpc('tools/list'), 'tools/call': call('API-retrieve-a-page', { page_id: BENCH_PAGE.id }) },
+      bodies: { 'tools/list': rpc('tools/list'), 'tools/call': readPage('API-retrieve-a-page') },
       expect: { 'tools/list': 'API-retrieve-a-page', 'tools/call': BENCH_PAGE.title },
+      pagesServedBy: upstream,
     },
   ];
+  const sharedOwner = instances.map((server, i) => ({ ...keyed(`${OURS_MONGO} #${i + 1}`, server) }));
   progress('all servers up');
   // Warm up every target so JIT and connection pools are in their steady state.
-  for (const t of [...general, bareProxy, ...notion]) {
+  for (const t of [...general, ...callOnly, ...notion, ...sharedOwner.slice(1)]) {
     progress(`warm ${t.name}`);
     await autocannon({ url: t.url, connections: 8, amount: 500, requests: [post(t, 'tools/call')] });
   }
 
   const rows: Row[] = [];
   for (const connections of [1, 32]) {
+    progress(`direct upstream c=${connections}`);
     rows.push(await measureGet('direct upstream', `${upstream}/ping`, connections));
-    for (const method of ['tools/list', 'tools/call'] as const) {
-      for (const target of general) rows.push(await measure(target, method, connections));
-    }
-    rows.push(await measure(bareProxy, 'tools/call', connections));
-    for (const method of ['tools/list', 'tools/call'] as const) {
-      for (const target of notion) {
-        const before = await pageReads();
-        const r = await measure(target, method, connections);
-        // Every answered page read reached the upstream, and nothing reached it that was not sent.
-        const reads = (await pageReads()) - before;
-        if (method === 'tools/call' && (reads < r.completed || reads > r.sent)) {
-          throw new Error(`${target.name}: ${r.completed} page reads answered of ${r.sent} sent, but the upstream served ${reads}`);
-        }
-        rows.push(r);
-      }
-    }
+    rows.push(...(await measureInTurns([...general, ...notion], 'tools/list', connections)));
+    rows.push(...(await measureInTurns([...general, ...callOnly, ...notion], 'tools/call', connections)));
   }
+  const shared = sharedOwner.length ? await measureSharedOwner(sharedOwner) : undefined;
+  if (shared) rows.push(shared);
 
   const pad = (s: string | number, n: number) => String(s).padEnd(n);
-  console.log(`\n${pad('target', 22)}${pad('method', 12)}${pad('c', 4)}${pad('req/s', 10)}${pad('p50 ms', 8)}${pad('p99 ms', 8)}${pad('errors', 8)}cpu µs`);
+  console.log(`\n${pad('target', 24)}${pad('method', 12)}${pad('c', 4)}${pad('req/s', 10)}${pad('p50 ms', 8)}${pad('p99 ms', 8)}${pad('errors', 8)}cpu µs`);
   for (const r of rows) {
     const cpu = r.cpuPerCall === undefined ? '' : Math.round(r.cpuPerCall);
     console.log(
-      `${pad(r.target, 22)}${pad(r.method, 12)}${pad(r.connections, 4)}${pad(Math.round(r.rps), 10)}${pad(r.p50, 8)}${pad(r.p99, 8)}${pad(r.errors, 8)}${cpu}`,
+      `${pad(r.target, 24)}${pad(r.method, 12)}${pad(r.connections, 4)}${pad(Math.round(r.rps), 10)}${pad(r.p50, 8)}${pad(r.p99, 8)}${pad(r.errors, 8)}${cpu}`,
     );
   }
   const failed = rows.filter((r) => r.errors > 0);
@@ -230,46 +318,93 @@ async function main(): Promise<void> {
     lines.push(`tools/call c=${c} ours/direct-upstream ${(rps(OURS, 'tools/call', c) / rps('direct upstream', 'GET /ping', c)).toFixed(2)}`);
     lines.push(ratio('tools/list', c, OURS, REFERENCE, 'ours/reference'));
     lines.push(ratio('tools/call', c, OURS, SDK_V2, 'ours/sdk-v2'));
+    lines.push(ratio('tools/call', c, OURS, REFERENCE, 'ours/reference'));
   }
-  // The goals, last, so that one glance at the end of the output says where we stand.
-  for (const c of [32, 1]) {
-    lines.push(ratio('tools/call', c, OURS, BARE, 'ours/bare-proxy'));
-    lines.push(ratio('tools/call', c, OURS_FILE, BARE, 'ours-file/bare-proxy'));
-  }
-  for (const c of [32, 1]) {
+  for (const c of [1, 32]) {
     lines.push(ratio('tools/call', c, OURS_NOTION, NOTION_MCP, 'ours/notion-mcp'));
     lines.push(ratio('tools/list', c, OURS_NOTION, NOTION_MCP, 'ours/notion-mcp'));
   }
-  lines.push(ratio('tools/call', 1, OURS, REFERENCE, 'ours/reference'));
-  lines.push(ratio('tools/call', 32, OURS, REFERENCE, 'ours/reference'));
-  const rowOf = (target: string, c: number) => rows.find((r) => r.target === target && r.method === 'tools/call' && r.connections === c)!;
-  // CPU time of the serving process per call. Flat out, each server answers at its own rate, and the CPU a
-  // request costs falls as the rate rises (one wake-up serves several), so the bare proxy, twice as fast, looks
-  // cheaper per call than at ours's rate. The goal line gives both the same offered load instead: half what
-  // ours answered flat out, twice each, alternating, so that a slow moment of the machine hits both.
-  const flatOut = rowOf(OURS, 32).cpuPerCall! / rowOf(BARE, 32).cpuPerCall!;
-  const rate = Math.round(rowOf(OURS, 32).rps / 2);
-  const paced: Record<string, number[]> = { [OURS]: [], [BARE]: [] };
+  lines.push(ratio('tools/call', 1, OURS, BARE, 'ours/bare-proxy'));
+  lines.push(ratio('tools/call', 1, OURS_FILE, BARE, 'ours-file/bare-proxy'));
+  lines.push(ratio('tools/call', 32, OURS_FILE, BARE_DURABLE, 'ours-file/bare-durable-proxy'));
+  lines.push(ratio('tools/call', 1, OURS_FILE, BARE_DURABLE, 'ours-file/bare-durable-proxy'));
+  for (const c of [1, 32]) lines.push(ratio('tools/call', c, OURS, OURS_TSX, 'ours-built/ours-tsx'));
+  const cpuAt32 = (target: string) => rows.find((r) => r.target === target && r.method === 'tools/call' && r.connections === 32)!.cpuPerCall!;
+  lines.push(`tools/call c=32 cpu-us-per-call ours-built/ours-tsx ${(cpuAt32(OURS) / cpuAt32(OURS_TSX)).toFixed(2)} (flat out)`);
+
+  // The goals of #31, last, so that one glance at the end of the output says where we stand.
+  const goals: string[] = [];
+  goals.push(ratio('tools/call', 32, OURS, BARE, 'ours/bare-proxy'));
+  goals.push(ratio('tools/call', 32, OURS_FILE, BARE, 'ours-file/bare-proxy'));
+  goals.push(ratio('tools/call', 1, OURS, BARE_DURABLE, 'ours/bare-durable-proxy'));
+  goals.push(await cpuLine(rows, general[0], bareProxy));
+  if (oursMongo) {
+    const rowOf = (target: string, c: number) => rows.find((r) => r.target === target && r.method === 'tools/call' && r.connections === c)!;
+    // At c=1 the commands sent while a call is answered are the ones it waits for, one after the other.
+    const perCall = (r: Row, count: (c: CommandCounts) => number) => (count(r.store!) / r.completed).toFixed(2);
+    const single = rowOf(OURS_MONGO, 1);
+    goals.push(
+      `mongo commands per call c=1 ${perCall(single, (c) => c.onPath)} (on the call's path; ${perCall(single, (c) => c.commands - c.onPath)} more in the background)`,
+    );
+    goals.push(`mongo writes per call c=32 ${perCall(rowOf(OURS_MONGO, 32), (c) => c.writes)}`);
+    goals.push(
+      `owner line writes per call c=32 ${perCall(shared!, (c) => c.ownerLine)} (one owner through ${instances.length} processes, ${Math.round(shared!.rps)} calls/s together)`,
+    );
+  }
+  goals.push(ratio('tools/call', 32, OURS_NOTION, NOTION_MCP, 'ours/notion-mcp'));
+  goals.push(ratio('tools/list', 32, OURS_NOTION, NOTION_MCP, 'ours/notion-mcp'));
+  console.log(`\nratios (req/s):\n${lines.join('\n')}\n\ngoals:\n${goals.join('\n')}`);
+}
+
+/**
+ * CPU time of the serving process per call. Flat out, each server answers at its own rate, and the CPU a request
+ * costs falls as the rate rises (one wake-up serves several), so the bare proxy, twice as fast, looks cheaper
+ * per call than at ours's rate. The goal line gives both the same offered load instead: half what ours answered
+ * flat out, twice each, alternating, so that a slow moment of the machine hits both.
+ */
+async function cpuLine(rows: Row[], ours: Target, bare: Target): Promise<string> {
+  const rowOf = (target: string) => rows.find((r) => r.target === target && r.method === 'tools/call' && r.connections === 32)!;
+  const flatOut = rowOf(ours.name).cpuPerCall! / rowOf(bare.name).cpuPerCall!;
+  const rate = Math.round(rowOf(ours.name).rps / 2);
+  const paced = new Map<Target, number>([
+    [ours, 0],
+    [bare, 0],
+  ]);
   for (let i = 0; i < 2; i++) {
-    for (const target of [general[0], bareProxy]) {
-      const r = await measure(target, 'tools/call', 32, rate);
+    for (const target of [ours, bare]) {
+      progress(`${target.name} tools/call c=32 at ${rate} req/s`);
+      const r = await measure(target, 'tools/call', 32, SECONDS, rate);
       if (r.errors > 0) throw new Error(`errors in ${target.name} tools/call c=32 at ${rate} req/s: the CPU line would not mean anything`);
-      paced[target.name].push(r.cpuPerCall!);
+      paced.set(target, paced.get(target)! + r.cpuPerCall!);
     }
   }
-  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
-  lines.push(
-    `tools/call c=32 cpu-us-per-call ours/bare-proxy ${(sum(paced[OURS]) / sum(paced[BARE])).toFixed(2)} (both at ${rate} req/s; flat out ${flatOut.toFixed(2)})`,
-  );
-  if (oursMongo) {
-    // At c=1 the commands sent while a call is answered are the ones it waits for, one after the other.
-    const single = rowOf(OURS_MONGO, 1);
-    lines.push(
-      `mongo commands per call c=1 ${single.onPathPerCall!.toFixed(2)} (on the call's path; ${(single.commandsPerCall! - single.onPathPerCall!).toFixed(2)} more in the background)`,
-    );
-    lines.push(`mongo writes per call c=32 ${rowOf(OURS_MONGO, 32).writesPerCall!.toFixed(2)}`);
-  }
-  console.log(`\nratios (req/s):\n${lines.join('\n')}`);
+  return `tools/call c=32 cpu-us-per-call ours/bare-proxy ${(paced.get(ours)! / paced.get(bare)!).toFixed(2)} (both at ${rate} req/s; flat out ${flatOut.toFixed(2)})`;
+}
+
+/**
+ * One owner's calls through several instances at once (32 connections shared among them), as a busy owner
+ * behind a load balancer: the calls answered and the writes that reached the owner's credit document.
+ */
+async function measureSharedOwner(instances: Target[]): Promise<Row> {
+  progress(`one owner through ${instances.map((t) => t.name).join(', ')} at once`);
+  const parts = await Promise.all(instances.map((t, i) => measure(t, 'tools/call', Math.floor(32 / instances.length) + (i < 32 % instances.length ? 1 : 0))));
+  const total = (pick: (r: Row) => number) => parts.reduce((sum, r) => sum + pick(r), 0);
+  return {
+    target: `${OURS_MONGO} x${instances.length}`,
+    method: 'tools/call',
+    connections: 32,
+    rps: total((r) => r.rps),
+    // The slowest instance's.
+    p50: Math.max(...parts.map((r) => r.p50)),
+    p99: Math.max(...parts.map((r) => r.p99)),
+    errors: total((r) => r.errors),
+    completed: total((r) => r.completed),
+    sent: total((r) => r.sent),
+    seconds: SECONDS,
+    cpu: 0,
+    p50s: [],
+    store: sumCounts(parts.map((r) => r.store!)),
+  };
 }
 
 runBench(main);

@@ -1,11 +1,12 @@
-// The fake upstream of the benchmark, on loopback: GET /v1/pages/<id> answers a Notion page object (what
-// both Notion MCP servers fetch for a "retrieve page" call), anything else a small JSON body. GET /__count
-// tells how many page reads it served, so the bench can check that every counted call really reached it.
+// The fake upstream of the benchmark, on loopback: GET /v1/pages/<id> answers a Notion page object with that
+// id (what both Notion MCP servers fetch for a "retrieve page" call), anything else a small JSON body. The
+// bench reads a different page in every call; POST /__served with a JSON array of page ids answers how many
+// of them were never read here, so the bench can check that every answered call really reached the upstream.
 import http from 'node:http';
 import { BENCH_PAGE } from './processes.ts';
 
 const small = JSON.stringify({ ok: true });
-let pageReads = 0;
+const served = new Set<string>();
 
 /** A page of a task data source, as Notion-Version 2025-09-03 returns it (ids and times fixed). */
 function page(id: string): string {
@@ -51,11 +52,15 @@ function page(id: string): string {
 }
 
 const server = http.createServer((req, res) => {
-  req.resume();
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
     const m = req.method === 'GET' ? /^\/v1\/pages\/([0-9a-f-]{32,36})$/.exec(req.url ?? '') : null;
-    if (m) pageReads++;
-    const body = m ? page(m[1]) : req.url === '/__count' ? JSON.stringify({ pageReads }) : small;
+    if (m) served.add(m[1]);
+    let body = small;
+    if (m) body = page(m[1]);
+    else if (req.url === '/__served')
+      body = JSON.stringify({ missing: (JSON.parse(Buffer.concat(chunks).toString()) as string[]).filter((id) => !served.has(id)).length });
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
     res.end(body);
   });

@@ -2,20 +2,26 @@
 // metrics, the MCP endpoint, OAuth, the management API, the dashboard, and the 404s.
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
-import Koa from 'koa';
+import Koa, { type Context } from 'koa';
 import { createApiRouter } from './api/router.ts';
 import type { Components } from './components.ts';
 import type { Config } from './config.ts';
-import { createDashboardRouter, pageNotFound } from './dashboard/routes.ts';
+import { unavailablePage } from './dashboard/page.ts';
+import { createDashboardRouter, isPageRequest, pageNotFound } from './dashboard/routes.ts';
 import type { Logger } from './log.ts';
+import type { Unavailable } from './mcp/backend.ts';
 import { createMcpEndpoint, sendJson } from './mcp/endpoint.ts';
 import { rpcError } from './mcp/protocol.ts';
 import { SCOPE } from './oauth/grants.ts';
 import { createOAuthRouter, resourceMetadataUrl } from './oauth/routes.ts';
+import { UnrecordedCallError } from './pipeline/call-pipeline.ts';
 import { sameSecret } from './secrets.ts';
+import { StoreUnavailableError } from './store/port.ts';
 import { providerTitles } from './toolspec/catalog.ts';
 
 export const SERVICE_INFO = { name: 'tool-server', title: 'Tool Server', version: '0.1.0' };
+/** /readyz answers within a second, whatever the store does. */
+const READINESS_WITHIN_MS = 700;
 
 /** What shutdown needs to know of the requests: whether it began, and how many are still being handled. */
 export interface Lifecycle {
@@ -46,6 +52,8 @@ export function createApp(config: Config, c: Components, logs: { logger: Logger;
     try {
       await next();
     } catch (err) {
+      const unavailable = unavailableOf(err);
+      if (unavailable) return answerUnavailable(ctx, unavailable);
       // Koa's own error answer starts from no headers: these stay on it.
       if (err instanceof Error) Object.assign(err, { headers: { ...(err as { headers?: object }).headers, ...always } });
       throw err;
@@ -77,7 +85,13 @@ export function createApp(config: Config, c: Components, logs: { logger: Logger;
       ctx.body = { status: 'shutting down' };
       return;
     }
-    await c.store.collection('owners').countDocuments({ _id: '__readyz' });
+    const store = await c.store.status(READINESS_WITHIN_MS);
+    if (!store.ok) {
+      ctx.status = 503;
+      ctx.set('Retry-After', String(store.retryAfterSeconds));
+      ctx.body = { status: 'unavailable', store: c.store.kind, reason: store.reason };
+      return;
+    }
     ctx.body = { status: 'ready', store: c.store.kind, tools: c.catalog.current.tools.size };
   });
   router.get('/metrics', async (ctx) => {
@@ -106,6 +120,7 @@ export function createApp(config: Config, c: Components, logs: { logger: Logger;
       resourceMetadataUrl: (serverId) => resourceMetadataUrl(c.site.publicUrl, serverId),
       scope: SCOPE,
       tracing: c.tracing,
+      unavailable: unavailableOf,
     }),
   );
   router.all('/mcp/:serverId', (ctx) => {
@@ -124,4 +139,31 @@ export function createApp(config: Config, c: Components, logs: { logger: Logger;
     ctx.body = { error: 'Not Found', message: `No route for ${ctx.method} ${ctx.path}` };
   });
   return app;
+}
+
+/**
+ * The service's one answer to a store that refuses writes (a full disk, Store.refuseWrites) or does not answer
+ * within its deadline, wherever it happens: the MCP endpoint, the management API, OAuth, the pages. A call that
+ * reached its provider first says so: it may have acted, and its credits are settled by the ledger.
+ */
+export function unavailableOf(err: unknown): Unavailable | undefined {
+  if (!(err instanceof StoreUnavailableError)) return undefined;
+  const again = `Try again in ${err.retryAfterSeconds} s.`;
+  if (err instanceof UnrecordedCallError) {
+    return {
+      message:
+        `The tool ran (its provider was reached and may have acted), but the service could not record the call: ${err.message}. ` +
+        `Its credits are refunded unless its record reached the store; check what the call did before repeating it. ${again}`,
+      retryAfterSeconds: err.retryAfterSeconds,
+      providerReached: true,
+    };
+  }
+  return { message: `The service cannot take this request now: ${err.message}. ${again}`, retryAfterSeconds: err.retryAfterSeconds, providerReached: false };
+}
+
+function answerUnavailable(ctx: Context, unavailable: Unavailable): void {
+  ctx.set('Retry-After', String(unavailable.retryAfterSeconds));
+  if (isPageRequest(ctx)) return unavailablePage(ctx, unavailable.message);
+  ctx.status = 503;
+  ctx.body = { error: 'Service Unavailable', message: unavailable.message };
 }

@@ -4,12 +4,20 @@ import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { Accounts, Vault, parseMasterKey } from './accounts/accounts.ts';
+import { CALLBACK_PATH, ConnectFlows } from './accounts/connect-flows.ts';
+import { ConnectSessions } from './accounts/connect-sessions.ts';
+import { Connections } from './accounts/connections.ts';
+import { OAuthApps, oauthEnvName } from './accounts/oauth-apps.ts';
+import { StateWebhooks } from './accounts/state-webhooks.ts';
+import { TokenEndpoint } from './accounts/token-endpoint.ts';
 import { Budgets } from './access/budgets.ts';
 import { EmailLinks } from './access/email-links.ts';
+import { EndUsers } from './access/end-users.ts';
 import { KeyNetworks } from './access/key-networks.ts';
 import { MailLimits } from './access/mail-limits.ts';
 import { ApiKeys } from './access/keys.ts';
 import { OwnerLimits } from './access/owner-limits.ts';
+import { RequestStates } from './access/request-states.ts';
 import { Owners } from './access/owners.ts';
 import { passwordChecks } from './access/passwords.ts';
 import { KeyRateLimiter } from './access/rate-limit.ts';
@@ -24,7 +32,7 @@ import type { Config, MailConfig } from './config.ts';
 import { Engine } from './engine/engine.ts';
 import { type HttpClient, createHttpClient } from './http/client.ts';
 import type { Logger } from './log.ts';
-import { OwnerAlerts } from './mail/owner-alerts.ts';
+import { type AccountAlerts, OwnerAlerts } from './mail/owner-alerts.ts';
 import { LinkMail } from './mail/link-mail.ts';
 import { Outbox } from './mail/outbox.ts';
 import { smtpTransport } from './mail/transport.ts';
@@ -39,19 +47,34 @@ import { Sandboxes } from './sandbox/sandboxes.ts';
 import { generatedSecret, randomToken } from './secrets.ts';
 import { CustomTools } from './servers/custom-tools.ts';
 import { Servers } from './servers/servers.ts';
-import type { Store } from './store/port.ts';
+import { type Store, StoreUnavailableError } from './store/port.ts';
 import type { LiveCatalog } from './toolspec/live.ts';
+import type { Provider } from './toolspec/catalog.ts';
 import { type Tracing, startTracing } from './tracing/tracing.ts';
 
 /** A conversion (of the largest input the tool specs take: 250,000 characters of a Notion page) is stopped after this long. */
 const CONVERSION_TIMEOUT_MS = 10_000;
 
+/**
+ * What background work (flushes, housekeeping, sweeps) does with a failure: logs it, unless the store refused
+ * or did not answer (the store says why once, StoreEvents; this would repeat it every few seconds).
+ */
+export function backgroundFailure(logger: Logger, what: string): (err: unknown) => void {
+  return (err) => {
+    if (err instanceof StoreUnavailableError) logger.debug({ err }, what);
+    else logger.error({ err }, what);
+  };
+}
+
 /** No call lasts longer: the longest webhook wait (300 s) plus the retries and the answer, with margin. */
 export const MAX_CALL_MS = 15 * 60_000;
+/** A partition's housekeeping lease: renewed every 20 s while a run lasts, so a holder that dies delays its partition by at most a minute. */
+const HOUSEKEEPING_LEASE_MS = 60_000;
 
 export interface Components extends ApiDeps {
   store: Store;
   pipeline: CallPipeline;
+  requestStates: RequestStates;
   metrics: Metrics;
   /** The outbound clients, closed at shutdown. */
   http: HttpClient[];
@@ -73,6 +96,56 @@ export async function serviceSecrets(config: Config, store: Store): Promise<{ ma
   };
 }
 
+/** Connected accounts: the operator's OAuth apps, the token endpoints, connections, their flows and webhooks. */
+function connectedAccounts(
+  config: Config,
+  c: {
+    store: Store;
+    catalog: LiveCatalog;
+    vault: Vault;
+    accounts: Accounts;
+    engine: Engine;
+    http: HttpClient;
+    audit: AuditTrail;
+    logger: Logger;
+    site: { publicUrl: string };
+    instance: string;
+    sandboxes: Sandboxes | undefined;
+    ownerLimits: OwnerLimits;
+    masterKey: Buffer;
+    /** E-mail alerts (absent when e-mail is off): an owner's account that needs reconnecting. */
+    alerts: AccountAlerts | undefined;
+  },
+): Components['connect'] {
+  const connectable = new Set([...c.catalog.current.providers.values()].filter((p) => p.connect).map((p) => oauthEnvName(p.spec.id)));
+  for (const name of config.oauthApps.keys())
+    if (!connectable.has(name))
+      c.logger.warn(
+        { variable: `OAUTH_${name}_CLIENT_ID` },
+        'no provider with a connect block has this name: the OAuth app is not used (the name is the provider id in upper case)',
+      );
+  const apps = new OAuthApps(c.store, c.vault, config.oauthApps, config.keyCacheMs);
+  // A sandbox connection is made with the app this service is at the owner's OAuth sandbox of the provider.
+  const appFor = async (provider: Provider, sandboxOwner: string | undefined) => {
+    if (sandboxOwner === undefined) return apps.get(provider.spec.id);
+    const sandbox = c.sandboxes?.connectionOf(provider.spec.account.kind);
+    return sandbox ? c.sandboxes!.oauthApp(sandboxOwner, sandbox) : null;
+  };
+  // A sandbox's consent page is served through the service's own origin (a browser cannot reach the sandbox).
+  const browserUrl = (url: URL, provider: Provider, sandboxOwner: string | undefined) => {
+    const sandbox = sandboxOwner === undefined ? undefined : c.sandboxes?.connectionOf(provider.spec.account.kind);
+    return sandbox ? new URL(c.site.publicUrl + c.sandboxes!.consentPath(sandbox, url)) : url;
+  };
+  const tokens = new TokenEndpoint(c.http);
+  const webhooks = new StateWebhooks(c.store, c.vault, c.http, c.logger);
+  const timeoutMs = config.upstreamTimeoutMs;
+  const connections = new Connections({ ...c, tokens, appFor, webhooks, timeoutMs });
+  const flows = new ConnectFlows({ ...c, connections, tokens, appFor, browserUrl, timeoutMs });
+  // End users' connect links made inside calls are signed with a key derived from the master key.
+  const sessions = new ConnectSessions(c.store, createHmac('sha256', c.masterKey).update('end-user connect links').digest(), c.site);
+  return { apps, flows, connections, webhooks, sessions };
+}
+
 export async function buildComponents(
   config: Config,
   store: Store,
@@ -82,6 +155,8 @@ export async function buildComponents(
 ): Promise<Components> {
   const ca = config.outboundCaFile ? await readFile(config.outboundCaFile, 'utf8') : undefined;
   const masterKey = parseMasterKey(secrets.masterKey);
+  // The public URL is completed once the port is known (PORT=0 in tests); e-mails read it when written.
+  const site = { publicUrl: config.publicUrl, signup: config.signup, startingCredits: config.startingCredits, creditsHelp: config.creditsHelp };
   const sandboxes = config.sandboxes.enabled
     ? new Sandboxes({
         // Owners' sandbox credentials are derived from the master key: the same after a restart, unguessable.
@@ -91,6 +166,7 @@ export async function buildComponents(
         maxWriteBytes: config.sandboxes.maxWriteMb * 1_048_576,
         logger,
         catalog,
+        redirectUri: () => site.publicUrl + CALLBACK_PATH,
       })
     : undefined;
   const http = createHttpClient({
@@ -109,19 +185,37 @@ export async function buildComponents(
   const engine = new Engine(http, { defaultTimeoutMs: config.upstreamTimeoutMs, offLoop });
   const vault = new Vault(masterKey);
   const instance = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  // The public URL is completed once the port is known (PORT=0 in tests); e-mails read it when written.
-  const site = { publicUrl: config.publicUrl, signup: config.signup, startingCredits: config.startingCredits, creditsHelp: config.creditsHelp };
   const metrics = new Metrics(passwordChecks);
   const owners = new Owners(store);
   const keys = new ApiKeys(store, config.keyCacheMs);
   const servers = new Servers(store, config.keyCacheMs);
   const tools = new CustomTools(store, catalog, config.keyCacheMs);
   const accounts = new Accounts(store, catalog, vault, config.keyCacheMs);
-  const mail = config.mail && buildMail(config.mail, { store, vault, masterKey, owners, keys, servers, site, metrics, instance, logger });
+  // Shared counters on MongoDB (in the store's time); in memory on the embedded store.
+  const sharedCounters = store.kind === 'mongodb' ? store : undefined;
+  const mail = config.mail && buildMail(config.mail, { store, vault, masterKey, owners, keys, servers, site, metrics, instance, logger, sharedCounters });
   const credits = new Credits(store, mail && ((ownerId, balance) => mail.alerts.creditsCharged(ownerId, balance)));
   // Device cookies (browsers that signed in before) are signed with a key derived from the master key.
-  const signInLimits = new SignInLimits({ deviceSecret: createHmac('sha256', masterKey).update('sign-in devices').digest(), mongo: store.mongo });
+  const signInLimits = new SignInLimits({ deviceSecret: createHmac('sha256', masterKey).update('sign-in devices').digest(), shared: sharedCounters });
   const audit = new AuditTrail(store, logger, config.ownerLimits.auditEvents);
+  const ownerLimits = new OwnerLimits(config.ownerLimits, sharedCounters);
+  const connect = connectedAccounts(config, {
+    store,
+    catalog,
+    vault,
+    accounts,
+    engine,
+    http,
+    audit,
+    logger,
+    site,
+    instance,
+    sandboxes,
+    ownerLimits,
+    masterKey,
+    alerts: mail?.alerts,
+  });
+  const endUsers = new EndUsers(store);
   const budgets = new Budgets(store);
   const oauth = {
     clients: new OAuthClients(store, metadataHttp, (address) => signInLimits.fetchMetadata(address)),
@@ -137,30 +231,45 @@ export async function buildComponents(
   // A record is made when its call ends and written milliseconds later on the embedded store; a replica set's
   // write may take seconds (timeouts, a failover): roll only what no pending write can precede.
   const settledMs = (config.ledgerRollAfterSeconds ?? (store.kind === 'embedded' ? 10 : 60)) * 1000;
-  const slowestWriteMs = config.mongo.serverSelectionMs + config.mongo.socketTimeoutMs;
+  // A write given up at its deadline may still be applied until its connection's socket timeout.
+  const slowestWriteMs = config.mongo.deadlineMs + config.mongo.socketTimeoutMs;
   if (store.kind === 'mongodb' && settledMs <= slowestWriteMs) {
     logger.warn(
       { ledgerRollAfterSeconds: settledMs / 1000, slowestWriteSeconds: slowestWriteMs / 1000 },
-      'LEDGER_ROLL_AFTER_SECONDS is shorter than a record write may take (MONGODB_SERVER_SELECTION_MS + MONGODB_SOCKET_TIMEOUT_MS): the roll-up may pass over a record another instance is still writing, and usage would miss it',
+      'LEDGER_ROLL_AFTER_SECONDS is shorter than a record write may take (MONGODB_DEADLINE_MS + MONGODB_SOCKET_TIMEOUT_MS): the roll-up may pass over a record another instance is still writing, and usage would miss it',
     );
   }
   // The embedded store keeps every document in memory: there the ledger keeps at most LEDGER_MAX_RECORDS
-  // records (older ones live on as hourly aggregates).
+  // records, fairly shared between owners (older ones live on as hourly aggregates). One process there: one
+  // partition of the housekeeping; on MongoDB the instances share out several.
   const ledger = new Ledger(store, credits, {
     maxRecords: store.kind === 'embedded' ? config.ledgerMaxRecords : Infinity,
+    maxRecordsPerOwner: config.ledgerMaxRecordsPerOwner,
     retentionMs: config.ledgerRetentionDays * 86_400_000,
+    usageRetentionMs: config.usageRetentionDays * 86_400_000,
+    rejectionsPerMinute: config.ledgerRejectionsPerMinute,
+    partitions: config.ledgerPartitions ?? (store.kind === 'embedded' ? 1 : 8),
+    leaseMs: HOUSEKEEPING_LEASE_MS,
     maxCallMs: MAX_CALL_MS,
     settledMs,
     instance,
-    onBackgroundError: (err) => logger.error({ err }, 'ledger housekeeping failed'),
+    onBackgroundError: backgroundFailure(logger, 'ledger housekeeping failed'),
+    onHousekeeping: (run) => logger.debug(run, 'ledger housekeeping'),
   });
-  const rateLimiter = new KeyRateLimiter(config.rateLimit, store.mongo);
+  const onRateFallback = (window: string, ms: number) =>
+    logger.warn(
+      { window, ms },
+      `rate limits: the store did not answer a reservation in time (or failed): this instance judges calls by its own limits for ${ms / 1000} s (N instances admit up to N times the limit)`,
+    );
+  const rateLimiter = new KeyRateLimiter(config.rateLimit, sharedCounters, onRateFallback);
   const { callsPerBurst, callsPerMinute } = config.ownerLimits;
   const ownerRateLimiter = new KeyRateLimiter(
     { burstPoints: callsPerBurst, burstSeconds: config.rateLimit.burstSeconds, minutePoints: callsPerMinute },
-    store.mongo,
+    sharedCounters,
+    onRateFallback,
   );
   const ownerRateWords = `${callsPerBurst} requests per ${config.rateLimit.burstSeconds} s and ${callsPerMinute} per minute`;
+  const requestStates = new RequestStates(store, createHmac('sha256', masterKey).update('MCP request states').digest());
   const pipeline = new CallPipeline({
     keys,
     oauth: oauth.grants,
@@ -175,18 +284,24 @@ export async function buildComponents(
     ownerRateWords,
     keyNetworks: mail?.keyNetworks,
     engine,
+    clock: store.clock,
     logger,
     metrics,
+    endUsers,
+    connectLinks: connect.sessions,
+    requestStates,
   });
   return {
     store,
     catalog,
     pipeline,
+    requestStates,
     metrics,
     http: [http, metadataHttp],
     offLoop,
     tracing: config.tracing && (await startTracing(config.tracing, logger, SERVICE_INFO.version)),
     owners,
+    endUsers,
     servers,
     keys,
     budgets,
@@ -202,11 +317,12 @@ export async function buildComponents(
       perOwner: config.ownerLimits.sessions,
     }),
     signInLimits,
-    ownerLimits: new OwnerLimits(config.ownerLimits, store.mongo),
+    ownerLimits,
     oauth,
     sandboxes,
     operatorToken: secrets.operatorToken,
     maxBodyBytes: config.maxBodyBytes,
+    connect,
     site,
     mail,
     async tryTool(call) {
@@ -238,6 +354,7 @@ function buildMail(
     metrics: Metrics;
     instance: string;
     logger: Logger;
+    sharedCounters: Store | undefined;
   },
 ): NonNullable<ApiDeps['mail']> & { keyNetworks: KeyNetworks } {
   const outbox = new Outbox(c.store, {
@@ -267,5 +384,5 @@ function buildMail(
     logger: c.logger,
   });
   const linkMail = new LinkMail({ outbox, links, owners: c.owners, site: c.site, logger: c.logger });
-  return { outbox, links, alerts, linkMail, limits: new MailLimits(c.store.mongo), keyNetworks };
+  return { outbox, links, alerts, linkMail, limits: new MailLimits(c.sharedCounters), keyNetworks };
 }

@@ -2,6 +2,8 @@
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { type AllowList, parseAllowList } from './http/guard.ts';
+import { SLOTS } from './billing/partitions.ts';
+import { DEFAULT_MAX_OFFSET_MS } from './store/clock.ts';
 import { DEFAULT_MONGO_OPTIONS, type MongoOptions, WeakWriteConcernError, writeConcernFor } from './store/mongo-options.ts';
 import type { OwnerLimitSettings } from './access/owner-limits.ts';
 import { type TracingConfig, parseTracingConfig } from './tracing/config.ts';
@@ -56,6 +58,16 @@ export interface Config {
   ledgerRetentionDays: number;
   /** On the embedded store (all in memory), at most this many per-call records; older ones are rolled up. */
   ledgerMaxRecords: number;
+  /** Of those, at most this many per owner (each keeps its newest); undefined: ledgerMaxRecords. */
+  ledgerMaxRecordsPerOwner?: number;
+  /** Each owner's rejected calls logged one by one per minute and process; the rest are counted in one record. */
+  ledgerRejectionsPerMinute: number;
+  /** The ledger's housekeeping is shared out in this many partitions, each under its own lease; default by store. */
+  ledgerPartitions?: number;
+  /** Hourly usage aggregates are kept this long (each owner's totals keep their credits for the ledger check). */
+  usageRetentionDays: number;
+  /** Past this offset between an instance's clock and the store's, the instance takes no writes (store/clock.ts). */
+  clockMaxOffsetSeconds: number;
   /** Records are rolled into the hourly aggregates once this old (longer than any record write can take); default by store. */
   ledgerRollAfterSeconds?: number;
   /** Behind a reverse proxy: take the client address from X-Forwarded-For (sign-in throttling is per address). */
@@ -82,6 +94,11 @@ export interface Config {
   tracing?: TracingConfig;
   /** E-mail over SMTP (address verification, password reset, owner alerts); undefined: e-mail is off. */
   mail?: MailConfig;
+  /**
+   * OAuth apps the operator registered at providers, by the <PROVIDER> of OAUTH_<PROVIDER>_CLIENT_ID and
+   * _CLIENT_SECRET (the provider id in upper case, "-" as "_"): owners then connect accounts with a button.
+   */
+  oauthApps: Map<string, { clientId: string; clientSecret: string }>;
 }
 
 export interface MailConfig {
@@ -135,12 +152,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const d = DEFAULT_MONGO_OPTIONS;
   const mongo: MongoOptions = {
     poolSize: int('MONGODB_POOL_SIZE', d.poolSize, 1, 1000),
-    serverSelectionMs: int('MONGODB_SERVER_SELECTION_MS', d.serverSelectionMs, 100, 300_000),
+    deadlineMs: int('MONGODB_DEADLINE_MS', d.deadlineMs, 100, 120_000),
     socketTimeoutMs: int('MONGODB_SOCKET_TIMEOUT_MS', d.socketTimeoutMs, 1000, 600_000),
-    maxTimeMs: int('MONGODB_MAX_TIME_MS', d.maxTimeMs, 100, 300_000),
     allowWeakWrites: bool('MONGODB_ALLOW_WEAK_WRITES', d.allowWeakWrites),
   };
-  if (mongo.maxTimeMs >= mongo.socketTimeoutMs) problems.push('MONGODB_MAX_TIME_MS must be smaller than MONGODB_SOCKET_TIMEOUT_MS');
+  if (mongo.deadlineMs >= mongo.socketTimeoutMs) problems.push('MONGODB_DEADLINE_MS must be smaller than MONGODB_SOCKET_TIMEOUT_MS');
+  for (const replaced of ['MONGODB_SERVER_SELECTION_MS', 'MONGODB_MAX_TIME_MS']) {
+    if (env[replaced]) problems.push(`${replaced} is replaced by MONGODB_DEADLINE_MS (how long any store operation may take in all)`);
+  }
   if (env.MONGODB_URL) {
     try {
       writeConcernFor(env.MONGODB_URL, mongo.allowWeakWrites);
@@ -203,6 +222,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         keys: int('MAX_KEYS_PER_OWNER', 200, 1, 1_000_000),
         accounts: int('MAX_ACCOUNTS_PER_OWNER', 100, 1, 1_000_000),
         tokens: int('MAX_TOKENS_PER_OWNER', 50, 1, 100_000),
+        end_users: int('MAX_END_USERS_PER_OWNER', 10_000, 1, 10_000_000),
       },
       sessions: int('MAX_SESSIONS_PER_OWNER', 50, 1, 100_000),
       auditEvents: int('AUDIT_MAX_EVENTS_PER_OWNER', 10_000, 100, 100_000_000),
@@ -220,6 +240,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxyHops: int('TRUST_PROXY_HOPS', 1, 1, 10),
     ledgerRetentionDays: int('LEDGER_RETENTION_DAYS', 30, 1, 3650),
     ledgerMaxRecords: int('LEDGER_MAX_RECORDS', 10_000, 100, 10_000_000),
+    ledgerMaxRecordsPerOwner: env.LEDGER_MAX_RECORDS_PER_OWNER ? int('LEDGER_MAX_RECORDS_PER_OWNER', 10_000, 10, 10_000_000) : undefined,
+    ledgerRejectionsPerMinute: int('LEDGER_REJECTIONS_PER_MINUTE', 60, 1, 1_000_000),
+    ledgerPartitions: env.LEDGER_PARTITIONS ? int('LEDGER_PARTITIONS', 8, 1, SLOTS) : undefined,
+    usageRetentionDays: int('USAGE_RETENTION_DAYS', 400, 1, 36_500),
+    clockMaxOffsetSeconds: int('CLOCK_MAX_OFFSET_SECONDS', DEFAULT_MAX_OFFSET_MS / 1000, 1, 86_400),
     ledgerRollAfterSeconds: env.LEDGER_ROLL_AFTER_SECONDS ? int('LEDGER_ROLL_AFTER_SECONDS', 60, 1, 3600) : undefined,
     headersTimeoutMs: int('HEADERS_TIMEOUT_MS', 10_000, 500, 120_000),
     requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000),
@@ -238,6 +263,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     creditsHelp: { text: helpText, url: helpUrl },
     tracing: parseTracingConfig(env, problems),
     mail,
+    oauthApps: parseOAuthApps(env, problems),
   };
   config.publicUrl = env.PUBLIC_URL ? new URL(env.PUBLIC_URL).origin : defaultPublicUrl(config.host, config.port);
   if (config.headersTimeoutMs > config.requestTimeoutMs) problems.push('HEADERS_TIMEOUT_MS must not be larger than REQUEST_TIMEOUT_MS');
@@ -277,6 +303,27 @@ function isMailbox(text: string): boolean {
   if (/[\r\n]/.test(text)) return false;
   const address = /<([^<>]+)>$/.exec(text)?.[1] ?? text;
   return /^[^\s@<>"]+@[^\s@<>"]+\.[^\s@<>"]+$/.test(address);
+}
+
+const OAUTH_APP_VARIABLE = /^OAUTH_([A-Z][A-Z0-9_]*)_CLIENT_(ID|SECRET)$/;
+
+/** Every OAUTH_<PROVIDER>_CLIENT_ID with its _CLIENT_SECRET (one without the other is a problem). */
+function parseOAuthApps(env: NodeJS.ProcessEnv, problems: string[]): Config['oauthApps'] {
+  const apps: Config['oauthApps'] = new Map();
+  const names = new Set(Object.keys(env).flatMap((k) => (OAUTH_APP_VARIABLE.test(k) && env[k] ? [OAUTH_APP_VARIABLE.exec(k)![1]] : [])));
+  for (const name of [...names].sort()) {
+    const clientId = env[`OAUTH_${name}_CLIENT_ID`]?.trim() ?? '';
+    const clientSecret = env[`OAUTH_${name}_CLIENT_SECRET`]?.trim() ?? '';
+    if (!clientId || !clientSecret) {
+      problems.push(`OAUTH_${name}_CLIENT_ID and OAUTH_${name}_CLIENT_SECRET go together: set both (the OAuth app's client id and secret) or neither`);
+      continue;
+    }
+    // eslint-disable-next-line no-control-regex -- a value pasted with its line break
+    if ([clientId, clientSecret].some((v) => v.length > 1024 || /[\s\x00-\x1f\x7f]/.test(v)))
+      problems.push(`OAUTH_${name}_CLIENT_ID and _CLIENT_SECRET must be single words of at most 1024 characters, without spaces or control characters`);
+    else apps.set(name, { clientId, clientSecret });
+  }
+  return apps;
 }
 
 function isKey32(text: string): boolean {

@@ -17,6 +17,8 @@ export interface Demo {
   owner: { id: string; email: string; password: string; token: string };
   serverId: string;
   apiKey: string;
+  /** The owner's account of each kind. */
+  accounts: Record<string, string>;
   /** Base URLs of the sandboxes on loopback. */
   sandboxes: { jira: string; jira_gateway: string; n8n: string; notion: string; supabase: string };
   close(): Promise<void>;
@@ -77,6 +79,7 @@ export async function startDemo(env: NodeJS.ProcessEnv = process.env): Promise<D
     owner: { id: created.id, email, password, token },
     serverId: server.id as string,
     apiKey: key.key as string,
+    accounts: Object.fromEntries(accountByKind),
     sandboxes: { jira: jira.url, jira_gateway: jira.gatewayUrl, n8n: n8n.url, notion: notion.url, supabase: postgrest.url },
     async close() {
       await service.close();

@@ -123,6 +123,61 @@ export interface BasePlugin<O = unknown> extends PluginBase {
   apply(base: string, ctx: BaseContext<O>): Promise<BaseResolution>;
 }
 
-export type Plugin = RequestPlugin | CallPlugin | ResponsePlugin | BasePlugin;
+/** One thing an owner may connect an account to: a Jira site, a Supabase project with one of its keys. */
+export interface ConnectChoice {
+  /** Stable across grants (a site's cloud id, a project's ref and key name): a reconnect picks the same one again. */
+  id: string;
+  title: string;
+  /** A line under the title (the site's URL, the project's region). */
+  detail?: string;
+  /** Choices shown together under this heading (the project of each of its keys). */
+  group?: string;
+  /** What the owner must know before picking it, in words (a key that bypasses row-level security). */
+  caution?: string;
+}
+
+/** What a grant gives access to, found after the code exchange; the owner picks one when there are several. */
+export interface ConnectChoices {
+  /** The picker's question ("Which Jira site?"). */
+  question: string;
+  choices: ConnectChoice[];
+  /** Why the grant cannot make an account when there is nothing to choose, in words ("No Jira site..."). */
+  none: string;
+}
+
+/** The account a choice makes: its fields (shown to the owner) and secret fields (encrypted, never shown). */
+export interface ConnectedAccount {
+  fields: Record<string, string>;
+  secrets?: Record<string, string>;
+  /** What was connected, in words ("the Jira site acme.atlassian.net"). */
+  says: string;
+}
+
+export interface ConnectContext<Options = Record<string, never>> {
+  options: Options;
+  /**
+   * Sends with the connection's access token (Authorization: Bearer) to the origins of the URLs in `options`
+   * and of the provider's connect block, and nowhere else. The token itself never reaches plugins.
+   */
+  http: ProviderHttp;
+  /** What the token endpoint answered besides the tokens, as strings (scope, workspace name...). */
+  grant: Readonly<Record<string, string>>;
+  signal: AbortSignal;
+}
+
+/**
+ * What a provider's OAuth connection needs beyond YAML (provider.yaml `connect.discover`): finding what the
+ * grant reaches (Jira sites from accessible-resources, Supabase projects) and the account fields of the one
+ * the owner picks (a site's cloud id; a project's Data API URL and key).
+ */
+export interface ConnectPlugin<O = unknown> extends PluginBase {
+  hook: 'connect';
+  /** The account fields `complete` sets (provider.yaml `connect.api` templates may read them). */
+  fields: readonly string[];
+  discover(ctx: ConnectContext<O>): Promise<ConnectChoices>;
+  complete(choice: ConnectChoice, ctx: ConnectContext<O>): Promise<ConnectedAccount>;
+}
+
+export type Plugin = RequestPlugin | CallPlugin | ResponsePlugin | BasePlugin | ConnectPlugin;
 export type PluginHook = Plugin['hook'];
 export type PluginRegistry = ReadonlyMap<string, Plugin>;

@@ -35,9 +35,28 @@ function base62Token(prefix: string, bytes: number, source: (width: number) => B
   return out;
 }
 
-/** A short random id for records (URL-safe). */
+/**
+ * A short random id for records (URL-safe); never a secret (randomToken makes those). Its bytes come from a pool
+ * filled by one CSPRNG read at a time, as crypto.randomUUID buffers its own: a synchronous randomBytes costs
+ * tens of µs and every tools/call makes an id.
+ */
 export function randomId(prefix = '', bytes = 12): string {
-  return randomToken(prefix, bytes);
+  return base62Token(prefix, bytes, pooledRandomBytes);
+}
+
+const POOL_BYTES = 4096;
+let pool = Buffer.alloc(0);
+let poolUsed = 0;
+
+/** Random bytes never handed out twice: the next `width + 8` of the pool (base62Token may ask for more). */
+function pooledRandomBytes(width: number): Buffer {
+  const size = width + 8;
+  if (poolUsed + size > pool.length) {
+    pool = randomBytes(Math.max(POOL_BYTES, size));
+    poolUsed = 0;
+  }
+  poolUsed += size;
+  return pool.subarray(poolUsed - size, poolUsed);
 }
 
 export function sha256(text: string): string {

@@ -26,6 +26,15 @@ describe('random tokens (keys, ids)', () => {
     expect(chiSquare).toBeLessThan(150);
     expect(randomId('call_')).toMatch(/^call_[0-9A-Za-z]{17}$/);
   });
+
+  it('ids come from a pool of random bytes that never hands out the same bytes twice, across its refills', () => {
+    const ids = Array.from({ length: 5000 }, () => randomId('call_')); // 125 KB of the pool: 30 refills
+    expect(new Set(ids).size).toBe(ids.length);
+    const counts = new Map<string, number>();
+    for (const id of ids) for (const c of id.slice(5)) counts.set(c, (counts.get(c) ?? 0) + 1);
+    const expected = (5000 * 17) / 62;
+    expect([...counts.values()].reduce((sum, n) => sum + (n - expected) ** 2 / expected, 0)).toBeLessThan(150);
+  });
 });
 
 describe('API keys and the authorization table', () => {

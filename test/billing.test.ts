@@ -87,3 +87,36 @@ describe('credits', () => {
     expect((await svc.call('POST', `/api/admin/owners/${owner.id}/credits`, { token: owner.token, body: { amount: 5 } })).status).toBe(401);
   });
 });
+
+describe('GET /api/usage reads a bounded number of aggregates', () => {
+  let svc: TestService;
+  afterAll(() => svc?.close());
+
+  it('refuses a range with more than 20,000 hourly rows, naming what to narrow; a narrower range is read', async () => {
+    svc = await startTestService(SPECS);
+    const owner = await createOwner(svc, 0);
+    // 400 days of 60 keys' hourly aggregates would be 576,000 rows; 21,000 is enough to pass the limit.
+    const hour = Date.UTC(2026, 0, 1);
+    const rows = Array.from({ length: 21_000 }, (_, i) => ({
+      _id: `${owner.id}|srv|key_${i % 30}|demo_echo|${new Date(hour + Math.floor(i / 30) * 3_600_000).toISOString()}`,
+      owner_id: owner.id,
+      server_id: 'srv',
+      key_id: `key_${i % 30}`,
+      tool: 'demo_echo',
+      hour: new Date(hour + Math.floor(i / 30) * 3_600_000),
+      calls: 1,
+      credits: 2,
+      errors: 0,
+      refunds: 0,
+      through: new Date(hour + (Math.floor(i / 30) + 1) * 3_600_000),
+    }));
+    await svc.store.collection('usage').insertMany(rows);
+    const all = await svc.call('GET', '/api/usage', { token: owner.token });
+    expect(all.status).toBe(400);
+    expect(all.body.message).toBe('More than 20,000 hourly rows match: ask for a shorter time (from, to) or for one server, key or tool');
+    const day = await svc.call('GET', `/api/usage?from=2026-01-02T00:00:00Z&to=2026-01-03T00:00:00Z`, { token: owner.token });
+    expect(day.body).toMatchObject({ total_calls: 24 * 30, total_credits: 24 * 30 * 2 });
+    const oneKey = await svc.call('GET', '/api/usage?key=key_7', { token: owner.token });
+    expect(oneKey.body.total_calls).toBe(700);
+  });
+});

@@ -116,7 +116,9 @@ describe('GET /api/calls', () => {
     expect(res.headers.get('content-type')).toContain('text/csv');
     expect(res.headers.get('content-disposition')).toMatch(/^attachment; filename="calls-.*\.csv"$/);
     const lines = (await res.text()).trim().split('\r\n');
-    expect(lines[0]).toBe('at,id,server_id,server_name,key_id,key_name,tool,outcome,code,charged,credits,latency_ms,provider_status,message,via');
+    expect(lines[0]).toBe(
+      'at,id,server_id,server_name,key_id,key_name,tool,outcome,code,charged,credits,latency_ms,provider_status,message,via,calls,end_user_id',
+    );
     expect(lines).toHaveLength(5);
     expect(lines.find((l) => l.includes('provider_error'))).toMatch(/,alpha,test server,key_\w+,test key,demo_echo,refunded,provider_error,2,0,\d+,503,/);
     const json = await get('/api/calls?outcome=refunded&format=json');
@@ -318,3 +320,59 @@ for (const target of targets) {
     });
   });
 }
+
+describe("one owner cannot erase another's call log (the embedded store's LEDGER_MAX_RECORDS)", () => {
+  let capped: TestService;
+  afterAll(async () => {
+    await capped?.close();
+  });
+
+  it('logs free rejections up to 60 a minute per owner and counts the rest; a paying owner trims only its own log; the other keeps every record', async () => {
+    capped = await startTestService({
+      ...DEMO_SPECS,
+      LEDGER_MAX_RECORDS: '200',
+      LEDGER_ROLL_AFTER_SECONDS: '1',
+      RATE_LIMIT_BURST: '100000',
+      RATE_LIMIT_PER_MINUTE: '1000000',
+    });
+    const log = async (o: Owner) =>
+      (await capped.call('GET', '/api/calls?limit=500', { token: o.token })).body.calls as Array<{ outcome: string; code: string; calls: number }>;
+    const victim = await createOwner(capped, 100);
+    const v = await createServer(capped, victim, { accounts: demo.account(), tools: [{ base_tool: 'demo_echo', account: 'demo' }] });
+    for (let i = 0; i < 20; i++) await rpc(capped.url, v.serverId, v.key, 'tools/call', { name: 'demo_echo', arguments: { message: `mine ${i}` } });
+    const attacker = await createOwner(capped, 1000);
+    const x = await createServer(capped, attacker, { accounts: demo.account(), tools: [{ base_tool: 'demo_echo', account: 'demo' }] });
+    const batch = (args: Record<string, unknown>) =>
+      fetch(`${capped.url}/mcp/${x.serverId}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${x.key}` },
+        body: JSON.stringify(
+          Array.from({ length: 50 }, (_, id) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'demo_echo', arguments: args } })),
+        ),
+      }).then((res) => res.json());
+
+    // 1,000 free rejected calls (no message: invalid arguments), five times the whole log's cap.
+    for (let i = 0; i < 20; i++) await batch({ status: 200 });
+    await capped.flush();
+    const rejections = await log(attacker);
+    expect(rejections.filter((c) => c.code === 'invalid_arguments').length).toBeLessThanOrEqual(120); // 60 a minute; the burst may span two
+    expect(rejections.filter((c) => c.code === 'rejections_counted').length).toBeGreaterThan(0);
+    expect(rejections.reduce((n, c) => n + c.calls, 0)).toBe(1000);
+    expect((await capped.call('GET', '/api/usage', { token: attacker.token })).body).toMatchObject({ total_calls: 1000, total_credits: 0 });
+
+    // 300 paid calls: more than the log holds once the victim's records are counted. The attacker's share is what
+    // the victim leaves of the 200 (180), plus at most the rest of a batch of 50 written together (one time stamp).
+    for (let i = 0; i < 6; i++) await batch({ message: `paid ${i}` });
+    await expect
+      .poll(async () => (await capped.call('POST', '/api/admin/ledger/housekeep', { token: capped.operatorToken }), (await log(attacker)).length), {
+        timeout: 30_000,
+      })
+      .toBeLessThanOrEqual(180 + 49);
+    // The victim's log is whole; the attacker kept its newest records (its paid calls), its usage counts all.
+    const mine = await log(victim);
+    expect(mine).toHaveLength(20);
+    expect(mine.every((c) => c.outcome === 'ok')).toBe(true);
+    expect((await log(attacker)).slice(0, 150).every((c) => c.outcome === 'ok')).toBe(true);
+    expect((await capped.call('GET', '/api/usage', { token: attacker.token })).body).toMatchObject({ total_calls: 1300, total_credits: 600 });
+  }, 60_000);
+});

@@ -111,6 +111,11 @@ describe.skipIf(!chromiumAvailable)('every page at 1440 and 390 px wide', () => 
   });
 
   const dialog = (page: Page, name: string | RegExp) => page.getByRole('dialog', { name });
+  /** The Add-account dialog of Jira, open, and its button that connects the sandbox Atlassian. */
+  const sandboxJiraButton = async (page: Page) => {
+    await page.getByRole('button', { name: 'Add Jira Cloud account' }).click();
+    return dialog(page, 'Add a Jira Cloud account').getByRole('button', { name: 'Connect a sandbox Jira Cloud account' });
+  };
   const STATES: State[] = [
     { name: 'sign-in', path: '/login', signedOut: true },
     {
@@ -170,6 +175,23 @@ describe.skipIf(!chromiumAvailable)('every page at 1440 and 390 px wide', () => 
           .waitFor();
       },
     },
+    {
+      name: 'accounts, connect dialog',
+      path: '/accounts',
+      prepare: (page) => sandboxJiraButton(page).then((button) => button.waitFor()),
+    },
+    {
+      // The sandbox Atlassian's consent page, served through the service's origin, then the site picker.
+      name: 'connect, pick a site',
+      path: '/accounts',
+      prepare: async (page) => {
+        await (await sandboxJiraButton(page)).click();
+        await page.waitForURL(/\/sandbox-consent\//);
+        await Promise.all([page.waitForURL(/\/connect\/choose\?/), page.getByRole('button', { name: 'Accept', exact: true }).click()]);
+      },
+    },
+    { name: 'connect, failed', path: '/connect/callback?code=x&state=unknown' },
+    { name: 'reconnect an account', path: 'reconnect' },
     { name: 'servers', path: '/servers' },
     {
       name: 'servers, new server dialog',
@@ -269,6 +291,7 @@ describe.skipIf(!chromiumAvailable)('every page at 1440 and 390 px wide', () => 
       form: `/servers/${demo.serverId}/tools/new?base=tracker_search_issues`,
       call: `/calls/${failedCall}`,
       consent,
+      reconnect: `/accounts/${demo.accounts.tracker}/reconnect`,
       empty: `/servers/${newcomer.serverId}`,
       'empty-form': `/servers/${newcomer.serverId}/tools/new?base=tracker_search_issues`,
     })[s.path] ?? s.path;

@@ -9,6 +9,7 @@ import { providerTitles } from '../runtime/toolspec/catalog.ts';
 import type { UsageRow } from '../runtime/billing/ledger.ts';
 import { creditOutlook, outlookText } from '../runtime/dashboard/credits.ts';
 import { niceStep, overviewFigures } from '../runtime/dashboard/overview.ts';
+import { HttpBrowser } from './support/connect.ts';
 import type { CustomToolDoc } from '../runtime/servers/custom-tools.ts';
 import { connectV2 } from './support/mcp-clients.ts';
 
@@ -124,6 +125,42 @@ function expectPage(got: { status: number; html: string }, status = 200): void {
 }
 
 describe('dashboard views with the demo data set', () => {
+  it('renders the pages of a connection: the picker, a failure, an account that needs its owner and its reconnect page', async () => {
+    // The owner's browser connects the sandbox Atlassian (two sites: the picker).
+    const b = Object.assign(new HttpBrowser(base), { cookie, csrf });
+    const started = await b.api('POST', '/api/accounts/connect', { provider: 'tracker', sandbox: true });
+    const consent = await b.follow(started.body.authorize_url);
+    const picker = await b.consent(consent.url, consent.html);
+    const pickerPath = new URL(picker.url).pathname + new URL(picker.url).search;
+    expectPage(await page(pickerPath, true));
+    const choice = /name="choice" value="([^"]+)"/.exec(picker.html)![1];
+    const chosen = await b.api('POST', `/api/connect/flows/${new URL(picker.url).searchParams.get('flow')}/choose`, { choice });
+    const id = new URL(chosen.body.redirect_to, base).searchParams.get('connected')!;
+    expectPage(await page(`/accounts?connected=${id}`, true));
+    // The picker is used up; failures signed in and out.
+    expectPage(await page(pickerPath, true), 400);
+    expectPage(await page('/connect/callback?code=x', true), 400);
+    expectPage(await page('/connect/callback?code=x&state=y', false), 400);
+    // The account needs its owner: the banner of every page, its reconnect page.
+    await demo.service.store.collection('accounts').updateOne({ _id: id }, { $set: { state: 'needs_reauth', state_reason: 'Atlassian refused the grant' } });
+    const accounts = await page('/accounts', true);
+    expectPage(accounts);
+    expect(accounts.html).toContain('data-testid="account-banner"');
+    expectPage(await page(`/accounts/${id}/reconnect`, true));
+    expectPage(await page(`/accounts/${demo.accounts.tracker}/reconnect`, true));
+    await demo.service.store.collection('accounts').updateOne({ _id: id }, { $set: { state: 'unreachable' } });
+    expectPage(await page(`/accounts/${id}/reconnect`, true));
+    expectPage(await page('/accounts/nobody/reconnect', true), 404);
+    // The account webhook on Settings, with a delivery that is being retried (nothing listens there).
+    expect((await b.api('PUT', '/api/me/webhook', { url: 'http://127.0.0.1:9/hooks' })).status).toBe(200);
+    await b.api('POST', '/api/me/webhook/ping');
+    await expect.poll(async () => (await b.api('GET', '/api/me/webhook')).body.deliveries[0]?.attempts).toBe(1);
+    const settings = await page('/settings', true);
+    expectPage(settings);
+    expect(settings.html).toContain('retrying');
+    await b.api('DELETE', '/api/me/webhook');
+  }, 120_000);
+
   it('renders the signed-out pages', async () => {
     for (const path of ['/login', '/signup', '/invite', '/login?next=%2Fkeys', '/forgot-password', '/reset-password', '/verify-email'])
       expectPage(await page(path, false));

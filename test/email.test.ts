@@ -15,6 +15,9 @@ import { Browser } from './support/session-client.ts';
 import { type Owner, createOwner, createServer, startTestService, type TestService } from './support/service.ts';
 import { startTcpRelay } from './support/tcp-relay.ts';
 import { DEMO_SPECS, useDemoUpstream } from './support/upstream.ts';
+import { APPS, APP_ENV, HttpBrowser, type OAuthSandboxes, startOAuthSandboxes } from './support/connect.ts';
+import { connectV1 } from './support/mcp-clients.ts';
+import { failed, succeeded, type ToolResult } from './support/tool-calls.ts';
 
 const PASSWORD = 'correct horse battery';
 const STARTING = 50;
@@ -308,28 +311,6 @@ describe.skipIf(!mailpitAvailable)('e-mail (Mailpit)', { timeout: 120_000 }, () 
       expect((await mailTo(email)).length).toBe(2);
     });
 
-    it('sends the alert of an account that needs reconnecting through its seam, unless turned off', async () => {
-      const email = freshAddress('reconnect');
-      const owner = await createOwner(svc, 0, email);
-      const event = {
-        ownerId: owner.id,
-        account: { id: 'acct_1', name: 'Team Jira' },
-        provider: 'Jira Cloud',
-        reason: 'The provider refused the refresh token (invalid_grant).',
-        reconnectUrl: `${svc.url}/accounts/acct_1/reconnect`,
-      };
-      await svc.mail!.alerts.accountNeedsReconnect(event);
-      const mail = await waitForMail(email, /Reconnect your Jira Cloud account/);
-      expect(mail.Subject).toBe('Reconnect your Jira Cloud account "Team Jira"');
-      expect(mail.Text).toContain('Your Jira Cloud account "Team Jira" needs you: The provider refused the refresh token (invalid_grant).');
-      expect(mail.Text).toContain(`Reconnect the account:\n${svc.url}/accounts/acct_1/reconnect`);
-      expect((await mailHeaders(mail.ID))['List-Unsubscribe-Post']).toEqual(['List-Unsubscribe=One-Click']);
-      await svc.call('PUT', '/api/me/email-alerts', { token: owner.token, body: { account_reconnect: false } });
-      await svc.mail!.alerts.accountNeedsReconnect(event);
-      await until('the outbox to settle', async () => (await outbox(svc, 'queued')).length === 0);
-      expect((await mailTo(email)).length).toBe(1);
-    });
-
     it('refuses bad alert settings and unsubscribe links that are not its own', async () => {
       const owner = await createOwner(svc, 0, freshAddress('settings'));
       const notBool = await svc.call('PUT', '/api/me/email-alerts', { token: owner.token, body: { credits_low: 'no' } });
@@ -411,6 +392,96 @@ describe.skipIf(!mailpitAvailable)('e-mail (Mailpit)', { timeout: 120_000 }, () 
       expect(refused).toMatchObject({ attempts: 1, last_error: expect.stringContaining('550') });
       expect(await metric(svc!, 'tool_server_mail_total{kind="password_reset",result="given_up"}')).toBe(2);
       await relay.close();
+    });
+  });
+
+  // The accounts code tells of an owner's account that needs reconnecting: a Jira account connected through the
+  // Atlassian OAuth sandbox whose grant the user revokes there (its refresh is refused).
+  describe.each(stores)('a connected account on the $name', ({ enabled, env }) => {
+    let svc: TestService;
+    let sandboxes: OAuthSandboxes;
+    beforeAll(async () => {
+      if (!enabled) return;
+      sandboxes = await startOAuthSandboxes();
+      svc = await startTestService({ ...MAIL_ENV, ...APP_ENV, ...env(), TOOL_SPECS_DIR: sandboxes.specsDir, KEY_CACHE_MS: '0' });
+      sandboxes.register(svc.url);
+    }, 180_000);
+    afterAll(async () => {
+      await svc?.close();
+      await sandboxes?.close();
+    });
+
+    /** An owner signed up in a browser over HTTP, address confirmed through the e-mail. */
+    async function verifiedOwner(email: string): Promise<HttpBrowser> {
+      const browser = new HttpBrowser(svc.url);
+      const id = await browser.signUp(email, PASSWORD);
+      const link = linkIn(await waitForMail(email, /Confirm your e-mail address/), `${svc.url}/verify-email#`);
+      expect((await svc.call('POST', '/api/auth/verify-email', { body: { token: link.split('#')[1] } })).status).toBe(200);
+      await svc.call('POST', `/api/admin/owners/${id}/credits`, { token: svc.operatorToken, body: { amount: 100 } });
+      return browser;
+    }
+
+    /** Connects Jira (its first site) through the sandbox's consent page and the site picker. */
+    async function connectJira(b: HttpBrowser, accountId?: string): Promise<string> {
+      const started = accountId
+        ? await b.api('POST', `/api/accounts/${accountId}/reconnect`, {})
+        : await b.api('POST', '/api/accounts/connect', { provider: 'tracker', name: 'Team Jira' });
+      expect(started.status, JSON.stringify(started.body)).toBe(201);
+      const consent = await b.follow(started.body.authorize_url);
+      let page = await b.consent(consent.url, consent.html);
+      if (new URL(page.url).pathname === '/connect/choose') {
+        const flow = new URL(page.url).searchParams.get('flow');
+        const chosen = await b.api('POST', `/api/connect/flows/${flow}/choose`, { choice: sandboxes.atlassian.sites[0].cloudId });
+        expect(chosen.status, JSON.stringify(chosen.body)).toBe(200);
+        page = await b.follow(new URL(chosen.body.redirect_to, svc.url).href);
+      }
+      expect(new URL(page.url).pathname, page.html.slice(0, 2000)).toBe('/accounts');
+      return new URL(page.url).searchParams.get('connected')!;
+    }
+
+    it.skipIf(!enabled)('e-mails the owner once per move to needs_reauth, with the reason and the reconnect link', { timeout: 180_000 }, async () => {
+      const email = freshAddress('reconnect');
+      const b = await verifiedOwner(email);
+      const id = await connectJira(b);
+      const server = await b.api('POST', '/api/servers', { name: 'jira' });
+      await b.api('POST', `/api/servers/${server.body.id}/tools`, { base_tool: 'tracker_search_issues', account_id: id });
+      const key = await b.api('POST', `/api/servers/${server.body.id}/api-keys`, { name: 'agent' });
+      const client = await connectV1(svc.url, server.body.id, key.body.key);
+      const search = () => client.callTool({ name: 'tracker_search_issues', arguments: { jql: 'project = DEMO', max_results: 1 } }) as Promise<ToolResult>;
+      try {
+        succeeded(await search());
+        // The user revokes the app at Atlassian: the access token and the refresh are refused.
+        sandboxes.atlassian.revokeApp(APPS.tracker.clientId);
+        expect(failed(await search()).code).toBe('account_needs_reauth');
+        const alert = await waitForMail(email, /Reconnect your Jira Cloud account/);
+        expect(alert.Subject).toBe('Reconnect your Jira Cloud account "Team Jira"');
+        expect(alert.Text).toContain('Your Jira Cloud account "Team Jira" needs you:');
+        expect(alert.Text).toContain(`Reconnect the account:\n${svc.url}/accounts/${id}/reconnect`);
+        expect((await mailHeaders(alert.ID))['List-Unsubscribe-Post']).toEqual(['List-Unsubscribe=One-Click']);
+        // Still refused, still needs_reauth: no second e-mail.
+        expect(failed(await search()).code).toBe('account_needs_reauth');
+        expect((await b.api('POST', `/api/accounts/${id}/verify`)).body).toMatchObject({ verified: false, state: 'needs_reauth' });
+        await until('the outbox to send', async () => (await outbox(svc, 'queued')).length === 0);
+        expect((await mailTo(email)).filter((m) => /Reconnect your/.test(m.Subject))).toHaveLength(1);
+
+        // Reconnected in place, then revoked again: a new change, a second e-mail.
+        expect(await connectJira(b, id)).toBe(id);
+        succeeded(await search());
+        sandboxes.atlassian.revokeApp(APPS.tracker.clientId);
+        expect(failed(await search()).code).toBe('account_needs_reauth');
+        await waitForMail(email, /Reconnect your Jira Cloud account/, { count: 2 });
+
+        // Turned off on Settings: the next change is not e-mailed.
+        await b.api('PUT', '/api/me/email-alerts', { account_reconnect: false });
+        expect(await connectJira(b, id)).toBe(id);
+        succeeded(await search());
+        sandboxes.atlassian.revokeApp(APPS.tracker.clientId);
+        expect(failed(await search()).code).toBe('account_needs_reauth');
+        await until('the outbox to send', async () => (await outbox(svc, 'queued')).length === 0);
+        expect((await mailTo(email)).filter((m) => /Reconnect your/.test(m.Subject))).toHaveLength(2);
+      } finally {
+        await client.close();
+      }
     });
   });
 

@@ -6,7 +6,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import { type ServiceProcess, startServiceProcess } from './support/process.ts';
+import { type ServiceProcess, apiCall, fixtureEnv, pingCaller, startServiceProcess } from './support/process.ts';
 import { type DemoUpstream, startDemoUpstream } from './support/upstream.ts';
 
 const OPERATOR_TOKEN = 'op_crash_test_token_0123456789';
@@ -25,38 +25,17 @@ it('keeps every charge and its record across kill -9 at random moments', async (
   upstream = await startDemoUpstream();
   // Calls take a little while upstream, so some are always in flight when the process dies.
   upstream.delayMs = 15;
-  const env = {
-    DATA_DIR: await mkdtemp(path.join(tmpdir(), 'ledger-crash-')),
-    TOOL_SPECS_DIR: path.resolve('test/fixtures/specs'),
-    OPERATOR_TOKEN,
-    ALLOW_PRIVATE_NETWORKS: 'loopback',
-    RATE_LIMIT_BURST: '1000000',
-    RATE_LIMIT_PER_MINUTE: '10000000',
-    LOG_LEVEL: 'warn',
-    STARTING_CREDITS: '0',
-  };
+  const env = fixtureEnv(await mkdtemp(path.join(tmpdir(), 'ledger-crash-')), OPERATOR_TOKEN);
   proc = startServiceProcess(env);
   let base = await proc.url;
-  const api = async (method: string, p: string, token: string, body?: unknown) => {
-    const res = await fetch(base + p, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return (await res.json()) as any;
-  };
-  const owner = await api('POST', '/api/admin/owners', OPERATOR_TOKEN, { email: 'crash@example.com' });
-  await api('POST', `/api/admin/owners/${owner.id}/credits`, OPERATOR_TOKEN, { amount: GRANT });
-  const account = await api('POST', '/api/accounts', owner.token, { kind: 'demo', name: 'd', base_url: upstream.url, token: upstream.token });
-  const server = await api('POST', '/api/servers', owner.token, { name: 's' });
-  await api('POST', `/api/servers/${server.id}/tools`, owner.token, { base_tool: 'demo_ping', account_id: account.id });
-  const key = (await api('POST', `/api/servers/${server.id}/api-keys`, owner.token, { name: 'k' })).key as string;
+  const api = async (method: string, p: string, token: string) => (await apiCall(base, method, p, token)).body;
+  const { owner, serverId, key } = await pingCaller(base, OPERATOR_TOKEN, upstream, GRANT, 'crash@example.com');
 
   let succeeded = 0;
   let interrupted = 0;
   const call = async (): Promise<boolean> => {
     try {
-      const res = await fetch(`${base}/mcp/${server.id}`, {
+      const res = await fetch(`${base}/mcp/${serverId}`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'demo_ping', arguments: {} } }),

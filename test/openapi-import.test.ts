@@ -17,6 +17,9 @@ import { runExchanges } from '../runtime/engine/exchange-runner.ts';
 import { loadCatalog } from '../runtime/toolspec/loader.ts';
 import { MAX_DESCRIPTION_LENGTH } from '../runtime/toolspec/language.ts';
 import { connectV2 } from './support/mcp-clients.ts';
+import type { OAuthClient } from '../sandboxes/oauth/oauth.ts';
+import { startSupabaseSandbox, type SupabaseSandbox } from '../sandboxes/supabase/supabase-sandbox.ts';
+import { HttpBrowser } from './support/connect.ts';
 import { type TestService, createOwner, createServer, startTestService } from './support/service.ts';
 import { type ToolCalls, toolCalls } from './support/tool-calls.ts';
 
@@ -325,9 +328,112 @@ describe('security schemes', () => {
     });
     expect(oauth.provider.auth).toEqual({ headers: { Authorization: 'Bearer {{account.access_token}}' } });
     expect(oauth.provider.account.fields[1]).toMatchObject({ name: 'access_token', secret: true });
-    expect(oauth.notes.join('\n')).toContain('mapped to an access token field');
+    expect(oauth.provider.connect).toMatchObject({ authorize_url: 'https://things.example/authorize', token_url: 'https://things.example/token' });
+    // Without a flow an owner's browser can go through, a token field only, said so.
+    const machine = withScheme({ type: 'oauth2', flows: { clientCredentials: { tokenUrl: 'https://things.example/token', scopes: {} } } });
+    expect(machine.provider.connect).toBeUndefined();
+    expect(machine.notes.join('\n')).toContain('mapped to an access token field');
     // An empty alternative makes the credentials optional.
     expect(withScheme({ type: 'http', scheme: 'bearer' }, [{ s: [] }, {}]).provider.account.fields[1]).toMatchObject({ name: 'token', required: false });
+  });
+});
+
+describe('an OAuth 2 authorization-code scheme', () => {
+  const FIXTURE = path.join(FIXTURES, 'supabase-management-oauth.yaml');
+  const APP = { clientId: 'imported-supabase-app', clientSecret: 'sba_imported_app_secret_0123456789' };
+  let supabase: SupabaseSandbox;
+  let specs: string;
+  let plan: ImportPlan;
+  let svc: TestService;
+  const client: OAuthClient = { ...APP, redirectUris: [], name: 'Tool Server' };
+
+  beforeAll(async () => {
+    supabase = await startSupabaseSandbox({ clients: [client] });
+    // The document, with the sandbox standing for api.supabase.com.
+    const dir = await tempSpecs();
+    const doc = path.join(dir, 'supabase-management.yaml');
+    await writeFile(doc, (await readFile(FIXTURE, 'utf8')).split('https://api.supabase.com').join(supabase.url));
+    specs = await tempSpecs();
+    ({ plan } = await importInto(specs, doc, { provider: 'supabase_mgmt' }));
+    svc = await startTestService({
+      TOOL_SPECS_DIR: specs,
+      OAUTH_SUPABASE_MGMT_CLIENT_ID: APP.clientId,
+      OAUTH_SUPABASE_MGMT_CLIENT_SECRET: APP.clientSecret,
+      STARTING_CREDITS: '10',
+    });
+    client.redirectUris.push(`${svc.url}/connect/callback`);
+  }, 60_000);
+  afterAll(async () => {
+    await svc?.close();
+    await supabase?.close();
+  });
+
+  it("becomes a connect block: the flow's URLs, the operations' scopes, RFC 6749's defaults said in a comment; the token field stays", async () => {
+    expect(plan.provider.connect).toEqual({
+      by: 'Supabase Management',
+      // Relative in the document: resolved against its server.
+      authorize_url: `${supabase.url}/v1/oauth/authorize`,
+      token_url: `${supabase.url}/v1/oauth/token`,
+      token_body: 'form',
+      client_auth: 'basic',
+      pkce: true,
+      scopes: ['projects:read', 'organizations:read'],
+      api: { base_url: supabase.url, headers: { Authorization: 'Bearer {{connection.access_token}}' } },
+    });
+    expect(plan.provider.auth).toEqual({ headers: { Authorization: 'Bearer {{account.access_token}}' } });
+    const text = await readFile(path.join(specs, 'supabase_mgmt', 'provider.yaml'), 'utf8');
+    expect(text).toMatch(/# .*OAUTH_SUPABASE_MGMT_CLIENT_ID[^]*RFC 6749[^]*\nconnect:\n/);
+    // Swagger 2.0 calls the same flow accessCode.
+    const swagger = normalize(
+      {
+        swagger: '2.0',
+        info: { title: 'Old', version: '1' },
+        host: 'old.example',
+        securityDefinitions: {
+          o: {
+            type: 'oauth2',
+            flow: 'accessCode',
+            authorizationUrl: 'https://old.example/oauth/authorize',
+            tokenUrl: 'https://old.example/oauth/token',
+            scopes: { read: 'Read' },
+          },
+        },
+        paths: { '/things': { get: { operationId: 'things', security: [{ o: ['read'] }], responses: { '200': { description: 'ok' } } } } },
+      },
+      'inline',
+    );
+    expect(planImport(swagger, { provider: 'old', descriptionLimit: MAX_DESCRIPTION_LENGTH }).provider.connect).toMatchObject({
+      authorize_url: 'https://old.example/oauth/authorize',
+      token_url: 'https://old.example/oauth/token',
+      scopes: ['read'],
+      api: { base_url: 'https://old.example' },
+    });
+  });
+
+  it('connects through the consent page, and a tool calls with the bearer', async () => {
+    const b = new HttpBrowser(svc.url);
+    await b.signUp();
+    const started = await b.api('POST', '/api/accounts/connect', { provider: 'supabase_mgmt', name: 'Supabase' });
+    expect(started.status, JSON.stringify(started.body)).toBe(201);
+    const consent = await b.follow(started.body.authorize_url);
+    const acme = supabase.organizations.find((o) => o.name === 'Acme')!;
+    const landed = await b.consent(consent.url, consent.html, 'accept', [['organization', acme.slug]]);
+    expect(new URL(landed.url).pathname, landed.html.slice(0, 2000)).toBe('/accounts');
+    const accountId = new URL(landed.url).searchParams.get('connected')!;
+    expect((await b.api('GET', `/api/accounts/${accountId}`)).body).toMatchObject({ kind: 'supabase_mgmt', auth: 'oauth', state: 'connected' });
+    // The token request as RFC 6749 has it: a form, the client in HTTP Basic, and the PKCE verifier.
+    const exchange = supabase.requests.find((r) => r.path === '/v1/oauth/token')!;
+    expect(exchange.headers['content-type']).toContain('application/x-www-form-urlencoded');
+    expect(String(exchange.headers.authorization)).toBe(`Basic ${Buffer.from(`${APP.clientId}:${APP.clientSecret}`).toString('base64')}`);
+    expect(new URLSearchParams(exchange.body).get('code_verifier')).toBeTruthy();
+
+    const server = await b.api('POST', '/api/servers', { name: 'management' });
+    await b.api('POST', `/api/servers/${server.body.id}/tools`, { base_tool: 'supabase_mgmt_v1_list_all_projects', account_id: accountId });
+    const key = (await b.api('POST', `/api/servers/${server.body.id}/api-keys`, { name: 'k' })).body.key;
+    const calls = toolCalls(await connectV2(svc.url, server.body.id, key));
+    const listed = await calls.ok('supabase_mgmt_v1_list_all_projects', {});
+    expect(listed.items.map((p: { name: string }) => p.name)).toEqual(['todo-app']);
+    expect(String(supabase.requests.at(-1)!.headers.authorization)).toMatch(/^Bearer /);
   });
 });
 

@@ -20,7 +20,7 @@ describe.runIf(Boolean(MONGODB_URL))('rate limits across three instances', () =>
       const proc = startServiceProcess(env);
       instances.push({ proc, url: await proc.url });
     }
-  }, 60_000);
+  }, 120_000); // three starts, one after the other, on a busy machine
 
   afterAll(async () => {
     for (const i of instances) i.proc.child.kill('SIGTERM');
@@ -49,35 +49,36 @@ describe.runIf(Boolean(MONGODB_URL))('rate limits across three instances', () =>
       instances.map(async ({ url }) => {
         while (Date.now() - started < RUN_MS) {
           await new Promise((resolve) => setTimeout(resolve, 10));
+          const sent = Date.now();
           const res = await fetch(`${url}/mcp/${server.id}`, {
             method: 'POST',
             headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
             body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
           });
           await res.arrayBuffer();
-          if (res.status === 200) admitted.push(Date.now());
+          if (res.status === 200) admitted.push(sent);
           else if (res.status === 429) refused++;
           else throw new Error(`unexpected ${res.status}`);
         }
       }),
     );
     expect(refused).toBeGreaterThan(admitted.length);
-    // Windows start with the first call admitted after the previous one ended: count per 10 s from the first.
+    // Windows are fixed 10 s slices of the store's time, which is this host's (the peer runs here): count per
+    // slice, the whole ones of the run.
     admitted.sort((a, b) => a - b);
     const first = admitted[0];
     const windows = new Map<number, number>();
-    for (const t of admitted) windows.set(Math.floor((t - first) / WINDOW_MS), (windows.get(Math.floor((t - first) / WINDOW_MS)) ?? 0) + 1);
-    const full = [...windows.entries()].filter(([w]) => (w + 1) * WINDOW_MS <= Date.now() - first - 1000).map(([, n]) => n);
+    for (const t of admitted) windows.set(Math.floor(t / WINDOW_MS), (windows.get(Math.floor(t / WINDOW_MS)) ?? 0) + 1);
+    const full = [...windows.entries()].filter(([w]) => w * WINDOW_MS >= started && (w + 1) * WINDOW_MS <= started + RUN_MS).map(([, n]) => n);
     expect(full.length).toBeGreaterThanOrEqual(10);
     for (const n of full) {
       expect(n).toBeGreaterThanOrEqual(90);
       expect(n).toBeLessThanOrEqual(110);
     }
-    // Never more than the limit over the whole run (windows may start a little later than the count above assumes).
-    expect(admitted.length).toBeLessThanOrEqual(100 * Math.ceil((admitted.at(-1)! - first + 1) / WINDOW_MS));
-    // And the per-minute limit holds for every minute of the run.
-    for (let m = 0; m * 60_000 < admitted.at(-1)! - first; m++) {
-      expect(admitted.filter((t) => t - first >= m * 60_000 && t - first < (m + 1) * 60_000).length).toBeLessThanOrEqual(1000);
+    // Never more than the limit over the whole run, and the per-minute limit holds for every minute of it.
+    expect(admitted.length).toBeLessThanOrEqual(100 * (windows.size + 1));
+    for (let m = Math.floor(first / 60_000); m * 60_000 <= admitted.at(-1)!; m++) {
+      expect(admitted.filter((t) => Math.floor(t / 60_000) === m).length).toBeLessThanOrEqual(1000);
     }
     console.log(`rate limits across 3 instances: ${admitted.length} admitted, ${refused} refused in ${RUN_MS / 1000} s; per window: ${full.join(' ')}`);
   }, 200_000);

@@ -269,7 +269,7 @@ describe('a provider written in YAML alone, served from its exchanges', () => {
     expect(res.status).toBe(201);
     setup = res.body;
     client = await connectV2(svc.url, setup.server.id, setup.key.key);
-  }, 60_000);
+  }, 120_000);
   afterAll(async () => {
     await client?.close();
     await svc?.close();

@@ -1,23 +1,30 @@
 // Several instances on one MongoDB (FerretDB under CI: .ci/run starts it and sets MONGODB_URL): two `npm start`
-// processes and one with WORKERS=2, under concurrent load through one key per owner, spread over every
-// instance. Credits are never overspent, no acknowledged call is missing from usage, the ledger check holds
-// after the load, forced roll-ups on every instance during the load lose nothing, and an instance killed with
-// kill -9 mid-load and started again loses nothing and crashes no other. Sessions and OAuth tokens work on
-// every instance; a revoked key is refused everywhere within the key cache's 5 s.
+// processes and one with WORKERS=2, one of them with its clock 90 s ahead and one 90 s behind (a preload that
+// moves Date.now and new Date), under concurrent load through one rate-limited key per owner, spread over every
+// instance. Credits are never overspent, usage holds every acknowledged call (and nothing but calls that were
+// made), the ledger check holds with nothing unaccounted, forced roll-ups on every instance during the load lose
+// nothing, each key's rate limit holds within 10% in every window and refuses no one for longer than a window,
+// and an instance killed with kill -9 mid-load and started again loses nothing and crashes no other. An instance
+// whose clock is further off than CLOCK_MAX_OFFSET_SECONDS takes no writes (503). Sessions and OAuth tokens work
+// on every instance; a revoked key is refused everywhere within the key cache's 5 s.
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ServiceProcess, startServiceProcess } from './support/process.ts';
+import { type ServiceProcess, freePort, startServiceProcess } from './support/process.ts';
 import { MONGODB_URL, dropTestDatabases, mongoTestUrl } from './support/mongo.ts';
 import { type DemoUpstream, startDemoUpstream } from './support/upstream.ts';
 
 const OPERATOR_TOKEN = 'op_scale_out_token_0123456789';
 const PUBLIC_URL = 'http://tool-server.test';
 const KEY_CACHE_MS = 5000;
+/** Each key's burst window: 30 calls per 10 s, well below what 8 clients per key ask for even on a busy machine. */
+const LIMIT = 30;
+const WINDOW_MS = 10_000;
+const SKEW_MS = 90_000;
 
 interface Instance {
   name: string;
   env: Record<string, string>;
+  clockSkewMs: number;
   proc: ServiceProcess;
   url: string;
 }
@@ -34,7 +41,8 @@ describe.runIf(Boolean(MONGODB_URL))('several instances on one MongoDB', () => {
     PUBLIC_URL,
     TOOL_SPECS_DIR: 'test/fixtures/specs',
     ALLOW_PRIVATE_NETWORKS: 'loopback',
-    RATE_LIMIT_BURST: '1000000',
+    RATE_LIMIT_BURST: String(LIMIT),
+    RATE_LIMIT_BURST_SECONDS: String(WINDOW_MS / 1000),
     RATE_LIMIT_PER_MINUTE: '10000000',
     STARTING_CREDITS: '0',
     KEY_CACHE_MS: String(KEY_CACHE_MS),
@@ -43,19 +51,19 @@ describe.runIf(Boolean(MONGODB_URL))('several instances on one MongoDB', () => {
   });
   const randomBytesHex = randomBytes(32).toString('hex');
 
-  async function start(name: string, extra: Record<string, string> = {}): Promise<Instance> {
+  async function start(name: string, extra: Record<string, string> = {}, clockSkewMs = 0): Promise<Instance> {
     const env = { ...baseEnv(), ...extra };
-    const proc = startServiceProcess(env);
-    return { name, env, proc, url: await proc.url };
+    const proc = startServiceProcess(env, { clockSkewMs });
+    return { name, env, clockSkewMs, proc, url: await proc.url };
   }
 
   beforeAll(async () => {
     databaseUrl = mongoTestUrl('scale_out').url;
     upstream = await startDemoUpstream();
     upstream.delayMs = 10; // calls are in flight when an instance dies
-    instances.push(await start('a'));
-    instances.push(await start('b'));
-    instances.push(await start('workers', { WORKERS: '2', PORT: String(await freePort()) }));
+    instances.push(await start('ahead', {}, SKEW_MS));
+    instances.push(await start('on time'));
+    instances.push(await start('behind, workers', { WORKERS: '2', PORT: String(await freePort()) }, -SKEW_MS));
   }, 60_000);
 
   afterAll(async () => {
@@ -92,20 +100,30 @@ describe.runIf(Boolean(MONGODB_URL))('several instances on one MongoDB', () => {
     return { id: created.body.id as string, token, serverId: server.body.id as string, key: key.key as string, keyId: key.id as string, credits, succeeded: 0 };
   }
 
-  it('never overspends, loses no acknowledged call and keeps the ledger exact, through forced roll-ups and a kill -9', async () => {
+  it('never overspends, counts every acknowledged call, keeps the ledger exact and the rate limits, with clocks 90 s off, through forced roll-ups and a kill -9', async () => {
     const owners = [await owner(instances[0].url, 100_000), await owner(instances[1].url, 150), await owner(instances[2].url, 100_000)];
+    const answers = owners.map(() => ({ admitted: [] as number[], refused: [] as Array<{ at: number; retryAfter: number }>, unanswered: 0 }));
     let running = true;
     let turn = 0;
     const client = async () => {
       while (running) {
-        const o = owners[turn % owners.length];
-        const target = instances[turn++ % instances.length];
+        // Every owner through every instance in turn.
+        const n = turn++;
+        const i = n % owners.length;
+        const o = owners[i];
+        const target = instances[Math.floor(n / owners.length) % instances.length];
+        // When the request left: the limit judges it moments later, before the call runs (its answer may come seconds later).
+        const sent = Date.now();
         try {
           const res = await mcp(target.url, o.serverId, o.key, 'tools/call', { name: 'demo_ping', arguments: {} });
           const body = (await res.json()) as { result?: { isError?: boolean } };
+          if (res.status === 200) answers[i].admitted.push(sent);
+          if (res.status === 429) answers[i].refused.push({ at: sent, retryAfter: Number(res.headers.get('retry-after')) });
           if (res.status === 200 && body.result && !body.result.isError) o.succeeded++;
-        } catch {
-          // the instance died under this call: the client sees no answer
+        } catch (err) {
+          // The instance died under this call: the client sees no answer (the call may have been recorded). A
+          // connection refused by the dead instance made no call.
+          if ((err as { cause?: { code?: string } }).cause?.code !== 'ECONNREFUSED') answers[i].unanswered++;
         }
       }
     };
@@ -113,24 +131,30 @@ describe.runIf(Boolean(MONGODB_URL))('several instances on one MongoDB', () => {
     const total = () => owners.reduce((s, o) => s + o.succeeded, 0);
     const housekeepEverywhere = () => Promise.all(instances.map((i) => api(i.url, 'POST', '/api/admin/ledger/housekeep', OPERATOR_TOKEN)));
 
-    await expect.poll(total, { timeout: 60_000, interval: 50 }).toBeGreaterThan(150);
+    await expect.poll(total, { timeout: 60_000, interval: 50 }).toBeGreaterThan(100);
     await housekeepEverywhere();
-    // kill -9 one instance mid-load; the others keep serving.
+    // kill -9 the instance whose clock is ahead, mid-load; the others keep serving. It comes back as off as it was.
     const victim = instances[0];
+    const everyProcess = [...instances];
     victim.proc.child.kill('SIGKILL');
     await victim.proc.exit;
+    const killedAt = Date.now();
     const before = total();
-    await expect.poll(total, { timeout: 60_000, interval: 50 }).toBeGreaterThan(before + 100);
-    const restarted = await start('a (restarted)');
+    await expect.poll(total, { timeout: 60_000, interval: 50 }).toBeGreaterThan(before + 50);
+    const restarted = await start(`${victim.name} (restarted)`, {}, victim.clockSkewMs);
     instances[0] = restarted;
+    everyProcess.push(restarted);
     await housekeepEverywhere();
-    await expect.poll(total, { timeout: 60_000, interval: 50 }).toBeGreaterThan(before + 250);
+    await expect.poll(total, { timeout: 60_000, interval: 50 }).toBeGreaterThan(before + 60);
     await housekeepEverywhere();
     running = false;
     await Promise.all(clients);
+    const stoppedAt = Date.now();
 
-    // No other instance crashed.
+    // No other instance crashed; the skewed ones said how far off their clocks are.
     for (const i of instances.slice(1)) expect(i.proc.child.exitCode, `${i.name}: ${i.proc.output()}`).toBeNull();
+    expect(instances[0].proc.output()).toMatch(/clock is 9\d\.\d s ahead of the store's/);
+    expect(instances[2].proc.output()).toMatch(/clock is 9\d\.\d s behind the store's/);
     // The 1 s roll-up margin of this test is shorter than a write may take with the default timeouts: each instance said so.
     for (const i of instances) expect(i.proc.output()).toContain('LEDGER_ROLL_AFTER_SECONDS is shorter than a record write may take');
     // Everything settled and rolled that can be: the records of the load are over a second old.
@@ -138,13 +162,14 @@ describe.runIf(Boolean(MONGODB_URL))('several instances on one MongoDB', () => {
 
     const check = await api(instances[1].url, 'GET', '/api/admin/ledger/check', OPERATOR_TOKEN);
     expect(check.body.ok, JSON.stringify(check.body)).toBe(true);
-    for (const o of owners) {
+    for (const [n, o] of owners.entries()) {
       const report = check.body.owners.find((r: { owner_id: string }) => r.owner_id === o.id);
       const usage = (await api(instances[2].url, 'GET', '/api/usage', o.token)).body;
       const okCalls = usage.usage.reduce((s: number, r: { calls: number; errors: number }) => s + r.calls - r.errors, 0);
-      // Every success a client saw is recorded (a few more may be, their answer lost in the kill) and kept once.
+      // Every success a client saw is in usage, kept once; beyond them only calls whose answer the kill lost.
       expect(okCalls).toBeGreaterThanOrEqual(o.succeeded);
-      expect(report).toMatchObject({ granted: o.credits, kept: okCalls, difference: 0 });
+      expect(okCalls).toBeLessThanOrEqual(o.succeeded + answers[n].unanswered);
+      expect(report).toMatchObject({ granted: o.credits, kept: okCalls, difference: 0, unaccounted: 0 });
       // Charges of calls the kill interrupted stay open until settlement reaches them (after any call could last).
       expect(report.balance).toBe(o.credits - okCalls - report.open);
       expect(report.balance).toBeGreaterThanOrEqual(0);
@@ -152,11 +177,75 @@ describe.runIf(Boolean(MONGODB_URL))('several instances on one MongoDB', () => {
     // The small owner ran out: exactly its credits were spent, never more.
     expect(owners[1].succeeded).toBeLessThanOrEqual(150);
     expect(check.body.owners.find((r: { owner_id: string }) => r.owner_id === owners[1].id).kept).toBeLessThanOrEqual(150);
+
+    // Rate limits: windows are 10 s slices of the store's time, which is this host's (the peer runs here). Every
+    // whole window of the load admits the limit within 10%, never more (the window the kill hit may admit less:
+    // the dead instance took its reserved points with it), except windows in which an instance fell back to its
+    // own limits because the store did not answer a reservation within a second (each says so in its log, by its
+    // own clock); nobody waits longer than a window.
+    const fellBack = everyProcess.flatMap((i) =>
+      i.proc
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('rate limits: the store did not answer'))
+        .map((line) => Math.floor(((JSON.parse(line) as { time: number }).time - i.clockSkewMs) / WINDOW_MS)),
+    );
+    const perWindow: number[] = [];
+    let skipped = 0;
+    for (const a of answers) {
+      a.admitted.sort((x, y) => x - y);
+      const counts = new Map<number, number>();
+      for (const t of a.admitted) counts.set(Math.floor(t / WINDOW_MS), (counts.get(Math.floor(t / WINDOW_MS)) ?? 0) + 1);
+      const whole = [...counts].filter(([w]) => w * WINDOW_MS > a.admitted[0] && (w + 1) * WINDOW_MS < stoppedAt);
+      // A fallback lasts 5 s: it may reach into the next window.
+      const judged = whole.filter(([w]) => !fellBack.includes(w) && !fellBack.includes(w - 1));
+      skipped += whole.length - judged.length;
+      for (const [w, n] of judged) {
+        perWindow.push(n);
+        expect(n).toBeLessThanOrEqual(LIMIT * 1.1);
+        if (Math.floor(killedAt / WINDOW_MS) !== w) expect(n).toBeGreaterThanOrEqual(LIMIT * 0.9);
+      }
+      expect(Math.max(...a.refused.map((r) => r.retryAfter))).toBeLessThanOrEqual(WINDOW_MS / 1000);
+      const gaps = a.admitted.slice(1).map((t, i) => t - a.admitted[i]);
+      expect(Math.max(...gaps)).toBeLessThan(WINDOW_MS + 2000);
+    }
     const kept = owners.map((o) => check.body.owners.find((r: { owner_id: string }) => r.owner_id === o.id).kept);
     console.log(
-      `scale-out: 3 instances (one with WORKERS=2: 4 serving processes), 24 clients, 1 kill -9 and restart, roll-ups forced 3 times on every instance; successes seen per owner ${owners.map((o) => o.succeeded).join('/')}, credits kept ${kept.join('/')}, ledger check ok`,
+      `scale-out: 3 instances (clocks +90 s, 0, -90 s; one with WORKERS=2: 4 serving processes), 24 clients, 1 kill -9 and restart, roll-ups forced 3 times on every instance; ` +
+        `successes seen per owner ${owners.map((o) => o.succeeded).join('/')}, unanswered ${answers.map((a) => a.unanswered).join('/')}, credits kept ${kept.join('/')}, ledger check ok; ` +
+        `admitted per whole 10 s window ${perWindow.join(' ')} (limit ${LIMIT}; ${skipped} windows left out, an instance fell back to its own limits), longest wait between admitted calls ${Math.max(...answers.map((a) => Math.max(...a.admitted.slice(1).map((t, i) => t - a.admitted[i]))))} ms`,
     );
   }, 240_000);
+
+  it('an instance whose clock is further off than CLOCK_MAX_OFFSET_SECONDS takes no writes: 503 with Retry-After, not ready; reads still work', async () => {
+    const o = await owner(instances[1].url, 100);
+    const skewed = await start('400 s ahead', {}, 400_000);
+    try {
+      expect(skewed.proc.output()).toMatch(/clock is 400\.\d s ahead of the store's, more than the 300 s allowed \(CLOCK_MAX_OFFSET_SECONDS\)/);
+      const ready = await fetch(`${skewed.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(((await ready.json()) as { reason: string }).reason).toContain('takes no writes');
+      // The store's one 503, before anything is charged or sent.
+      const call = await mcp(skewed.url, o.serverId, o.key, 'tools/call', { name: 'demo_ping', arguments: {} });
+      expect(call.status).toBe(503);
+      expect(call.headers.get('retry-after')).toBe('60');
+      expect(((await call.json()) as { error: { message: string } }).error.message).toMatch(
+        /clock is 400\.\d s ahead of the store's, more than the 300 s allowed \(CLOCK_MAX_OFFSET_SECONDS\)/,
+      );
+      const write = await api(skewed.url, 'POST', '/api/servers', o.token, { name: 'refused' });
+      expect(write).toMatchObject({ status: 503, body: { error: 'Service Unavailable' } });
+      // Reads are served: tools/list, the owner's servers.
+      expect((await mcp(skewed.url, o.serverId, o.key, 'tools/list')).status).toBe(200);
+      expect((await api(skewed.url, 'GET', '/api/servers', o.token)).status).toBe(200);
+      // Nothing was charged or recorded.
+      const usage = (await api(instances[1].url, 'GET', '/api/usage', o.token)).body;
+      expect(usage.total_calls).toBe(0);
+      expect((await api(instances[1].url, 'GET', '/api/credits', o.token)).body.balance).toBe(100);
+    } finally {
+      skewed.proc.child.kill('SIGTERM');
+      await skewed.proc.exit;
+    }
+  }, 60_000);
 
   it('signs in on one instance and is signed in on all; OAuth tokens from one work on every other', async () => {
     const [a, b, c] = instances;
@@ -223,14 +312,3 @@ describe.runIf(Boolean(MONGODB_URL))('several instances on one MongoDB', () => {
     expect(Math.max(...refusedAfter)).toBeLessThanOrEqual(KEY_CACHE_MS + 1000);
   }, 60_000);
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}

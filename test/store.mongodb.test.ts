@@ -50,7 +50,7 @@ describe('MongoDB configuration', () => {
     }
     const accepted = loadConfig({ ...base, MONGODB_URL: `${base.MONGODB_URL}?w=1&journal=false`, MONGODB_ALLOW_WEAK_WRITES: 'true' });
     expect(accepted.mongo.allowWeakWrites).toBe(true);
-    expect(loadConfig(base).mongo).toEqual({ poolSize: 50, serverSelectionMs: 10_000, socketTimeoutMs: 30_000, maxTimeMs: 10_000, allowWeakWrites: false });
+    expect(loadConfig(base).mongo).toEqual({ poolSize: 20, deadlineMs: 3000, socketTimeoutMs: 30_000, allowWeakWrites: false });
   });
 
   it('writes with w=majority and journal unless the URL names a w that is not weaker', () => {
@@ -64,20 +64,38 @@ describe('MongoDB configuration', () => {
 
   it('validates pool size and timeouts with the other variables, every problem at once', () => {
     const problems = () =>
-      loadConfig({ ...base, MONGODB_POOL_SIZE: '0', MONGODB_SERVER_SELECTION_MS: 'soon', MONGODB_SOCKET_TIMEOUT_MS: '5000', MONGODB_MAX_TIME_MS: '9000' });
+      loadConfig({ ...base, MONGODB_POOL_SIZE: '0', MONGODB_DEADLINE_MS: 'soon', MONGODB_SOCKET_TIMEOUT_MS: '1000', MONGODB_MAX_TIME_MS: '9000' });
     expect(problems).toThrow(/MONGODB_POOL_SIZE must be an integer from 1 to 1000 \(got "0"\)/);
-    expect(problems).toThrow(/MONGODB_SERVER_SELECTION_MS must be an integer/);
-    expect(problems).toThrow(/MONGODB_MAX_TIME_MS must be smaller than MONGODB_SOCKET_TIMEOUT_MS/);
+    expect(problems).toThrow(/MONGODB_DEADLINE_MS must be an integer/);
+    expect(problems).toThrow(/MONGODB_DEADLINE_MS must be smaller than MONGODB_SOCKET_TIMEOUT_MS/);
+    // Settings an older version read are named, with what replaces them.
+    expect(problems).toThrow(/MONGODB_MAX_TIME_MS is replaced by MONGODB_DEADLINE_MS/);
     expect(() => loadConfig({ ...base, MONGODB_ALLOW_WEAK_WRITES: 'maybe' })).toThrow(/MONGODB_ALLOW_WEAK_WRITES must be true or false/);
   });
 });
 
 describe.runIf(MONGODB_URL)('MongoDB adapter settings (MONGODB_URL)', () => {
-  it('writes with w=majority and j=true, and gives every read a maxTimeMS, whatever the URL says', async () => {
-    const { url } = mongoTestUrl('store_mongo', { monitorCommands: 'true', w: 'majority', journal: 'true', maxPoolSize: '3', retryWrites: 'false' });
-    const store = await openStore({ maxTimeMs: 4321, poolSize: 7, socketTimeoutMs: 45_000, serverSelectionMs: 6000 }, url);
+  it('writes with w=majority, j=true and a wtimeout, reads from the primary with a maxTimeMS: the deadline, whatever the URL says', async () => {
+    const { url } = mongoTestUrl('store_mongo', {
+      monitorCommands: 'true',
+      w: 'majority',
+      journal: 'true',
+      maxPoolSize: '3',
+      retryWrites: 'false',
+      readPreference: 'secondaryPreferred',
+    });
+    const store = await openStore({ deadlineMs: 4321, poolSize: 7, socketTimeoutMs: 45_000 }, url);
     const options = (store.mongo!.client as MongoClient).options;
-    expect(options).toMatchObject({ maxPoolSize: 7, socketTimeoutMS: 45_000, serverSelectionTimeoutMS: 6000, retryReads: true, retryWrites: true });
+    expect(options).toMatchObject({
+      maxPoolSize: 7,
+      socketTimeoutMS: 45_000,
+      serverSelectionTimeoutMS: 4321,
+      waitQueueTimeoutMS: 4321,
+      connectTimeoutMS: 4321,
+      retryReads: true,
+      retryWrites: true,
+    });
+    expect(options.readPreference.mode).toBe('primary');
 
     const commands = recordCommands(store);
     const things = store.collection<Doc>('things');
@@ -95,7 +113,7 @@ describe.runIf(MONGODB_URL)('MongoDB adapter settings (MONGODB_URL)', () => {
 
     const writes = commands.filter((c) => ['insert', 'update', 'findAndModify', 'delete'].includes(c.commandName));
     expect(writes.map((c) => c.commandName)).toEqual(['insert', 'insert', 'update', 'update', 'findAndModify', 'update', 'delete', 'delete']);
-    for (const write of writes) expect(write.command.writeConcern).toEqual({ w: 'majority', j: true });
+    for (const write of writes) expect(write.command.writeConcern).toEqual({ w: 'majority', j: true, wtimeout: 4321 });
     const reads = commands.filter((c) => ['find', 'aggregate'].includes(c.commandName));
     expect(reads).toHaveLength(3);
     for (const read of reads) expect(read.command.maxTimeMS).toBe(4321);
@@ -107,7 +125,7 @@ describe.runIf(MONGODB_URL)('MongoDB adapter settings (MONGODB_URL)', () => {
     const store = await openStore({ allowWeakWrites: true }, url);
     const commands = recordCommands(store);
     await store.collection<Doc>('things').insertOne({ _id: 'a' });
-    expect(commands.find((c) => c.commandName === 'insert')!.command.writeConcern).toEqual({ w: 1, j: true });
+    expect(commands.find((c) => c.commandName === 'insert')!.command.writeConcern).toEqual({ w: 1, j: true, wtimeout: 3000 });
   });
 
   it("builds the service's indexes once: a second instance only lists them; TTL indexes where the server has them", async () => {
@@ -179,7 +197,7 @@ describe.runIf(MONGODB_URL)('the service on MONGODB_URL', () => {
       body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
     });
 
-  it('writes the last-used times of many keys in one bulk write per flush', async () => {
+  it('writes the last-used times of many keys in one bulk write per flush, and each key at most once a minute', async () => {
     const svc = await start(mongoTestUrl('service_mongo', { monitorCommands: 'true' }).url);
     const owner = await createOwner(svc);
     const { serverId, key } = await createServer(svc, owner, { tools: [] });
@@ -198,6 +216,14 @@ describe.runIf(MONGODB_URL)('the service on MONGODB_URL', () => {
     expect(writes.flatMap((c) => c.command.updates as unknown[])).toHaveLength(5);
     const listed = await svc.call('GET', `/api/servers/${serverId}/api-keys`, { token: owner.token });
     expect(listed.body.api_keys.map((k: { last_used_at: string | null }) => k.last_used_at !== null)).toEqual([true, true, true, true, true]);
+    // Used again and again within the minute: nothing more to write.
+    for (let round = 0; round < 3; round++) {
+      await Promise.all(keys.map((k) => listTools(svc, serverId, k)));
+      await svc.flush();
+    }
+    expect(commands.filter((c) => c.commandName === 'update' && c.command.update === 'api_keys').flatMap((c) => c.command.updates as unknown[])).toHaveLength(
+      5,
+    );
   });
 
   it('revokes all keys of a server although the answer to the revocation was lost (retried, counted once)', async () => {

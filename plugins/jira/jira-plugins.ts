@@ -2,6 +2,7 @@
 import { type Plugin, type RequestPlugin, type ResponsePlugin, ToolError } from '../../runtime/plugin-api.ts';
 import type { MarkdownInput } from '../markdown-limits.ts';
 import { POINTERS_OPTIONS, convertAt, convertEachAt } from '../pointer.ts';
+import { accessibleSitesPlugin } from './accessible-sites.ts';
 import { type AdfDoc, adfToMarkdown } from './adf.ts';
 import { apiGatewayPlugin } from './api-gateway.ts';
 import { offsetPagesPlugin, searchJqlPlugin } from './paging.ts';
@@ -65,6 +66,7 @@ export const requireOneOfPlugin: ResponsePlugin<{ args: string[] }> = {
 /** Every Jira plugin, for the registry (plugins/registry.ts). */
 export const jiraPlugins: Plugin[] = [
   apiGatewayPlugin,
+  accessibleSitesPlugin,
   markdownToAdfPlugin,
   adfToMarkdownPlugin,
   resolveUsersPlugin,

@@ -2,6 +2,7 @@
 // parameters (filters.ts), and the answer becomes {data, count}. The input schemas already refuse bad
 // shapes before the charge; these checks are the second line, refused before anything is sent.
 import { type OutboundRequest, type RequestPlugin, type ResponsePlugin, ToolError } from '../../runtime/plugin-api.ts';
+import { supabaseProjectsPlugin } from './supabase-projects.ts';
 import { checkIdentifier, checkRowKeys, filterParams, FilterError, insertParams, isEmptyFilter, readParams, type QueryParam } from './filters.ts';
 
 type Args = Readonly<Record<string, unknown>>;
@@ -82,4 +83,4 @@ export const resultPlugin: ResponsePlugin = {
   },
 };
 
-export const postgrestPlugins = [readQueryPlugin, insertQueryPlugin, writeFiltersPlugin, resultPlugin];
+export const postgrestPlugins = [readQueryPlugin, insertQueryPlugin, writeFiltersPlugin, resultPlugin, supabaseProjectsPlugin];

@@ -4,6 +4,7 @@
 // would let every call of a burst see the same total); a refunded call gives its reservation back. Spending
 // is counted from when a budget is set; a crash between the reservation and the call's end keeps the
 // reservation (the budget errs on the safe side).
+import type { StoreClock } from '../store/clock.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
 import { DuplicateKeyError } from '../store/port.ts';
 import { ToolError } from '../tool-error.ts';
@@ -30,9 +31,11 @@ const utc = (d: Date) => `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`
 
 export class Budgets {
   private readonly budgets: Collection<BudgetDoc>;
+  private readonly clock: StoreClock;
 
   constructor(store: Store) {
     this.budgets = store.collection<BudgetDoc>('key_budgets');
+    this.clock = store.clock;
   }
 
   /**
@@ -70,7 +73,7 @@ export class Budgets {
   }
 
   /** Credits spent in the current period by each credential with a budget (for the key lists). */
-  async spent(limits: Array<{ keyId: string; limit: CreditLimit }>, now = new Date()): Promise<Map<string, number>> {
+  async spent(limits: Array<{ keyId: string; limit: CreditLimit }>, now = this.clock.date()): Promise<Map<string, number>> {
     const ids = new Map(limits.map((l) => [`${l.keyId}/${budgetPeriod(l.limit.per, now).id}`, l.keyId]));
     const out = new Map(limits.map((l) => [l.keyId, 0]));
     if (!ids.size) return out;
@@ -79,7 +82,7 @@ export class Budgets {
   }
 
   /** Deletes the counters of periods that are over. */
-  async sweep(now = new Date()): Promise<number> {
+  async sweep(now = this.clock.date()): Promise<number> {
     return this.budgets.deleteMany({ resets_at: { $lt: now } });
   }
 }

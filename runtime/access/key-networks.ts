@@ -6,6 +6,7 @@
 // hour and instance, off the call's path.
 import ipaddr from 'ipaddr.js';
 import type { Logger } from '../log.ts';
+import type { StoreClock } from '../store/clock.ts';
 import { type Collection, type Doc, DuplicateKeyError, type Store } from '../store/port.ts';
 import { TtlCache } from '../ttl-cache.ts';
 
@@ -49,12 +50,16 @@ export class KeyNetworks {
   /** `<key id> <network>` this instance knows to be recorded (or is recording). */
   private readonly known = new TtlCache<string, true>(KNOWN_MS, 50_000);
 
+  private readonly clock: StoreClock;
+
   constructor(
     store: Store,
     private readonly onNew: (event: NewNetwork) => Promise<void>,
     private readonly logger: Logger,
   ) {
     this.docs = store.collection<KeyNetworkDoc>('key_networks');
+    // First-seen times in the store's time: the alerts' daily limit per key counts them.
+    this.clock = store.clock;
   }
 
   /** A key authenticated from `address` for `serverId`: records its network if new (never waits, never throws). */
@@ -64,7 +69,7 @@ export class KeyNetworks {
     const id = `${key._id} ${network}`;
     if (this.known.get(id)) return;
     this.known.set(id, true);
-    void this.record(id, { keyId: key._id, ownerId: key.owner_id, serverId, network, at: new Date() }).catch((err) => {
+    void this.record(id, { keyId: key._id, ownerId: key.owner_id, serverId, network, at: this.clock.date() }).catch((err) => {
       // Asked again at the next call.
       this.known.delete(id);
       this.logger.error({ err, keyId: key._id }, 'cannot record the network a key was used from');

@@ -1,7 +1,7 @@
 // API keys: `mcpk_` + 32 random bytes in base62, stored only as SHA-256 with a short display prefix.
 // Lookups are cached briefly; changes made on this instance drop the cache entry at once.
 import type { Collection, Doc, Store } from '../store/port.ts';
-import { flushLastUsed } from '../store/last-used.ts';
+import { LastUsedTimes } from '../store/last-used.ts';
 import { retryTransient } from '../store/retry.ts';
 import { randomId, randomToken, sha256 } from '../secrets.ts';
 import { TtlCache } from '../ttl-cache.ts';
@@ -20,7 +20,14 @@ export interface ApiKeyDoc extends Doc {
   revoked_at: Date | null;
   /** Absent on keys made before restrictions existed: unrestricted. */
   restrictions?: Restrictions;
+  /** A key of one of the owner's end users: its calls act as them (runtime/access/end-users.ts). */
+  end_user_id?: string;
+  /** An owner's key that may name an end user to act for, in the X-End-User header (a trusted backend's). */
+  act_for_end_users?: boolean;
 }
+
+/** Who a new key acts as: its owner (and, if allowed, any end user the request names) or one end user. */
+export type KeyActor = { endUserId: string } | { actForEndUsers: boolean };
 
 export const KEY_PREFIX = 'mcpk_';
 
@@ -32,6 +39,9 @@ export function publicKey(doc: ApiKeyDoc): Record<string, unknown> {
     kind: doc.kind,
     prefix: doc.prefix,
     ...(doc.kind === 'server' ? { server_id: doc.server_id } : { linked_server_ids: doc.linked_server_ids }),
+    // Only on the keys they concern: an end user's, and an owner's that may name end users.
+    ...(doc.end_user_id ? { end_user_id: doc.end_user_id } : {}),
+    ...(doc.act_for_end_users ? { act_for_end_users: true } : {}),
     created_at: doc.created_at,
     last_used_at: doc.last_used_at,
     revoked_at: doc.revoked_at,
@@ -43,12 +53,13 @@ export class ApiKeys {
   private readonly keys: Collection<ApiKeyDoc>;
   /** hash -> key document (null: no such key), for the hot path. */
   private readonly cache: TtlCache<string, ApiKeyDoc | null>;
-  /** Last-used times waiting to be written (one write per key per flush, never on the hot path). */
-  private readonly touched = new Map<string, Date>();
+  /** Last-used times, written in the background at most once a minute per key (never on the hot path). */
+  private readonly touched: LastUsedTimes;
 
   constructor(store: Store, cacheMs: number) {
     this.keys = store.collection<ApiKeyDoc>('api_keys');
     this.cache = new TtlCache(cacheMs);
+    this.touched = new LastUsedTimes(this.keys, store.clock);
   }
 
   async create(
@@ -56,6 +67,7 @@ export class ApiKeys {
     name: string,
     scope: { kind: 'server'; serverId: string } | { kind: 'global' },
     restrictions: Restrictions = { access: 'all' },
+    actor: KeyActor = { actForEndUsers: false },
   ): Promise<{ doc: ApiKeyDoc; key: string }> {
     const key = randomToken(KEY_PREFIX);
     const doc: ApiKeyDoc = {
@@ -71,6 +83,7 @@ export class ApiKeys {
       last_used_at: null,
       revoked_at: null,
       restrictions,
+      ...('endUserId' in actor ? { end_user_id: actor.endUserId } : actor.actForEndUsers ? { act_for_end_users: true } : {}),
     };
     await this.keys.insertOne(doc);
     this.cache.delete(doc.hash);
@@ -94,6 +107,19 @@ export class ApiKeys {
 
   get(ownerId: string, id: string): Promise<ApiKeyDoc | null> {
     return this.keys.findOne({ _id: id, owner_id: ownerId });
+  }
+
+  /** An end user's keys (revoked ones too). */
+  listForEndUser(ownerId: string, endUserId: string): Promise<ApiKeyDoc[]> {
+    return this.keys.find({ owner_id: ownerId, end_user_id: endUserId }, { sort: { created_at: 1 } });
+  }
+
+  /** Revokes every key of an end user (their deletion); how many were live. Safe to repeat. */
+  async revokeForEndUser(ownerId: string, endUserId: string): Promise<number> {
+    const live = (await this.listForEndUser(ownerId, endUserId)).filter((k) => !k.revoked_at);
+    await retryTransient(() => this.keys.updateMany({ owner_id: ownerId, end_user_id: endUserId, revoked_at: null }, { $set: { revoked_at: new Date() } }));
+    for (const doc of live) this.cache.delete(doc.hash);
+    return live.length;
   }
 
   /** The server's own keys and the global keys linked to it. */
@@ -160,12 +186,12 @@ export class ApiKeys {
   }
 
   touch(id: string): void {
-    this.touched.set(id, new Date());
+    this.touched.touch(id);
   }
 
   /** Writes the pending last-used times: one bulk write, whatever the number of keys. */
   flush(): Promise<void> {
-    return flushLastUsed(this.touched, this.keys);
+    return this.touched.flush();
   }
 
   /** Sets revoked_at once (a repeat, or a concurrent revocation, changes nothing); the key as it is now. */

@@ -1,10 +1,10 @@
 // Throttling of what sends e-mail on request, so the service cannot be used to flood an inbox or its SMTP
 // server: a new verification link per owner, password reset links per address and per client (counted for
-// unknown addresses too, so the answer says nothing about which exist). In MongoDB when the service runs on it,
-// like the sign-in counts, so every instance counts the same requests.
-import { RateLimiterMemory, RateLimiterMongo, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { RATE_LIMIT_COLLECTION } from './rate-limit.ts';
-import { consumed } from './sign-in-limits.ts';
+// unknown addresses too, so the answer says nothing about which exist). Window counters (window-counter.ts):
+// in the store, in its time, when the service runs on MongoDB, like the sign-in counts, so every instance
+// counts the same requests.
+import type { Store } from '../store/port.ts';
+import { type WindowCounter, consumed, windowCounter } from './window-counter.ts';
 
 export const MAIL_LIMITS = {
   /** New verification links an owner may ask for (the sign-up's own is not counted). */
@@ -16,23 +16,13 @@ export const MAIL_LIMITS = {
 };
 
 export class MailLimits {
-  private readonly resends: RateLimiterAbstract;
-  private readonly resetsByEmail: RateLimiterAbstract;
-  private readonly resetsByAddress: RateLimiterAbstract;
+  private readonly resends: WindowCounter;
+  private readonly resetsByEmail: WindowCounter;
+  private readonly resetsByAddress: WindowCounter;
 
-  constructor(mongo?: { client: unknown; dbName?: string }) {
-    const make = (limit: { points: number; seconds: number }, keyPrefix: string): RateLimiterAbstract =>
-      mongo
-        ? new RateLimiterMongo({
-            storeClient: mongo.client,
-            dbName: mongo.dbName,
-            tableName: RATE_LIMIT_COLLECTION,
-            points: limit.points,
-            duration: limit.seconds,
-            keyPrefix,
-            disableIndexesCreation: true,
-          })
-        : new RateLimiterMemory({ points: limit.points, duration: limit.seconds, keyPrefix });
+  /** `shared`: where the counters are shared (MongoDB); in memory without it. */
+  constructor(shared?: Store) {
+    const make = (limit: { points: number; seconds: number }, prefix: string) => windowCounter(limit.points, limit.seconds, prefix, shared);
     this.resends = make(MAIL_LIMITS.resendsPerOwner, 'mail-resend-owner');
     this.resetsByEmail = make(MAIL_LIMITS.resetsPerEmail, 'mail-reset-email');
     this.resetsByAddress = make(MAIL_LIMITS.resetsPerAddress, 'mail-reset-ip');

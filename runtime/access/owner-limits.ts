@@ -3,9 +3,10 @@
 // limiter), its management writes and downloads per minute, and how many servers, tools, keys, accounts and
 // management tokens it may keep. Sessions beyond their limit end oldest first (never refusing a sign-in) and
 // the audit trail keeps an owner's newest events (runtime/audit/audit-trail.ts). The counters are
-// rate-limiter-flexible's, in MongoDB when the service runs on it (every instance counts the same).
-import { RateLimiterMemory, RateLimiterMongo, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { RATE_LIMIT_COLLECTION } from './rate-limit.ts';
+// window-counter.ts's, in MongoDB when the service runs on it (every instance counts the same, in the store's time).
+import { RateLimiterRes } from 'rate-limiter-flexible';
+import type { Store } from '../store/port.ts';
+import { type WindowCounter, windowCounter } from './window-counter.ts';
 
 /** What an owner may keep of each kind (live ones: revoked keys do not count). */
 export interface OwnerQuotas {
@@ -14,6 +15,7 @@ export interface OwnerQuotas {
   keys: number;
   accounts: number;
   tokens: number;
+  end_users: number;
 }
 
 export type QuotaKind = keyof OwnerQuotas;
@@ -40,6 +42,7 @@ const KIND_WORDS: Record<QuotaKind, string> = {
   keys: 'API keys that are not revoked',
   accounts: 'accounts',
   tokens: 'management tokens',
+  end_users: 'end users',
 };
 
 /** A quota refused a create: the message names the limit, what the owner has, and what to do. */
@@ -62,30 +65,18 @@ export interface Refusal {
 }
 
 export class OwnerLimits {
-  private readonly writes: RateLimiterAbstract;
-  private readonly exports: RateLimiterAbstract;
+  private readonly writes: WindowCounter;
+  private readonly exports: WindowCounter;
   /** Creates of one owner and kind, one after the other in this process: parallel creates cannot all pass the count. */
   private readonly creating = new Map<string, Promise<unknown>>();
 
   constructor(
     readonly settings: OwnerLimitSettings,
-    mongo?: { client: unknown; dbName?: string },
+    /** Where the counters are shared (MongoDB); in memory without it. */
+    shared?: Store,
   ) {
-    const perMinute = (points: number, keyPrefix: string): RateLimiterAbstract =>
-      mongo
-        ? new RateLimiterMongo({
-            storeClient: mongo.client,
-            dbName: mongo.dbName,
-            tableName: RATE_LIMIT_COLLECTION,
-            points,
-            duration: 60,
-            keyPrefix,
-            // Built with the store's indexes (RATE_LIMIT_INDEXES), as for the keys' limits.
-            disableIndexesCreation: true,
-          })
-        : new RateLimiterMemory({ points, duration: 60, keyPrefix });
-    this.writes = perMinute(settings.writesPerMinute, 'owner-writes');
-    this.exports = perMinute(settings.exportsPerMinute, 'owner-exports');
+    this.writes = windowCounter(settings.writesPerMinute, 60, 'owner-writes', shared);
+    this.exports = windowCounter(settings.exportsPerMinute, 60, 'owner-exports', shared);
   }
 
   /** Counts one management write of the owner; the refusal when the minute's are used up. */
@@ -129,7 +120,7 @@ export class OwnerLimits {
   }
 }
 
-async function refused(limiter: RateLimiterAbstract, key: string, what: string): Promise<Refusal | null> {
+async function refused(limiter: WindowCounter, key: string, what: string): Promise<Refusal | null> {
   try {
     await limiter.consume(key);
     return null;

@@ -73,7 +73,7 @@ export class Owners {
   private readonly owners: Collection<OwnerDoc>;
   private readonly tokens: Collection<OwnerTokenDoc>;
 
-  constructor(store: Store) {
+  constructor(private readonly store: Store) {
     this.owners = store.collection<OwnerDoc>('owners');
     this.tokens = store.collection<OwnerTokenDoc>('owner_tokens');
   }
@@ -110,7 +110,7 @@ export class Owners {
   markVerified(ownerId: string, email: string): Promise<OwnerDoc | null> {
     return this.owners.findOneAndUpdate(
       { _id: ownerId, email },
-      { $set: { email_verified_at: new Date() }, $unset: { must_verify: '' } },
+      { $set: { email_verified_at: this.store.clock.date() }, $unset: { must_verify: '' } },
       { returnDocument: 'before' },
     );
   }
@@ -220,7 +220,7 @@ export class Owners {
     if (!token.startsWith(OWNER_TOKEN_PREFIX)) return null;
     const t = await this.tokens.findOne({ hash: sha256(token) });
     if (!t) return null;
-    const now = new Date();
+    const now = this.store.clock.date();
     if (!t.last_used_at || now.getTime() - t.last_used_at.getTime() >= TOUCH_EVERY_MS)
       await this.tokens.updateOne({ _id: t._id }, { $set: { last_used_at: now } });
     const owner = await this.owners.findOne({ _id: t.owner_id });

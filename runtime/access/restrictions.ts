@@ -31,7 +31,8 @@ export interface RestrictableTool {
   annotations: ToolAnnotations;
 }
 
-export function isExpired(r: Restrictions | undefined, now = Date.now()): boolean {
+/** Whether the credential's end date has passed at `now` (the store's clock: store/clock.ts). */
+export function isExpired(r: Restrictions | undefined, now: number): boolean {
   return r?.expires_at !== undefined && r.expires_at.getTime() <= now;
 }
 

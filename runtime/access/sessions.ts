@@ -1,7 +1,8 @@
 // Dashboard sessions: a random id in an HttpOnly cookie, stored only as its SHA-256; an idle and an absolute
 // expiry; revoked by logout, by a password change (all the others) and by "sign out everywhere".
 // The CSRF token is derived from the session id, so it needs no storage and dies with the session.
-import type { Collection, Doc, Store } from '../store/port.ts';
+import type { StoreClock } from '../store/clock.ts';
+import { type Collection, type Doc, type Store, StoreUnavailableError } from '../store/port.ts';
 import { randomToken, sha256 } from '../secrets.ts';
 
 export const SESSION_COOKIE = 'ts_session';
@@ -29,18 +30,20 @@ export const csrfTokenOf = (sessionId: string): string => sha256(`csrf\0${sessio
 
 export class Sessions {
   private readonly sessions: Collection<SessionDoc>;
+  private readonly clock: StoreClock;
 
   constructor(
     store: Store,
     private readonly limits: SessionLimits,
   ) {
     this.sessions = store.collection<SessionDoc>('sessions');
+    this.clock = store.clock;
   }
 
   /** A new session; the id is returned once, for the cookie. */
   async start(ownerId: string): Promise<{ id: string; doc: SessionDoc }> {
     const id = randomToken('', 32);
-    const now = new Date();
+    const now = this.clock.date();
     const doc: SessionDoc = { _id: sha256(id), owner_id: ownerId, created_at: now, last_seen_at: now, expires_at: this.expiry(now, now) };
     await this.sessions.insertOne(doc);
     await this.endBeyondLimit(ownerId);
@@ -50,7 +53,7 @@ export class Sessions {
   /** The live session for a cookie value (its idle expiry slid forward), or null. */
   async resume(id: string): Promise<SessionDoc | null> {
     const doc = await this.sessions.findOne({ _id: sha256(id) });
-    const now = new Date();
+    const now = this.clock.date();
     if (!doc) return null;
     if (doc.expires_at <= now) {
       await this.sessions.deleteOne({ _id: doc._id });
@@ -58,7 +61,13 @@ export class Sessions {
     }
     if (now.getTime() - doc.last_seen_at.getTime() >= TOUCH_EVERY_MS) {
       const expires_at = this.expiry(doc.created_at, now);
-      await this.sessions.updateOne({ _id: doc._id }, { $set: { last_seen_at: now, expires_at } });
+      try {
+        await this.sessions.updateOne({ _id: doc._id }, { $set: { last_seen_at: now, expires_at } });
+      } catch (err) {
+        // Pages stay readable while the store refuses writes: the idle expiry slides at a later request.
+        if (err instanceof StoreUnavailableError) return doc;
+        throw err;
+      }
       return { ...doc, last_seen_at: now, expires_at };
     }
     return doc;
@@ -75,7 +84,7 @@ export class Sessions {
 
   /** Deletes expired sessions (they are refused anyway; this keeps the collection small). */
   sweep(): Promise<number> {
-    return this.sessions.deleteMany({ expires_at: { $lte: new Date() } });
+    return this.sessions.deleteMany({ expires_at: { $lte: this.clock.date() } });
   }
 
   /** Ends the owner's least recently used sessions beyond its limit. */

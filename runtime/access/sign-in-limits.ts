@@ -1,5 +1,5 @@
-// Throttling of the dashboard's sign-in and sign-up (rate-limiter-flexible; in MongoDB when the service runs
-// on it, so every instance counts the same attempts).
+// Throttling of the dashboard's sign-in and sign-up (window-counter.ts; in MongoDB when the service runs on it,
+// so every instance counts the same attempts, in the store's time).
 //
 // A stranger must not be able to keep an owner out by failing on purpose, so a sign-in attempt is counted
 // where a guesser is: per e-mail *and client address* (a guesser's address is locked, not the account), per
@@ -13,9 +13,9 @@
 // change count per owner the same way. Sign-ups, OAuth client registrations and client ID metadata document
 // fetches count per client address.
 import { createHmac } from 'node:crypto';
-import { RateLimiterMemory, RateLimiterMongo, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { randomToken, sameSecret } from '../secrets.ts';
-import { RATE_LIMIT_COLLECTION } from './rate-limit.ts';
+import type { Store } from '../store/port.ts';
+import { type WindowCounter, consumed, windowCounter } from './window-counter.ts';
 
 export interface SignInLimitSettings {
   /** Failed sign-ins of one e-mail from one client address. */
@@ -61,34 +61,23 @@ export interface SignInRefusal {
 }
 
 /** One count an attempt is held against: a limiter and the key it counts. */
-type Count = { limiter: RateLimiterAbstract; key: string; reason: SignInRefusal['reason'] };
+type Count = { limiter: WindowCounter; key: string; reason: SignInRefusal['reason'] };
 
 export class SignInLimits {
-  private readonly byEmailAndAddress: RateLimiterAbstract;
-  private readonly byEmail: RateLimiterAbstract;
-  private readonly byDevice: RateLimiterAbstract;
-  private readonly byAddress: RateLimiterAbstract;
-  private readonly signups: RateLimiterAbstract;
-  private readonly registrations: RateLimiterAbstract;
-  private readonly metadataFetches: RateLimiterAbstract;
-  private readonly passwordChanges: RateLimiterAbstract;
+  private readonly byEmailAndAddress: WindowCounter;
+  private readonly byEmail: WindowCounter;
+  private readonly byDevice: WindowCounter;
+  private readonly byAddress: WindowCounter;
+  private readonly signups: WindowCounter;
+  private readonly registrations: WindowCounter;
+  private readonly metadataFetches: WindowCounter;
+  private readonly passwordChanges: WindowCounter;
   private readonly deviceSecret: Buffer;
 
-  constructor(o: { deviceSecret: Buffer; settings?: SignInLimitSettings; mongo?: { client: unknown; dbName?: string } }) {
+  /** `shared`: where the counters are shared (MongoDB); in memory without it. */
+  constructor(o: { deviceSecret: Buffer; settings?: SignInLimitSettings; shared?: Store }) {
     const s = o.settings ?? DEFAULT_SIGN_IN_LIMITS;
-    const make = (points: number, keyPrefix: string): RateLimiterAbstract =>
-      o.mongo
-        ? new RateLimiterMongo({
-            storeClient: o.mongo.client,
-            dbName: o.mongo.dbName,
-            tableName: RATE_LIMIT_COLLECTION,
-            points,
-            duration: s.windowSeconds,
-            keyPrefix,
-            // Built with the store's indexes (RATE_LIMIT_INDEXES), as for the keys' limits.
-            disableIndexesCreation: true,
-          })
-        : new RateLimiterMemory({ points, duration: s.windowSeconds, keyPrefix });
+    const make = (points: number, prefix: string) => windowCounter(points, s.windowSeconds, prefix, o.shared);
     this.deviceSecret = o.deviceSecret;
     this.byEmailAndAddress = make(s.failuresPerEmailAndAddress, 'signin-email-ip');
     this.byEmail = make(s.failuresPerEmail, 'signin-email');
@@ -181,16 +170,5 @@ export class SignInLimits {
 
   private deviceSignature(email: string, device: string): string {
     return createHmac('sha256', this.deviceSecret).update(`${email}\0${device}`).digest('base64url');
-  }
-}
-
-/** Counts one event; the seconds to wait when there were too many, else 0. */
-export async function consumed(limiter: RateLimiterAbstract, key: string): Promise<number> {
-  try {
-    await limiter.consume(key);
-    return 0;
-  } catch (err) {
-    if (err instanceof RateLimiterRes) return Math.max(1, Math.ceil(err.msBeforeNext / 1000));
-    throw err;
   }
 }

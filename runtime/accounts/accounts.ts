@@ -2,17 +2,24 @@
 // with AES-256-GCM under the master key, never returned (a mask shows their last 4 characters) and never
 // logged. Decrypted credentials are kept in memory only briefly (the lookup cache, KEY_CACHE_MS), for
 // the calls that use them; they are never written anywhere.
+//
+// An account is pasted by its owner (`auth: token`) or connected by OAuth (`auth: oauth`, provider.yaml
+// `connect`): then it also holds the token pair, encrypted apart from its fields, which connections.ts keeps
+// fresh. Either kind has a health state (connected, needs_reauth, unreachable) that calls and pages read.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { AccountCredentials } from '../engine/engine.ts';
+import type { ToolError } from '../tool-error.ts';
 import type { Provider } from '../toolspec/catalog.ts';
 import type { CatalogSource } from '../toolspec/live.ts';
 import { headerValueProblem } from '../http/guard.ts';
 import { accountFieldProblem, withFieldDefaults } from '../toolspec/account-fields.ts';
 import type { AccountFieldSpec } from '../toolspec/types.ts';
+import type { StoreClock } from '../store/clock.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
 import { randomId } from '../secrets.ts';
 import { TtlCache } from '../ttl-cache.ts';
 
+/** A value encrypted by the Vault. */
 export interface Sealed {
   v: 1;
   iv: string;
@@ -20,8 +27,32 @@ export interface Sealed {
   data: string;
 }
 
+export type AccountState = 'connected' | 'needs_reauth' | 'unreachable';
+
+/** An OAuth connection held by an account. */
+export interface ConnectionDoc {
+  /** {access_token, refresh_token?}, encrypted together (bound to the account id and "connection"). */
+  tokens: Sealed;
+  /** Counts the token pairs: a refresh replaces only the pair it refreshed (a guarded update). */
+  version: number;
+  /** When the access token expires, when the provider said. */
+  expires_at: Date | null;
+  /** When the current refresh token was issued: a provider's idle expiry counts from here. */
+  refreshed_at: Date;
+  connected_at: Date;
+  /** The choice (Jira site, Supabase project and key) the account was made from: a reconnect picks it again. */
+  choice: string | null;
+  /** What it reaches, in words ("the Jira site acme (https://acme.atlassian.net)"). */
+  says: string;
+  /** Whether a refresh token is held. */
+  refreshable: boolean;
+}
+
 export interface AccountDoc extends Doc {
+  /** Whose account it is: the owner's own, or (with `end_user_id`) one of the owner's end users'. */
   owner_id: string;
+  /** The end user of the owner who connected it (runtime/access/end-users.ts); absent: the owner's own account. */
+  end_user_id?: string;
   kind: string;
   name: string;
   /** Non-secret fields in clear (site URL, e-mail, base URL...). */
@@ -34,7 +65,44 @@ export interface AccountDoc extends Doc {
   verified_at: Date | null;
   /** Created by the service for one of its own sandboxes (never set through the API): its fields cannot change. */
   sandbox?: true;
+  /** How it holds its credentials: pasted by the owner (also when absent) or connected by OAuth. */
+  auth?: 'token' | 'oauth';
+  connection?: ConnectionDoc;
+  /** Its health (absent: connected): needs_reauth refuses every call until the owner acts; unreachable is temporary. */
+  state?: AccountState;
+  /** Why it is in its state, in words (null when connected). */
+  state_reason?: string | null;
+  /** When its credentials were last checked (a refresh, a verification, a connect). */
+  checked_at?: Date | null;
 }
+
+/** The tokens of a new connection (what a token endpoint granted), and what the account is made from. */
+export interface ConnectedAccountInput {
+  kind: string;
+  name: string;
+  sandbox: boolean;
+  /** The account's fields, and its secret ones (a Supabase key), as the connection found them. */
+  fields: Record<string, string>;
+  secrets: Record<string, string>;
+  tokens: { accessToken: string; refreshToken?: string; expiresIn?: number };
+  choice: string | null;
+  /** What it reaches, in words. */
+  says: string;
+  /** Whether the provider's verification request accepted it (false: the provider declares none). */
+  verified: boolean;
+}
+
+/** What stored accounts need of connections.ts: a renewed connection, and the error of an account waiting for its owner. */
+export interface Renewals {
+  renew(accountId: string, staleVersion: number, signal?: AbortSignal): Promise<AccountCredentials>;
+  needsOwner(account: { id: string; name: string; kind: string; reason: string }): ToolError;
+}
+
+/** Refresh an access token this long before it expires, rather than have a call find it expired. */
+export const REFRESH_AHEAD_MS = 60_000;
+
+/** An account's health, with the moment of its last check. */
+export const accountState = (doc: AccountDoc): AccountState => doc.state ?? 'connected';
 
 /** AES-256-GCM with a random 96-bit IV per value; the account id is bound as associated data. */
 export class Vault {
@@ -66,8 +134,11 @@ export function parseMasterKey(text: string): Buffer {
   return /^[0-9a-f]{64}$/i.test(text) ? Buffer.from(text, 'hex') : Buffer.from(text, 'base64');
 }
 
+/** An account as the API shows it: fields, a mask of its secrets, how it is held and its health; never a token. */
 export function publicAccount(doc: AccountDoc, provider: Provider | undefined): Record<string, unknown> {
-  const secrets = provider?.spec.account.fields.filter((f) => f.secret).map((f) => f.name) ?? Object.keys(doc.hints);
+  const oauth = doc.auth === 'oauth';
+  // A connected account holds only the secrets its connection set; a pasted one says which are missing.
+  const secrets = oauth ? Object.keys(doc.hints) : (provider?.spec.account.fields.filter((f) => f.secret).map((f) => f.name) ?? Object.keys(doc.hints));
   const hint = secrets.map((f) => (doc.hints[f] ? `${f}: ••••${doc.hints[f]}` : `${f}: (not set)`)).join(', ');
   // Fields with a default show it when the account was saved before the field existed: it is what calls use.
   const nonSecret = provider?.spec.account.fields.filter((f) => !f.secret) ?? [];
@@ -80,13 +151,45 @@ export function publicAccount(doc: AccountDoc, provider: Provider | undefined): 
     secret_hint: hint,
     created_at: doc.created_at,
     verified_at: doc.verified_at,
+    auth: oauth ? 'oauth' : 'token',
+    state: accountState(doc),
+    state_reason: doc.state_reason ?? null,
+    checked_at: doc.checked_at ?? doc.verified_at ?? null,
+    ...(oauth && doc.connection
+      ? {
+          connection: {
+            says: doc.connection.says,
+            connected_at: doc.connection.connected_at,
+            refreshed_at: doc.connection.refreshed_at,
+            expires_at: doc.connection.expires_at,
+            refreshable: doc.connection.refreshable,
+          },
+        }
+      : {}),
   };
+}
+
+const connectionAad = (accountId: string) => `${accountId}\0connection`;
+
+/** A cached account for calls: its owner, decrypted credentials and what calls must know of its health. */
+interface CallEntry {
+  ownerId: string;
+  credentials: AccountCredentials;
+  name: string;
+  kind: string;
+  state: AccountState;
+  reason: string;
+  expiresAt: number | null;
 }
 
 export class Accounts {
   private readonly accounts: Collection<AccountDoc>;
   /** Account id -> owner and decrypted fields (null: no such account), for the hot path. */
-  private readonly cache: TtlCache<string, { ownerId: string; credentials: AccountCredentials } | null>;
+  private readonly cache: TtlCache<string, CallEntry | null>;
+  /** Set once connections.ts is built (it needs this repository). */
+  renewals?: Renewals;
+
+  private readonly clock: StoreClock;
 
   constructor(
     store: Store,
@@ -95,6 +198,7 @@ export class Accounts {
     cacheMs: number,
   ) {
     this.accounts = store.collection<AccountDoc>('accounts');
+    this.clock = store.clock;
     this.cache = new TtlCache(cacheMs);
   }
 
@@ -150,36 +254,193 @@ export class Accounts {
     return this.create(ownerId, kind, name, body, true);
   }
 
-  async create(ownerId: string, kind: string, name: string, body: Record<string, unknown>, sandbox = false): Promise<AccountDoc> {
+  async create(ownerId: string, kind: string, name: string, body: Record<string, unknown>, sandbox = false, endUserId?: string): Promise<AccountDoc> {
     const provider = this.providerFor(kind);
     const { plain, secret } = this.checkFields(provider, body, false);
     const id = randomId('acct_');
     const doc: AccountDoc = {
       _id: id,
       owner_id: ownerId,
+      ...(endUserId ? { end_user_id: endUserId } : {}),
       kind,
       name,
       fields: plain,
       ...this.sealed(secret, id),
-      created_at: new Date(),
+      created_at: this.clock.date(),
       verified_at: null,
       ...(sandbox ? { sandbox: true as const } : {}),
+      auth: 'token',
+      state: 'connected',
+      state_reason: null,
+      checked_at: null,
     };
     await this.accounts.insertOne(doc);
     return doc;
   }
 
-  /** How many accounts the owner has (its quota counts them). */
+  /** A new account connected by OAuth (the owner's, or an end user's); verified by the caller before it is saved. */
+  async createConnected(ownerId: string, input: ConnectedAccountInput, endUserId?: string): Promise<AccountDoc> {
+    const provider = this.providerFor(input.kind);
+    const id = randomId('acct_');
+    const now = this.clock.date();
+    const doc: AccountDoc = {
+      _id: id,
+      owner_id: ownerId,
+      ...(endUserId ? { end_user_id: endUserId } : {}),
+      kind: input.kind,
+      name: input.name,
+      created_at: now,
+      verified_at: input.verified ? now : null,
+      ...(input.sandbox ? { sandbox: true as const } : {}),
+      ...this.connectedParts(provider, id, input, 1, now),
+    };
+    await this.accounts.insertOne(doc);
+    return doc;
+  }
+
+  /**
+   * Connects an existing account again, in place (its id, name and every tool bound to it stay): the new
+   * grant's tokens and fields replace the old ones; a pasted account becomes a connected one.
+   */
+  async reconnect(ownerId: string, id: string, input: ConnectedAccountInput): Promise<AccountDoc | null> {
+    // The owner's own or an end user's (the flow found it for its holder).
+    const doc = await this.accounts.findOne({ _id: id, owner_id: ownerId });
+    if (!doc) return null;
+    const provider = this.providerFor(doc.kind);
+    const now = this.clock.date();
+    const updated = await this.accounts.findOneAndUpdate(
+      { _id: id, owner_id: ownerId },
+      { $set: { ...this.connectedParts(provider, id, input, (doc.connection?.version ?? 0) + 1, now), verified_at: input.verified ? now : null } },
+    );
+    this.cache.delete(id);
+    return updated;
+  }
+
+  /** Fields, secrets, tokens and health of a connected account, checked and sealed. */
+  private connectedParts(provider: Provider, id: string, input: ConnectedAccountInput, version: number, now: Date) {
+    // Calls through connect.api read what the connection found; others read the provider's own fields, which
+    // the connection must then fill as an owner would (a Supabase project's URL and key).
+    const given = { ...input.fields, ...input.secrets };
+    const own = new Set(provider.spec.account.fields.map((f) => f.name));
+    const { plain, secret } = provider.connect?.api
+      ? { plain: connectedFields(input.fields), secret: connectedFields(input.secrets) }
+      : this.checkFields(provider, Object.fromEntries(Object.entries(given).filter(([k]) => own.has(k))), false);
+    const fields = { ...connectedFields(Object.fromEntries(Object.entries(input.fields).filter(([k]) => !own.has(k)))), ...plain };
+    const { accessToken, refreshToken, expiresIn } = input.tokens;
+    const connection: ConnectionDoc = {
+      tokens: this.vault.seal({ access_token: accessToken, ...(refreshToken ? { refresh_token: refreshToken } : {}) }, connectionAad(id)),
+      version,
+      expires_at: expiresIn ? new Date(now.getTime() + expiresIn * 1000) : null,
+      refreshed_at: now,
+      connected_at: now,
+      choice: input.choice,
+      says: input.says,
+      refreshable: Boolean(refreshToken),
+    };
+    return {
+      fields,
+      ...this.sealed(secret, id),
+      auth: 'oauth' as const,
+      connection,
+      state: 'connected' as const,
+      state_reason: null,
+      checked_at: now,
+    };
+  }
+
+  /** The owner's accounts that need them (every page says so). */
+  needingOwner(ownerId: string): Promise<AccountDoc[]> {
+    return this.accounts.find({ owner_id: ownerId, end_user_id: null, state: 'needs_reauth' }, { sort: { created_at: 1 } });
+  }
+
+  /** Every account connected by OAuth, of every owner (connections.ts keeps them alive). */
+  connectedAccounts(): Promise<AccountDoc[]> {
+    return this.accounts.find({ auth: 'oauth' });
+  }
+
+  /** Any owner's account by id (connections.ts: refreshes and checks). */
+  byId(id: string): Promise<AccountDoc | null> {
+    return this.accounts.findOne({ _id: id });
+  }
+
+  /** The token pair of a connected account. */
+  connectionTokens(doc: AccountDoc): { access_token: string; refresh_token?: string } {
+    return this.vault.open(doc.connection!.tokens, connectionAad(doc._id)) as { access_token: string; refresh_token?: string };
+  }
+
+  /**
+   * Stores a refreshed token pair (and the fields the refresh changed) over the pair it refreshed, and only
+   * over it: null when another pair replaced it meanwhile (a reconnect). The write is acknowledged before the
+   * new access token is used: a rotated refresh token must never be lost.
+   */
+  async storeRefreshed(
+    doc: AccountDoc,
+    tokens: { accessToken: string; refreshToken?: string; expiresIn?: number },
+    secrets?: Record<string, string>,
+  ): Promise<AccountDoc | null> {
+    const id = doc._id;
+    const now = this.clock.date();
+    const refreshToken = tokens.refreshToken ?? this.connectionTokens(doc).refresh_token;
+    const set: Record<string, unknown> = {
+      'connection.tokens': this.vault.seal({ access_token: tokens.accessToken, ...(refreshToken ? { refresh_token: refreshToken } : {}) }, connectionAad(id)),
+      'connection.version': doc.connection!.version + 1,
+      'connection.expires_at': tokens.expiresIn ? new Date(now.getTime() + tokens.expiresIn * 1000) : null,
+      'connection.refreshable': Boolean(refreshToken),
+      ...(tokens.refreshToken ? { 'connection.refreshed_at': now } : {}),
+      ...(secrets ? this.sealed({ ...(doc.sealed ? this.vault.open(doc.sealed, id) : {}), ...secrets }, id) : {}),
+      state: 'connected',
+      state_reason: null,
+      checked_at: now,
+    };
+    const updated = await this.accounts.findOneAndUpdate({ _id: id, 'connection.version': doc.connection!.version }, { $set: set });
+    this.cache.delete(id);
+    return updated;
+  }
+
+  /** Records the account's health; the document as it was before, or null when there is no such account. */
+  async setState(id: string, state: AccountState, reason: string | null): Promise<AccountDoc | null> {
+    const before = await this.accounts.findOneAndUpdate(
+      { _id: id },
+      { $set: { state, state_reason: state === 'connected' ? null : reason, checked_at: this.clock.date() } },
+      { returnDocument: 'before' },
+    );
+    this.cache.delete(id);
+    return before;
+  }
+
+  /** How many accounts of its own the owner has (its end users' are bounded by theirs) (its quota counts them). */
   count(ownerId: string): Promise<number> {
-    return this.accounts.countDocuments({ owner_id: ownerId });
+    return this.accounts.countDocuments({ owner_id: ownerId, end_user_id: null });
   }
 
+  /** The owner's own accounts (its end users' are theirs: listed per end user). */
   list(ownerId: string): Promise<AccountDoc[]> {
-    return this.accounts.find({ owner_id: ownerId }, { sort: { created_at: 1 } });
+    return this.accounts.find({ owner_id: ownerId, end_user_id: null }, { sort: { created_at: 1 } });
   }
 
+  /** One of the owner's own accounts (never an end user's: a tool cannot be bound to it). */
   get(ownerId: string, id: string): Promise<AccountDoc | null> {
-    return this.accounts.findOne({ _id: id, owner_id: ownerId });
+    return this.accounts.findOne({ _id: id, owner_id: ownerId, end_user_id: null });
+  }
+
+  /** An end user's accounts, newest first; of one kind when `kind` is given. */
+  ofEndUser(ownerId: string, endUserId: string, kind?: string): Promise<AccountDoc[]> {
+    return this.accounts.find({ owner_id: ownerId, end_user_id: endUserId, ...(kind ? { kind } : {}) }, { sort: { created_at: -1 } });
+  }
+
+  /** Removes one account of an end user (replaced by a new one, or refused by its provider). */
+  async deleteOfEndUser(ownerId: string, endUserId: string, id: string): Promise<boolean> {
+    const n = await this.accounts.deleteOne({ _id: id, owner_id: ownerId, end_user_id: endUserId });
+    this.cache.delete(id);
+    return n > 0;
+  }
+
+  /** Removes every account of an end user (their deletion); how many. */
+  async deleteForEndUser(ownerId: string, endUserId: string): Promise<number> {
+    const docs = await this.ofEndUser(ownerId, endUserId);
+    const n = await this.accounts.deleteMany({ owner_id: ownerId, end_user_id: endUserId });
+    for (const doc of docs) this.cache.delete(doc._id);
+    return n;
   }
 
   async update(ownerId: string, id: string, name: string | undefined, body: Record<string, unknown>): Promise<AccountDoc | null> {
@@ -189,40 +450,93 @@ export class Accounts {
     if (doc.sandbox && Object.keys(body).length) {
       throw new AccountFieldError(`"${doc.name}" is a sandbox account: the service sets its fields and only its name can change`);
     }
+    if (doc.auth === 'oauth' && Object.keys(body).length) {
+      throw new AccountFieldError(
+        `"${doc.name}" is connected by OAuth: its connection sets its fields; reconnect it to change them (only its name can change here)`,
+      );
+    }
     const { plain, secret } = this.checkFields(provider, body, true);
     const secrets = { ...(doc.sealed ? this.vault.open(doc.sealed, id) : {}), ...secret };
-    const set: Record<string, unknown> = {
-      fields: { ...doc.fields, ...plain },
-      ...this.sealed(secrets, id),
-      verified_at: null,
-    };
+    // New credentials are unchecked: whatever the old ones' health was, it says nothing of them.
+    const set: Record<string, unknown> = Object.keys(body).length
+      ? { fields: { ...doc.fields, ...plain }, ...this.sealed(secrets, id), verified_at: null, state: 'connected', state_reason: null, checked_at: null }
+      : {};
     if (name !== undefined) set.name = name;
+    if (!Object.keys(set).length) return doc;
     const updated = await this.accounts.findOneAndUpdate({ _id: id, owner_id: ownerId }, { $set: set });
     this.cache.delete(id);
     return updated;
   }
 
   async delete(ownerId: string, id: string): Promise<boolean> {
-    const n = await this.accounts.deleteOne({ _id: id, owner_id: ownerId });
+    const n = await this.accounts.deleteOne({ _id: id, owner_id: ownerId, end_user_id: null });
     this.cache.delete(id);
     return n > 0;
   }
 
   async markVerified(id: string): Promise<void> {
-    await this.accounts.updateOne({ _id: id }, { $set: { verified_at: new Date() } });
+    const now = this.clock.date();
+    await this.accounts.updateOne({ _id: id }, { $set: { verified_at: now, state: 'connected', state_reason: null, checked_at: now } });
+    this.cache.delete(id);
   }
 
   /** Decrypted credentials of an owner's account (cached briefly: decryption is costly per call). */
   async credentials(ownerId: string, id: string): Promise<AccountCredentials | null> {
+    const entry = await this.entry(id);
+    return entry && entry.ownerId === ownerId ? entry.credentials : null;
+  }
+
+  /**
+   * The credentials a call through the account uses: refused (the ToolError of renewals.needsOwner) while the
+   * account needs its owner; a connection whose access token is about to expire is renewed first.
+   */
+  async forCall(ownerId: string, id: string, signal?: AbortSignal): Promise<AccountCredentials | null> {
+    const entry = await this.entry(id);
+    if (!entry || entry.ownerId !== ownerId) return null;
+    if (entry.state === 'needs_reauth' && this.renewals) throw this.renewals.needsOwner({ id, name: entry.name, kind: entry.kind, reason: entry.reason });
+    const connection = entry.credentials.connection;
+    if (connection && entry.expiresAt !== null && entry.expiresAt - this.clock.now() < REFRESH_AHEAD_MS) return connection.renew(signal);
+    return entry.credentials;
+  }
+
+  /** Builds a credentials' object from a stored account (also for connections.ts, after a refresh). */
+  credentialsOf(doc: AccountDoc): AccountCredentials {
+    const fields = Object.freeze({ ...doc.fields, ...(doc.sealed ? this.vault.open(doc.sealed, doc._id) : {}) });
+    const credentials: AccountCredentials = doc.sandbox ? { fields, sandboxOwner: doc.owner_id } : { fields };
+    if (doc.auth === 'oauth' && doc.connection) {
+      const version = doc.connection.version;
+      const renewals = this.renewals;
+      credentials.connection = {
+        accessToken: this.connectionTokens(doc).access_token,
+        renew: (signal) => (renewals ? renewals.renew(doc._id, version, signal) : Promise.reject(new Error('connections are not set up'))),
+      };
+    }
+    return credentials;
+  }
+
+  private async entry(id: string): Promise<CallEntry | null> {
     let entry = this.cache.get(id);
     if (entry === undefined) {
       const doc = await this.accounts.findOne({ _id: id });
-      const fields = doc && Object.freeze({ ...doc.fields, ...(doc.sealed ? this.vault.open(doc.sealed, id) : {}) });
-      entry = doc && { ownerId: doc.owner_id, credentials: doc.sandbox ? { fields: fields!, sandboxOwner: doc.owner_id } : { fields: fields! } };
+      entry = doc && {
+        ownerId: doc.owner_id,
+        credentials: this.credentialsOf(doc),
+        name: doc.name,
+        kind: doc.kind,
+        state: accountState(doc),
+        reason: doc.state_reason ?? '',
+        expiresAt: doc.auth === 'oauth' ? (doc.connection?.expires_at?.getTime() ?? null) : null,
+      };
       this.cache.set(id, entry);
     }
-    return entry && entry.ownerId === ownerId ? entry.credentials : null;
+    return entry;
   }
+}
+
+/** A connection's fields as strings without control characters (what a provider answered, stored as is). */
+function connectedFields(values: Record<string, string>): Record<string, string> {
+  // eslint-disable-next-line no-control-regex -- what a provider answered, kept as one line of text
+  return Object.fromEntries(Object.entries(values).map(([k, v]) => [k, String(v).replace(/[\x00-\x1f\x7f]/g, ' ')]));
 }
 
 function checkField(f: AccountFieldSpec, value: string): void {

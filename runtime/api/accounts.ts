@@ -75,26 +75,38 @@ export function accountsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     await d.audit.record(requestInfo(ctx), { action: 'account.delete', owner_id: me(ctx)._id, target: accountTarget(account) });
     ctx.status = 204;
   });
+  // Checks the account with its provider now; what it finds is its health (a refused credential: needs_reauth).
+  // A connected account that needs its owner stays so: only reconnecting it mends it.
   router.post('/accounts/:id/verify', g.owner, async (ctx) => {
     const doc = await ownAccount(ctx);
     const provider = d.accounts.providerFor(doc.kind);
-    const creds = (await d.accounts.credentials(me(ctx)._id, doc._id))!;
+    let creds = (await d.accounts.credentials(me(ctx)._id, doc._id))!;
     let detail: string;
     try {
+      // A connection is checked by renewing it (only that proves the grant still holds), then used.
+      if (doc.connection?.refreshable) creds = await d.connect.connections.renew(doc._id, doc.connection.version);
       detail = await d.engine.verify(provider, creds);
     } catch (err) {
       if (!(err instanceof ToolError)) throw err;
+      await d.connect.connections.checkFailed(doc._id, err);
       await d.audit.record(requestInfo(ctx), {
         action: 'account.verify',
         owner_id: me(ctx)._id,
         target: accountTarget(doc),
         changes: { verified: false, error: err.code },
       });
-      ctx.body = { id: doc._id, verified: false, error: err.toJSON() };
+      ctx.body = { id: doc._id, verified: false, error: err.toJSON(), ...health(await ownAccount(ctx)) };
       return;
     }
     await d.accounts.markVerified(doc._id);
+    await d.connect.connections.stateChanged(doc, 'connected', null);
     await d.audit.record(requestInfo(ctx), { action: 'account.verify', owner_id: me(ctx)._id, target: accountTarget(doc), changes: { verified: true } });
-    ctx.body = { id: doc._id, verified: true, detail };
+    ctx.body = { id: doc._id, verified: true, detail, ...health(await ownAccount(ctx)) };
   });
 }
+
+/** An account's health as its JSON says it. */
+const health = (doc: Parameters<typeof publicAccount>[0]) => {
+  const { state, state_reason, checked_at } = publicAccount(doc, undefined);
+  return { state, state_reason, checked_at };
+};

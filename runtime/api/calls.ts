@@ -1,10 +1,10 @@
 // The call log: an owner's calls from the ledger, newest first, filtered by server, key, tool, outcome and
-// time, paged with a cursor on (at, _id) (each filter has its index: runtime/indexes.ts); one call in detail with
+// time, paged with a cursor on (at, _id) (each filter has an index that gives the pages in order: runtime/indexes.ts); one call in detail with
 // what its outcome meant for its credits; CSV and JSON downloads of what a filter selects. Read only: the
 // ledger (runtime/billing/) writes the records.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { decodeCursor, encodeCursor } from '../audit/audit-trail.ts';
+import { newestFirstPage } from '../audit/audit-trail.ts';
 import type { CallDoc, CallOutcome } from '../billing/ledger.ts';
 import type { Collection, Filter } from '../store/port.ts';
 import { type ApiDeps, type Guards, me, refuseWhenLimited } from './context.ts';
@@ -16,6 +16,8 @@ export const CALL_OUTCOMES: readonly CallOutcome[] = ['ok', 'tool_error', 'refun
 export interface CallQuery {
   server?: string;
   key?: string;
+  /** The end user the calls acted as (eu_...). */
+  endUser?: string;
   tool?: string;
   outcomes?: CallOutcome[];
   from?: Date;
@@ -29,7 +31,19 @@ export function callsQuery(query: Record<string, unknown>): CallQuery & ListPage
     if (!(CALL_OUTCOMES as readonly string[]).includes(o)) throw new ApiError(400, `"outcome": ${o} is not an outcome; use ${CALL_OUTCOMES.join(', ')}`);
     return o as CallOutcome;
   });
-  return { ...read.page(), server: read.text('server'), key: read.text('key'), tool: read.text('tool'), outcomes };
+  return { ...read.page(), server: read.text('server'), key: read.text('key'), endUser: read.text('end_user'), tool: read.text('tool'), outcomes };
+}
+
+/** What a call-log query selects (each has an index that gives its pages in order: runtime/indexes.ts). */
+export function callConditions(ownerId: string, q: CallQuery): Filter[] {
+  const parts: Filter[] = [{ owner_id: ownerId }];
+  if (q.server) parts.push({ server_id: q.server });
+  if (q.key) parts.push({ key_id: q.key });
+  if (q.endUser) parts.push({ end_user_id: q.endUser });
+  if (q.tool) parts.push({ tool: q.tool });
+  if (q.outcomes?.length) parts.push({ outcome: q.outcomes.length === 1 ? q.outcomes[0] : { $in: q.outcomes } });
+  if (q.from || q.to) parts.push({ at: { ...(q.from ? { $gte: q.from } : {}), ...(q.to ? { $lte: q.to } : {}) } });
+  return parts;
 }
 
 /** One page of an owner's calls, newest first; `cursor` is the previous page's next_cursor. */
@@ -39,20 +53,8 @@ export async function listCalls(
   q: CallQuery,
   page: { limit: number; cursor?: string },
 ): Promise<{ calls: CallDoc[]; next_cursor: string | null }> {
-  const parts: Filter[] = [{ owner_id: ownerId }];
-  if (q.server) parts.push({ server_id: q.server });
-  if (q.key) parts.push({ key_id: q.key });
-  if (q.tool) parts.push({ tool: q.tool });
-  if (q.outcomes?.length) parts.push({ outcome: q.outcomes.length === 1 ? q.outcomes[0] : { $in: q.outcomes } });
-  if (q.from || q.to) parts.push({ at: { ...(q.from ? { $gte: q.from } : {}), ...(q.to ? { $lte: q.to } : {}) } });
-  if (page.cursor) {
-    const c = decodeCursor(page.cursor);
-    parts.push({ $or: [{ at: { $lt: c.at } }, { at: c.at, _id: { $lt: c.id } }] });
-  }
-  const docs = await calls.find({ $and: parts }, { sort: { at: -1, _id: -1 }, limit: page.limit + 1 });
-  const found = docs.slice(0, page.limit);
-  const last = found.at(-1);
-  return { calls: found, next_cursor: docs.length > page.limit && last ? encodeCursor(last) : null };
+  const { items, next_cursor } = await newestFirstPage(calls, callConditions(ownerId, q), page);
+  return { calls: items, next_cursor };
 }
 
 /** A call as the API shows it: never the owner or the place on the credit line. */
@@ -71,12 +73,16 @@ export function publicCall(c: CallDoc) {
     message: c.message ?? null,
     provider_status: c.provider_status ?? null,
     via: c.via ?? null,
+    // Rejections past the owner's minute's share are counted in one record (billing/rejections.ts).
+    calls: c.count ?? 1,
+    end_user_id: c.end_user_id ?? null,
   };
 }
 
 /** Why a refunded call got its credits back (by the error code: docs/architecture.md, "Refunds"). */
 const REFUNDED: Record<string, string> = {
   interrupted: 'the service stopped during this call; which tool it was is not known',
+  store_unavailable: "the service's store refused or did not answer the call's record when it ended (the provider was reached and may have acted on it)",
   network_error: 'the provider could not be reached (connection refused or reset, or its name did not resolve)',
   timeout: 'the provider did not answer in time, and the request had not fully reached it',
   rate_limited: 'the provider refused the request as one too many (HTTP 429)',
@@ -89,6 +95,7 @@ const REFUNDED: Record<string, string> = {
   internal_error: 'the tool failed inside this service',
   invalid_arguments: 'the tool refused the arguments before sending anything',
   sandbox_unavailable: 'the sandbox could not be started',
+  account_needs_reauth: "the provider would not renew the account's connection, which now needs its owner (reconnect it)",
   sandbox_full: 'the sandbox accounts took in as much data as they may until they start again from their seed',
   n8n_wrong_path: "n8n's public API is not at the account's URL",
   n8n_api_disabled: "n8n's public API is turned off",
@@ -113,7 +120,9 @@ const REJECTED: Record<string, string> = {
   tool_not_allowed: "the key's (or app's) restrictions do not allow this tool",
   budget_exceeded: "the key's (or app's) budget for the period was spent",
   account_missing: 'the account bound to the tool had been deleted',
+  account_needs_reauth: 'the account bound to the tool needs its owner (reconnect it)',
   sandbox_unavailable: 'the sandbox could not be started',
+  rejections_counted: 'more calls were refused in that minute than are logged one by one; this record counts them',
 };
 
 /** What a call's outcome meant for its credits, in words. */
@@ -154,6 +163,8 @@ const CSV_COLUMNS = [
   'provider_status',
   'message',
   'via',
+  'calls',
+  'end_user_id',
 ];
 
 /** Names of an owner's servers and credentials (keys, connected apps), for lists a person reads. */
@@ -202,6 +213,8 @@ export function callsRoutes(router: Router, d: ApiDeps, g: Guards): void {
             c.provider_status,
             c.message,
             c.via,
+            c.count ?? 1,
+            c.end_user_id,
           ],
         },
       });

@@ -1,8 +1,14 @@
 // What every route module gets: the repositories, the guards and the current owner.
 import type { Context, Next } from 'koa';
 import type { Accounts } from '../accounts/accounts.ts';
+import type { ConnectFlows } from '../accounts/connect-flows.ts';
+import type { ConnectSessions } from '../accounts/connect-sessions.ts';
+import type { Connections } from '../accounts/connections.ts';
+import type { OAuthApps } from '../accounts/oauth-apps.ts';
+import type { StateWebhooks } from '../accounts/state-webhooks.ts';
 import type { Budgets } from '../access/budgets.ts';
 import type { EmailLinks } from '../access/email-links.ts';
+import type { EndUsers } from '../access/end-users.ts';
 import type { MailLimits } from '../access/mail-limits.ts';
 import type { ApiKeys } from '../access/keys.ts';
 import type { OwnerLimits, QuotaKind, Refusal } from '../access/owner-limits.ts';
@@ -45,6 +51,10 @@ export interface ApiDeps {
   oauth: { clients: OAuthClients; grants: OAuthGrants };
   /** E-mail (SMTP_URL): the outbox, single-use links, their e-mails, the owners' alerts; absent when e-mail is off. */
   mail?: { outbox: Outbox; links: EmailLinks; linkMail: LinkMail; alerts: OwnerAlerts; limits: MailLimits };
+  /** Connected accounts: the operator's OAuth apps, connect flows, connections' health, state-change webhooks, end users' connect links. */
+  connect: { apps: OAuthApps; flows: ConnectFlows; connections: Connections; webhooks: StateWebhooks; sessions: ConnectSessions };
+  /** The owners' end users. */
+  endUsers: EndUsers;
   /** The service's own provider sandboxes; absent when SANDBOXES=off. */
   sandboxes?: Sandboxes;
   operatorToken: string;

@@ -7,7 +7,7 @@ import { RestrictionError } from '../access/restrictions.ts';
 import { CursorError } from '../audit/audit-trail.ts';
 import { BodyTooLargeError, readBody } from '../http/body.ts';
 import { hiddenCharacterProblem } from '../names.ts';
-import { DuplicateKeyError } from '../store/port.ts';
+import { DuplicateKeyError, StoreUnavailableError } from '../store/port.ts';
 
 /** A management-API failure: its HTTP status and a message naming what is wrong. */
 export class ApiError extends Error {
@@ -34,11 +34,15 @@ const STATUS_NAMES: Record<number, string> = {
 
 export const notFound = (what: string) => new ApiError(404, `${what} not found`);
 
-/** Turns every failure of a route into the {error, message} body with its status; others are logged. */
+/**
+ * Turns every failure of a route into the {error, message} body with its status; others are logged. A store
+ * that refuses writes or does not answer goes on to the service's one answer for it (app.ts: 503, Retry-After).
+ */
 export async function apiErrors(ctx: Context, next: Next): Promise<void> {
   try {
     await next();
   } catch (err) {
+    if (err instanceof StoreUnavailableError) throw err;
     let status = 500;
     let message = 'Internal error';
     if (err instanceof ApiError) [status, message] = [err.status, err.message];
@@ -81,6 +85,17 @@ export async function jsonBody(ctx: Context, limit: number, optional = false): P
   return value as Record<string, unknown>;
 }
 
+/** A form's fields (application/x-www-form-urlencoded), as the pages without script post them. */
+export async function formBody(ctx: Context, limit: number): Promise<URLSearchParams> {
+  if (!ctx.is('application/x-www-form-urlencoded')) throw new ApiError(415, 'Content-Type must be application/x-www-form-urlencoded');
+  try {
+    return new URLSearchParams(await readBody(ctx.req, limit));
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) throw new ApiError(413, `The request body is larger than ${limit} bytes`);
+    throw err;
+  }
+}
+
 export function str(body: Record<string, unknown>, name: string, o: { required?: boolean; pattern?: RegExp; what?: string } = {}): string | undefined {
   const v = body[name];
   if (v === undefined || v === null) {
@@ -117,4 +132,23 @@ export function storableKeys(value: unknown, field: string): void {
       stack.push([child, path]);
     }
   }
+}
+
+const SINGLE_SLASH = /^\/(?![/\\])/;
+
+/**
+ * Where to go after sign-in: a path of this origin as the browser will read it (tabs and newlines dropped,
+ * backslashes taken for slashes, dot segments resolved), else "/" (no open redirect). assets/app.js applies
+ * the same rule before it follows `next`.
+ */
+export function safeNext(next: unknown, origin: string): string {
+  if (typeof next !== 'string' || !SINGLE_SLASH.test(next)) return '/';
+  let url: URL;
+  try {
+    url = new URL(next, origin);
+  } catch {
+    return '/';
+  }
+  const path = url.pathname + url.search + url.hash;
+  return url.origin === origin && SINGLE_SLASH.test(path) ? path : '/';
 }

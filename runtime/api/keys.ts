@@ -11,13 +11,16 @@ import { bodyChecker } from './body-schema.ts';
 import { type ApiDeps, type Guards, me, ownServer, withRoom } from './context.ts';
 import { ApiError, jsonBody, notFound } from './http.ts';
 
-type KeyBody = RestrictionInput & { name?: string };
+type KeyBody = RestrictionInput & { name?: string; act_for_end_users?: boolean };
 
 const KEY_FIELDS = { name: { type: 'string', minLength: 1, maxLength: 200, pattern: VISIBLE_TEXT_PATTERN }, ...RESTRICTION_PROPERTIES };
 const KEY_MESSAGES = { name: '"name" must be a non-empty string of at most 200 characters, without control or invisible characters', ...RESTRICTION_MESSAGES };
 const VALUE_NEVER_CHANGES = '"key": the value of a key never changes; create a new key (and revoke this one) instead';
-const checkServerKey = bodyChecker<KeyBody>({ properties: KEY_FIELDS, required: ['name'] }, KEY_MESSAGES);
-const checkGlobalKey = bodyChecker<KeyBody>({ properties: KEY_FIELDS }, KEY_MESSAGES);
+// Only at creation: a key that may act for the owner's end users (X-End-User) is made as one.
+const CREATE_FIELDS = { ...KEY_FIELDS, act_for_end_users: { type: 'boolean' } };
+const CREATE_MESSAGES = { ...KEY_MESSAGES, act_for_end_users: '"act_for_end_users" must be true or false' };
+const checkServerKey = bodyChecker<KeyBody>({ properties: CREATE_FIELDS, required: ['name'] }, CREATE_MESSAGES);
+const checkGlobalKey = bodyChecker<KeyBody>({ properties: CREATE_FIELDS }, CREATE_MESSAGES);
 const checkKeyChange = bodyChecker<KeyBody>({ properties: KEY_FIELDS }, KEY_MESSAGES, { key: VALUE_NEVER_CHANGES, value: VALUE_NEVER_CHANGES });
 
 export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
@@ -45,14 +48,22 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
       ctx,
       'keys',
       (owner) => d.keys.countLive(owner),
-      () => d.keys.create(ownerId, body.name ?? 'Global key', scope, restrictions),
+      () => d.keys.create(ownerId, body.name ?? 'Global key', scope, restrictions, { actForEndUsers: body.act_for_end_users === true }),
     );
     const { tools, access, expires_at, credit_limit } = publicKey(made.doc);
     await d.audit.record(requestInfo(ctx), {
       action: 'key.create',
       owner_id: ownerId,
       target: { type: 'key', id: made.doc._id, name: made.doc.name },
-      changes: { kind: scope.kind, server_id: made.doc.server_id, tools, access, expires_at, credit_limit },
+      changes: {
+        kind: scope.kind,
+        server_id: made.doc.server_id,
+        tools,
+        access,
+        expires_at,
+        credit_limit,
+        ...(body.act_for_end_users ? { act_for_end_users: true } : {}),
+      },
     });
     ctx.status = 201;
     // A server's key comes with its clients' set-up, the key in it: shown together, once.

@@ -3,6 +3,8 @@ import Router from '@koa/router';
 import { accountsRoutes } from './accounts.ts';
 import { authRoutes } from './auth.ts';
 import { callsRoutes } from './calls.ts';
+import { connectRoutes } from './connect.ts';
+import { endUsersRoutes } from './end-users.ts';
 import { adminRoutes } from './admin.ts';
 import { auditRoutes } from './audit.ts';
 import { type ApiDeps, guards } from './context.ts';
@@ -32,7 +34,9 @@ export function createApiRouter(d: ApiDeps): Router {
     adminRoutes,
     serversRoutes,
     keysRoutes,
+    connectRoutes,
     accountsRoutes,
+    endUsersRoutes,
     toolsRoutes,
     usageRoutes,
     callsRoutes,

@@ -4,7 +4,7 @@ import type { Accounts } from '../accounts/accounts.ts';
 import type { Engine } from '../engine/engine.ts';
 import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from '../json-depth.ts';
 import type { CatalogSource } from '../toolspec/live.ts';
-import { TOOL_NAME_PATTERN, type CustomToolDoc } from '../servers/custom-tools.ts';
+import { CALLER_ACCOUNT, TOOL_NAME_PATTERN, type CustomToolDoc } from '../servers/custom-tools.ts';
 import { ApiError, storableKeys } from './http.ts';
 
 type Binding = Pick<CustomToolDoc, 'name' | 'base_tool' | 'account_id' | 'defaults' | 'locked' | 'description'>;
@@ -25,8 +25,13 @@ export async function checkToolBinding(
   const needs = base.spec.account ?? 'required';
   const kind = base.provider.spec.account.kind;
   let accountId: string | null = null;
-  if (body.account_id !== undefined && body.account_id !== null) {
-    if (typeof body.account_id !== 'string') throw new ApiError(400, '"account_id" must be a string');
+  if (body.account_id === CALLER_ACCOUNT) {
+    // The calling end user's own account of the provider, found at each call.
+    if (needs === 'none') throw new ApiError(400, `"account_id": ${base.spec.id} uses no account, so it cannot act as the caller's own`);
+    accountId = CALLER_ACCOUNT;
+  } else if (body.account_id !== undefined && body.account_id !== null) {
+    if (typeof body.account_id !== 'string')
+      throw new ApiError(400, `"account_id" must be the id of one of your accounts, or "${CALLER_ACCOUNT}" (the caller's own)`);
     const account = await d.accounts.get(ownerId, body.account_id);
     if (!account) throw new ApiError(400, `"account_id": no account ${body.account_id} of yours exists`);
     if (account.kind !== kind) throw new ApiError(400, `"account_id": ${base.spec.id} needs a ${kind} account, not a ${account.kind} account`);

@@ -1,5 +1,6 @@
 // Credits balance and usage of the calling owner (the call log itself: calls.ts).
 import type Router from '@koa/router';
+import { USAGE_ROW_LIMIT, UsageTooLargeError } from '../billing/ledger.ts';
 import { type ApiDeps, type Guards, me } from './context.ts';
 import { ApiError } from './http.ts';
 
@@ -17,7 +18,11 @@ export function usageRoutes(router: Router, d: ApiDeps, g: Guards): void {
       return t;
     };
     const text = (name: string) => (typeof q[name] === 'string' ? (q[name] as string) : undefined);
-    const rows = await d.ledger.usage(me(ctx)._id, { server: text('server'), key: text('key'), tool: text('tool'), from: date('from'), to: date('to') });
+    const filter = { server: text('server'), key: text('key'), tool: text('tool'), from: date('from'), to: date('to') };
+    // Bounded: more aggregates than the limit is refused rather than read.
+    const rows = await d.ledger.usage(me(ctx)._id, filter, USAGE_ROW_LIMIT).catch((err: unknown) => {
+      throw err instanceof UsageTooLargeError ? new ApiError(400, err.message) : err;
+    });
     ctx.body = {
       usage: rows.map((r) => ({
         server_id: r.server_id,

@@ -5,6 +5,7 @@
 // of any secret-looking field and of anything shaped like one of this service's tokens.
 import type { Logger } from '../log.ts';
 import { randomId } from '../secrets.ts';
+import type { StoreClock } from '../store/clock.ts';
 import type { Collection, Doc, Filter, Store } from '../store/port.ts';
 import type { Actor, RequestInfo } from './request-context.ts';
 
@@ -32,6 +33,10 @@ export const AUDIT_ACTIONS = [
   'account.update',
   'account.verify',
   'account.delete',
+  'account.connect',
+  'account.reconnect',
+  'account.connect_fail',
+  'account.state',
   'key.create',
   'key.update',
   'key.revoke',
@@ -42,6 +47,13 @@ export const AUDIT_ACTIONS = [
   'grant.deny',
   'grant.update',
   'grant.revoke',
+  'webhook.update',
+  'webhook.delete',
+  'oauth_app.update',
+  'oauth_app.delete',
+  'end_user.create',
+  'end_user.delete',
+  'connect_session.create',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
@@ -106,6 +118,7 @@ interface EventGroup {
 
 export class AuditTrail {
   private readonly events: Collection<AuditDoc>;
+  private readonly clock: StoreClock;
   /**
    * The groups this instance recorded events of since the last housekeeping: how many since the group's last
    * trim, and that trim (one at a time per group).
@@ -119,6 +132,7 @@ export class AuditTrail {
     private readonly maxPerOwner = Infinity,
   ) {
     this.events = store.collection<AuditDoc>('audit_events');
+    this.clock = store.clock;
   }
 
   /**
@@ -133,7 +147,8 @@ export class AuditTrail {
     if (changes && JSON.stringify(changes).length > MAX_CHANGES_CHARS) changes = { truncated: true, fields: Object.keys(changes) };
     const doc: AuditDoc = {
       _id: randomId('aud_'),
-      at: new Date(),
+      // The store's time: events of every instance in one order, kept for AUDIT_RETENTION_DAYS by that same clock.
+      at: this.clock.date(),
       owner_id: event.owner_id,
       actor: event.actor ?? request?.actor ?? { type: 'anonymous' },
       action: event.action,
@@ -194,19 +209,8 @@ export class AuditTrail {
 
   /** One page, newest first; `cursor` is the previous page's next_cursor. */
   async list(q: AuditQuery, page: { limit: number; cursor?: string }): Promise<{ events: AuditDoc[]; next_cursor: string | null }> {
-    const parts: Filter[] = [];
-    if (q.ownerId !== undefined) parts.push({ owner_id: q.ownerId });
-    if (q.actions?.length) parts.push({ action: q.actions.length === 1 ? q.actions[0] : { $in: q.actions } });
-    if (q.from || q.to) parts.push({ at: { ...(q.from ? { $gte: q.from } : {}), ...(q.to ? { $lte: q.to } : {}) } });
-    if (page.cursor) {
-      const c = decodeCursor(page.cursor);
-      parts.push({ $or: [{ at: { $lt: c.at } }, { at: c.at, _id: { $lt: c.id } }] });
-    }
-    const filter: Filter = parts.length === 0 ? {} : parts.length === 1 ? parts[0] : { $and: parts };
-    const docs = await this.events.find(filter, { sort: { at: -1, _id: -1 }, limit: page.limit + 1 });
-    const events = docs.slice(0, page.limit);
-    const last = events.at(-1);
-    return { events, next_cursor: docs.length > page.limit && last ? encodeCursor(last) : null };
+    const { items, next_cursor } = await newestFirstPage(this.events, auditConditions(q), page);
+    return { events: items, next_cursor };
   }
 
   /** Deletes events older than the retention. */
@@ -215,7 +219,44 @@ export class AuditTrail {
   }
 }
 
+/** What a query of the audit trail selects (each has an index that gives its pages in order: runtime/indexes.ts). */
+export function auditConditions(q: AuditQuery): Filter[] {
+  const parts: Filter[] = [];
+  if (q.ownerId !== undefined) parts.push({ owner_id: q.ownerId });
+  if (q.actions?.length) parts.push({ action: q.actions.length === 1 ? q.actions[0] : { $in: q.actions } });
+  if (q.from || q.to) parts.push({ at: { ...(q.from ? { $gte: q.from } : {}), ...(q.to ? { $lte: q.to } : {}) } });
+  return parts;
+}
+
 export class CursorError extends Error {}
+
+/** The order of the call log and the audit trail: newest first, `_id` ordering what shares a millisecond (a batch of records). */
+export const NEWEST_FIRST = { at: -1, _id: -1 } as const;
+
+/**
+ * The filter of a page newest first: the conditions, and after `cursor` only what comes after it, with `at`
+ * bounded so that an index on (..., at, _id) starts the page at the cursor instead of walking every newer entry.
+ */
+export function newestFirstFilter(conditions: Filter[], cursor?: string): Filter {
+  const parts = [...conditions];
+  if (cursor) {
+    const c = decodeCursor(cursor);
+    parts.push({ at: { $lte: c.at } }, { $or: [{ at: { $lt: c.at } }, { at: c.at, _id: { $lt: c.id } }] });
+  }
+  return parts.length === 0 ? {} : parts.length === 1 ? parts[0]! : { $and: parts };
+}
+
+/** One page of a list newest first (the audit trail, the call log), and the cursor of the next one. */
+export async function newestFirstPage<T extends Doc & { at: Date }>(
+  collection: Collection<T>,
+  conditions: Filter[],
+  page: { limit: number; cursor?: string },
+): Promise<{ items: T[]; next_cursor: string | null }> {
+  const docs = await collection.find(newestFirstFilter(conditions, page.cursor), { sort: NEWEST_FIRST, limit: page.limit + 1 });
+  const items = docs.slice(0, page.limit);
+  const last = items.at(-1);
+  return { items, next_cursor: docs.length > page.limit && last ? encodeCursor(last) : null };
+}
 
 /** A cursor of a list sorted newest first on (at, _id): where the next page starts. The call log uses it too. */
 export const encodeCursor = (doc: { at: Date; _id: string }) => Buffer.from(JSON.stringify({ at: doc.at.toISOString(), id: doc._id })).toString('base64url');

@@ -5,10 +5,11 @@
 import type { Context } from 'koa';
 
 export interface Actor {
-  type: 'session' | 'token' | 'operator' | 'oauth_client' | 'anonymous';
-  /** A session's short fingerprint, a management token's id, an OAuth client id. */
+  /** `service`: the service itself (a token refresh, a health check). */
+  type: 'session' | 'token' | 'operator' | 'oauth_client' | 'service' | 'anonymous' | 'end_user';
+  /** A session's short fingerprint, a management token's id, an OAuth client id, an end user's id. */
   id?: string;
-  /** A management token's or an OAuth client's name. */
+  /** A management token's or an OAuth client's name, an end user's external id. */
   name?: string;
 }
 

@@ -1,7 +1,10 @@
 // Group commit: items are written together, one write at a time: the first write takes what arrived in the
 // same turn of the event loop, each next one what arrived while the previous was in flight. Under load a
 // slow store gets bigger batches, not a longer queue; a lone item waits one turn. (Measured: starting the
-// first write at once instead leaves one caller as fast and cuts tools/call at c=32 by a third.)
+// first write at once instead leaves one caller as fast and cuts tools/call at c=32 by a third.) When a write
+// finds the store refusing or past its deadline, what arrived meanwhile fails with it, unwritten: it would
+// wait as long again, and its callers are owed a quick answer (503).
+import { StoreUnavailableError } from '../store/port.ts';
 
 interface Waiting<T, R> {
   item: T;
@@ -40,6 +43,7 @@ export class GroupCommit<T, R> {
         batch.forEach((w, i) => w.resolve(results?.[i] as R));
       } catch (err) {
         for (const w of batch) w.reject(err);
+        if (err instanceof StoreUnavailableError && !err.transient) for (const w of this.waiting.splice(0)) w.reject(err);
       }
     }
     this.draining = null;

@@ -4,15 +4,18 @@
 // charge. Kept: nothing more to do. Refunded: the refund follows the record, guarded so it happens once.
 //
 // Records of concurrent calls are written together (group commit: one insertMany for those that ended
-// together, each call awaiting its batch). Usage is read from hourly aggregates (rollup.ts, kept current every
-// minute) plus the few records not rolled yet, so no page loads a month of records. Around this file:
-// settlement.ts (ranges a crash left without a record), rollup.ts (aggregates, retention), ledger-check.ts
-// (the invariant, exact under traffic).
-import { DuplicateKeyError, type Collection, type Doc, type Filter, type Store } from '../store/port.ts';
+// together, each call awaiting its batch), stamped with the store's time (store/clock.ts). Usage is read from
+// hourly aggregates (rollup.ts, kept current every minute) plus the few records not rolled yet, so no page loads
+// a month of records. Around this file: settlement.ts (ranges a crash left without a record), rollup.ts
+// (aggregates, totals, retention), partitions.ts (how the housekeeping is shared out), ledger-check.ts (the
+// invariant, exact under traffic), rejections.ts and log-caps.ts (what keeps one owner from filling the log).
+import { DuplicateKeyError, type Collection, type Doc, type Filter, type Store, StoreUnavailableError } from '../store/port.ts';
 import { Lease } from '../store/lease.ts';
 import type { ChargeStart, Credits } from './credits.ts';
 import { GroupCommit } from './group-commit.ts';
 import { type InvariantReport, checkLedger } from './ledger-check.ts';
+import { SLOTS, slotOf } from './partitions.ts';
+import { RejectionLog } from './rejections.ts';
 import { type RolledDoc, RollUp } from './rollup.ts';
 import { Settlement } from './settlement.ts';
 
@@ -20,9 +23,11 @@ import { Settlement } from './settlement.ts';
 export type CallOutcome = 'ok' | 'tool_error' | 'refunded' | 'rejected';
 
 export interface CallDoc extends Doc {
-  /** When the record's write began (the end of the call); the roll-up waits for writes still under way (rollup.ts). */
+  /** When the record's write began (the end of the call), by the store's clock; the roll-up waits for writes still under way (rollup.ts). */
   at: Date;
   owner_id: string;
+  /** The owner's slot (partitions.ts): which partition of the housekeeping rolls it. Absent on records of older versions until their first roll-up. */
+  slot?: number;
   /** Empty for the record of a range a crash interrupted: nothing said which call it was. */
   server_id: string;
   /** The credential that made the call (an API key or an OAuth grant id). */
@@ -46,6 +51,10 @@ export interface CallDoc extends Doc {
   provider_status?: number | null;
   /** Where the call came from when not from an MCP client: `dashboard` for the owner's "Try" in the dashboard. */
   via?: CallVia;
+  /** The owner's end user the call acted as (runtime/access/end-users.ts); the credits are still the owner's. */
+  end_user_id?: string;
+  /** Rejections counted, not logged one by one (rejections.ts): how many calls this record stands for (1 when absent). */
+  count?: number;
 }
 
 export type CallVia = 'dashboard';
@@ -80,13 +89,24 @@ export interface CallCharge {
   cost: number;
   from?: ChargeStart;
   via?: CallVia;
+  end_user_id?: string;
 }
 
 export interface LedgerOptions {
   /** On the embedded store, which holds every document in memory: the most records kept (older ones live on as aggregates). */
   maxRecords: number;
+  /** Of those, the most one owner keeps (log-caps.ts); maxRecords when absent. */
+  maxRecordsPerOwner?: number;
   /** How long records are kept for the call log before only their aggregates remain. */
   retentionMs: number;
+  /** How long hourly aggregates are kept (their credits stay in each owner's totals). */
+  usageRetentionMs: number;
+  /** Each owner's rejected calls logged one by one per minute (per process); the rest are counted (rejections.ts). */
+  rejectionsPerMinute: number;
+  /** How the housekeeping is shared out (partitions.ts): each partition has its own lease. */
+  partitions: number;
+  /** A partition's lease lasts this long, renewed every third of it while a run lasts. */
+  leaseMs: number;
   /** Longer than any call can last: a range without a record older than this is an interrupted call. */
   maxCallMs: number;
   /**
@@ -97,13 +117,36 @@ export interface LedgerOptions {
   /** Who runs the housekeeping (the lease holder's name in the store). */
   instance: string;
   onBackgroundError?: (err: unknown) => void;
+  /** Told of each partition's run (logs, tests). */
+  onHousekeeping?: (run: HousekeepingRun) => void;
+}
+
+/** One partition's housekeeping by one instance. */
+export interface HousekeepingRun {
+  partition: number;
+  partitions: number;
+  instance: string;
+  /** Store time. */
+  startedAt: number;
+  endedAt: number;
+  refunded: number;
+  rolled: number;
+  renewals: number;
+}
+
+/** More than this many aggregates for /api/usage is refused: the range or the filter should be narrower. */
+export const USAGE_ROW_LIMIT = 20_000;
+
+export class UsageTooLargeError extends Error {
+  override readonly name = 'UsageTooLargeError';
+  constructor() {
+    super(`More than ${USAGE_ROW_LIMIT.toLocaleString('en-US')} hourly rows match: ask for a shorter time (from, to) or for one server, key or tool`);
+  }
 }
 
 const HOUR = 3_600_000;
 /** Writes of a batch of records retried after a store error, before the calls fail. */
 const RECORD_ATTEMPTS = 3;
-/** Long enough for a run on a big ledger; a holder that dies delays the next run by at most this. */
-const HOUSEKEEPING_LEASE_MS = 5 * 60_000;
 
 export class Ledger {
   readonly calls: Collection<CallDoc>;
@@ -113,24 +156,40 @@ export class Ledger {
   private readonly records = new GroupCommit<CallDoc, void>((docs) => this.insert(docs));
   /** The stamp of the batch of records being written (one at a time), until the store has it. */
   private writing: Date | null = null;
-  private readonly housekeepingLease: Lease;
+  private readonly rejections: RejectionLog;
+  /** One lease per partition (partitions.ts). */
+  private readonly leases: Lease[];
   /** The housekeeping under way in this process (one at a time). */
   private housekeeping: Promise<{ refunded: number; rolled: number } | null> | null = null;
+  /**
+   * Charged calls whose record the store did not take (it refused writes, or did not answer): their ranges are
+   * settled as interrupted as soon as the store takes writes again (settleUnrecorded). After a stop, settlement
+   * finds them without this list.
+   */
+  private readonly unrecorded = new Map<string, CallDoc>();
+  private settlingUnrecorded: Promise<void> | null = null;
 
   constructor(
-    store: Store,
+    private readonly store: Store,
     readonly credits: Credits,
     readonly options: LedgerOptions,
   ) {
+    if (!Number.isInteger(options.partitions) || options.partitions < 1 || options.partitions > SLOTS)
+      throw new Error(`partitions must be an integer from 1 to ${SLOTS}`);
     this.calls = store.collection<CallDoc>('calls');
     this.rolled = store.collection<RolledDoc>('usage');
-    this.settlement = new Settlement(this.calls, credits, options.maxCallMs);
+    this.settlement = new Settlement(this.calls, credits, options.maxCallMs, store.clock);
     this.rollUp = new RollUp(store, this, options);
-    this.housekeepingLease = new Lease(store, 'ledger-housekeeping', options.instance);
+    this.rejections = new RejectionLog(options.rejectionsPerMinute, store.clock);
+    this.leases = Array.from({ length: options.partitions }, (_, p) => new Lease(store, `ledger-housekeeping:${p}/${options.partitions}`, options.instance));
   }
 
-  /** Writes a call's record; resolves once it is stored, with the records of the calls that ended alongside. */
+  /**
+   * Writes a call's record; resolves once it is stored, with the records of the calls that ended alongside. A
+   * rejection past the owner's minute's share is counted instead (rejections.ts), and resolves at once.
+   */
   record(doc: CallDoc): Promise<void> {
+    if (doc.outcome === 'rejected' && !this.rejections.admit(doc)) return Promise.resolve();
     return this.records.add(doc);
   }
 
@@ -139,8 +198,30 @@ export class Ledger {
    * this is retried: credits.refund is guarded by the range).
    */
   async finish(doc: CallDoc, refund: boolean): Promise<void> {
-    await this.record(doc);
+    try {
+      await this.record(doc);
+    } catch (err) {
+      if (err instanceof StoreUnavailableError && doc.charge_key !== undefined) this.unrecorded.set(doc.charge_key, doc);
+      throw err;
+    }
     if (refund && doc.from !== undefined) await retried(() => this.credits.refund(doc.owner_id, doc.from!, doc.charged));
+  }
+
+  /**
+   * Settles the ranges of calls whose record the store did not take, each as refunded, or as its record says
+   * if the write reached the store after all (Settlement.settleUnrecorded). Stops at the first store failure:
+   * tried again after the next record written, at the next housekeeping and at shutdown.
+   */
+  settleUnrecorded(): Promise<void> {
+    this.settlingUnrecorded ??= (async () => {
+      for (const [key, doc] of this.unrecorded) {
+        await this.settlement.settleUnrecorded(doc as CallDoc & { from: number; charge_key: string });
+        this.unrecorded.delete(key);
+      }
+    })().finally(() => {
+      this.settlingUnrecorded = null;
+    });
+    return this.settlingUnrecorded;
   }
 
   /** The stamp of the records this process is writing: its roll-up stays behind it, whatever settledMs says (rollup.ts). */
@@ -152,11 +233,12 @@ export class Ledger {
     try {
       await retried(
         () => {
-          // Stamped as written: a record never lands behind the roll-up's watermark (rollup.ts).
-          this.writing = new Date();
+          // Stamped as written, by the store's clock: a record never lands behind the roll-up's watermark (rollup.ts).
+          this.writing = this.store.clock.date();
           for (const doc of docs) doc.at = this.writing;
           return this.calls.insertMany(docs);
         },
+        // A duplicate is handled below.
         (err) => !(err instanceof DuplicateKeyError),
       );
     } catch (err) {
@@ -168,12 +250,19 @@ export class Ledger {
       this.writing = null;
     }
     if (this.rollUp.recorded(docs)) this.housekeep().catch((err: unknown) => this.options.onBackgroundError?.(err));
+    // The store takes writes again: what it refused before is settled now.
+    if (this.unrecorded.size > 0) this.settleUnrecorded().catch((err: unknown) => this.options.onBackgroundError?.(err));
   }
 
-  /** Waits for the records being written (at shutdown). */
-  async flush(): Promise<void> {
+  /**
+   * Writes the records counting rejections of minutes that are over (of every minute with `all`, at shutdown),
+   * waits for the records being written, and settles what the store refused if it can.
+   */
+  async flush(all = false): Promise<void> {
+    await Promise.all(this.rejections.due(all).map((doc) => this.records.add(doc)));
     await this.records.idle();
     await this.housekeeping;
+    if (this.unrecorded.size > 0) await this.settleUnrecorded().catch(() => undefined);
   }
 
   /** The owner's latest calls, newest first. */
@@ -181,32 +270,37 @@ export class Ledger {
     return this.calls.find(serverId ? { owner_id: ownerId, server_id: serverId } : { owner_id: ownerId }, { sort: { at: -1 }, limit });
   }
 
-  /** Hourly usage: the aggregates of the hours asked for, plus the records not rolled into them yet. */
-  async usage(ownerId: string, f: UsageFilter): Promise<UsageRow[]> {
-    const filter: Filter = { owner_id: ownerId };
+  /**
+   * Hourly usage: the aggregates of the hours asked for, plus the records not rolled into them yet. More than
+   * `rowLimit` aggregates is refused (UsageTooLargeError) rather than read.
+   */
+  async usage(ownerId: string, f: UsageFilter, rowLimit = Infinity): Promise<UsageRow[]> {
+    const filter: Filter & { owner_id: string } = { owner_id: ownerId };
     if (f.server) filter.server_id = f.server;
     if (f.key) filter.key_id = f.key;
     if (f.tool) filter.tool = f.tool;
     const hourRange = f.from || f.to ? { hour: { ...(f.from ? { $gte: f.from } : {}), ...(f.to ? { $lt: f.to } : {}) } } : {};
-    const { records, rolled } = await this.unrolledThenRolled(filter, { at: { $gte: f.from ?? new Date(0), ...(f.to ? { $lt: f.to } : {}) } }, hourRange);
+    const { records, rolled } = await this.unrolledThenRolled(filter, { at: { $gte: f.from ?? new Date(0), ...(f.to ? { $lt: f.to } : {}) } }, (rows) =>
+      rows.find({ ...filter, ...hourRange }, rowLimit === Infinity ? {} : { limit: rowLimit + 1 }),
+    );
+    if (rolled.length > rowLimit) throw new UsageTooLargeError();
     return mergedUsage(rolled, records);
   }
 
   /**
-   * The records not rolled yet (those at or after the roll-up's watermark), then the aggregates: in this order, a
-   * roll-up in between counts a record in its aggregate, whose `through` then says to skip the record; the other
-   * order could miss it.
+   * The owner's records not rolled yet (those at or after its slot's watermark), then what `readRolled` reads of
+   * what they are rolled into: in this order, a roll-up in between counts a record in its aggregate (or totals),
+   * whose `through` then says to skip the record; the other order could miss it.
    */
-  async unrolledThenRolled(
-    filter: Filter,
+  async unrolledThenRolled<R>(
+    filter: Filter & { owner_id: string },
     atRange: { at: Record<string, Date> },
-    hourRange: Filter = {},
-  ): Promise<{ records: CallDoc[]; rolled: RolledDoc[] }> {
-    const watermark = await this.rollUp.watermark();
+    readRolled: (rolled: Collection<RolledDoc>) => Promise<R>,
+  ): Promise<{ records: CallDoc[]; rolled: R }> {
+    const watermark = await this.rollUp.watermark(filter.owner_id);
     const since = atRange.at.$gte && atRange.at.$gte > watermark ? atRange.at.$gte : watermark;
     const records = await this.calls.find({ ...filter, at: { ...atRange.at, $gte: since } });
-    const rolled = await this.rolled.find({ ...filter, ...hourRange });
-    return { records, rolled };
+    return { records, rolled: await readRolled(this.rolled) };
   }
 
   /** Checks balance = granted - kept - open for one owner or all (exact under traffic: ledger-check.ts). */
@@ -223,19 +317,38 @@ export class Ledger {
   }
 
   /**
-   * The periodic work, by one instance at a time (a lease; each step is also safe if two ran it): settle what
-   * calls left open, then roll records into the hourly aggregates and apply retention. Returns credits refunded.
+   * The periodic work, each partition by one instance at a time (its lease, renewed while the run lasts; each
+   * step is also safe if two ran it): settle what calls left open, then roll records into the aggregates and
+   * apply retention. Partitions another instance holds are left to it. Returns what the runs refunded and
+   * rolled, or null when every partition was held elsewhere.
    */
   housekeep(): Promise<{ refunded: number; rolled: number } | null> {
     this.housekeeping ??= (async () => {
-      if (!(await this.housekeepingLease.acquire(HOUSEKEEPING_LEASE_MS))) return null;
-      try {
-        const refunded = await this.settlement.settleAll('stale');
-        const rolled = await this.rollUp.run();
-        return { refunded, rolled };
-      } finally {
-        await this.housekeepingLease.release();
+      await this.settleUnrecorded();
+      let done = null as { refunded: number; rolled: number } | null;
+      const { partitions } = this.options;
+      // Instances start at different partitions, so that each finds its own free at once.
+      const first = slotOf(this.options.instance) % partitions;
+      for (let i = 0; i < partitions; i++) {
+        const partition = (first + i) % partitions;
+        const startedAt = this.store.clock.now();
+        const run = await this.leases[partition].run(this.options.leaseMs, async (hold) => {
+          const refunded = await this.settlement.settleAll('stale', { index: partition, of: partitions, keep: hold.keep });
+          return { refunded, rolled: (await hold.keep()) ? await this.rollUp.run(partition, hold) : 0 };
+        });
+        if (!run) continue;
+        done = { refunded: (done?.refunded ?? 0) + run.result.refunded, rolled: (done?.rolled ?? 0) + run.result.rolled };
+        this.options.onHousekeeping?.({
+          partition,
+          partitions,
+          instance: this.options.instance,
+          startedAt,
+          endedAt: this.store.clock.now(),
+          ...run.result,
+          renewals: run.renewals,
+        });
       }
+      return done;
     })().finally(() => {
       this.housekeeping = null;
     });
@@ -255,8 +368,9 @@ export function recordOf(
 ): CallDoc {
   return {
     _id: call.id,
-    at: new Date(),
+    at: new Date(), // stamped again when written
     owner_id: ownerId,
+    slot: slotOf(ownerId),
     server_id: call.server_id,
     key_id: call.key_id,
     tool: call.tool,
@@ -268,6 +382,7 @@ export function recordOf(
     ...(call.from === undefined ? {} : { from: call.from, charge_key: chargeKey(ownerId, call.from) }),
     ...(error ? { message: error.message, provider_status: error.provider_status ?? null } : {}),
     ...(call.via ? { via: call.via } : {}),
+    ...(call.end_user_id ? { end_user_id: call.end_user_id } : {}),
   };
 }
 
@@ -318,15 +433,16 @@ export function unrolled(records: CallDoc[], through: ReadonlyMap<string, Date>)
 }
 
 export function hourly(c: CallDoc): UsageRow {
+  const calls = c.count ?? 1;
   return {
     owner_id: c.owner_id,
     server_id: c.server_id,
     key_id: c.key_id,
     tool: c.tool,
     hour: hourOf(c.at),
-    calls: 1,
+    calls,
     credits: c.credits,
-    errors: c.outcome === 'ok' ? 0 : 1,
+    errors: c.outcome === 'ok' ? 0 : calls,
     refunds: c.outcome === 'refunded' ? 1 : 0,
   };
 }
@@ -337,7 +453,9 @@ async function retried<T>(write: () => Promise<T>, retryable: (err: unknown) => 
     try {
       return await write();
     } catch (err) {
-      if (attempt >= RECORD_ATTEMPTS || !retryable(err)) throw err;
+      // A store that refuses writes or let its deadline pass is not asked again: the call answers 503 now.
+      const final = err instanceof StoreUnavailableError && !err.transient;
+      if (attempt >= RECORD_ATTEMPTS || final || !retryable(err)) throw err;
       await new Promise((resolve) => setTimeout(resolve, 50 * 4 ** attempt));
     }
   }

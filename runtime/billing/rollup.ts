@@ -1,14 +1,25 @@
-// Roll-up: records are folded into hourly aggregates (collection `usage`) continuously, once they are
-// `settledMs` old, so that usage and the ledger check read aggregates plus a minute or two of records. Records
-// stay for the call log until retention (and, on the embedded store, which keeps every document in memory,
-// beyond the newest maxRecords) and are then deleted, never before they are rolled and settled.
+// Roll-up: records are folded into hourly aggregates (collection `usage`) and into each owner's totals
+// (`usage_totals`) continuously, once they are `settledMs` old by the store's clock, so that usage reads
+// aggregates plus a minute or two of records and the ledger check reads one totals document plus those records.
+// Records stay for the call log until retention (and, on the embedded store, which keeps every document in
+// memory, within the caps of log-caps.ts) and are then deleted, never before they are rolled and settled. Hourly
+// aggregates are deleted after USAGE_RETENTION_DAYS (their credits stay in the owner's totals).
 //
-// Never counts a record twice nor loses one, also when two rollers overlap (the housekeeping lease makes that
-// rare, not impossible): each aggregate says up to when it holds its hour's records (`through`) and moves
-// forward only by compare-and-set; a roller whose update matched nothing lost the race and stops, and
-// deletion is bounded by the watermark, which moves only after every aggregate of the batch moved.
-import { DuplicateKeyError, type Collection, type Doc, type Store } from '../store/port.ts';
+// Work is shared out by partition (partitions.ts): a run rolls the slots of one partition, each slot from its own
+// watermark (slots of a partition move together, so one query serves them). Every time involved is the store's
+// (store/clock.ts): records are stamped with it when written, and the target is the store's time minus
+// settledMs, so an instance whose host clock is off neither passes over another's records nor leaves its own
+// behind.
+//
+// Never counts a record twice nor loses one, also when two rollers overlap (the partition's lease, renewed while
+// a run lasts, makes that rare, not impossible): each aggregate, each owner's totals and each slot's watermark
+// say up to when they hold their records (`through`) and move forward only by compare-and-set; a roller whose
+// update matched nothing lost the race and stops; deletion is bounded by the watermark.
+import type { LeaseHold } from '../store/lease.ts';
+import { DuplicateKeyError, type Collection, type Doc, type Filter, type Store } from '../store/port.ts';
+import { LogCaps } from './log-caps.ts';
 import { type CallDoc, type Ledger, type LedgerOptions, type UsageRow, bucketId, hourly } from './ledger.ts';
+import { slotOf, slotsOf } from './partitions.ts';
 
 export interface RolledDoc extends Doc, UsageRow {
   /** The aggregate holds every record of its hour made before this time. */
@@ -18,80 +29,153 @@ export interface RolledDoc extends Doc, UsageRow {
   refunded?: number;
 }
 
-interface WatermarkDoc extends Doc {
-  /** Every record made before this time is in its aggregate. */
+/** One owner's totals over every record ever rolled: what the ledger check reads instead of every aggregate. */
+export interface TotalsDoc extends Doc {
+  /** _id is the owner id. */
+  slot: number;
+  calls: number;
+  credits: number;
+  errors: number;
+  refunds: number;
+  debited: number;
+  refunded: number;
+  /** Holds every record of the owner made before this time. */
   through: Date;
 }
 
-const WATERMARK = 'rollup';
-const PAGE = 2000;
+/**
+ * Every slot's watermark in one document: field `s<slot>`, before which every record of the slot is in its
+ * aggregates and its owner's totals. One read and one guarded update per batch, whatever the number of slots.
+ */
+type WatermarksDoc = Doc;
 
-/** Another roller moved an aggregate or the watermark first: it does the work; this run stops. */
+type Totals = Pick<TotalsDoc, 'calls' | 'credits' | 'errors' | 'refunds' | 'debited' | 'refunded'>;
+
+const WATERMARKS = 'rollup-slots';
+const field = (slot: number) => `s${slot}`;
+/** The single watermark of the version before slots; where the slots' own start. */
+const LEGACY_WATERMARK = 'rollup';
+const PAGE = 2000;
+const HOUR = 3_600_000;
+
+/** Another roller moved an aggregate or a watermark first: it does the work; this run stops. */
 class LostRace extends Error {}
 
 export class RollUp {
-  private readonly state: Collection<WatermarkDoc>;
-  /** On the embedded store: when each record this process wrote was written, oldest first (no sort of the ledger needed). */
-  private writtenAt: Date[] = [];
-  private sinceRoll = 0;
+  readonly totals: Collection<TotalsDoc>;
+  private readonly state: Collection<WatermarksDoc>;
+  private readonly caps: LogCaps | null;
+  private sinceTrim = 0;
+  /** When this process last deleted each partition's aggregates past retention (once an hour is enough). */
+  private readonly usageSwept = new Map<number, number>();
 
   constructor(
-    store: Store,
+    private readonly store: Store,
     private readonly ledger: Ledger,
     private readonly options: LedgerOptions,
   ) {
-    this.state = store.collection<WatermarkDoc>('ledger_state');
+    this.state = store.collection<WatermarksDoc>('ledger_state');
+    this.totals = store.collection<TotalsDoc>('usage_totals');
+    this.caps = options.maxRecords === Infinity ? null : new LogCaps(options.maxRecords, options.maxRecordsPerOwner ?? options.maxRecords);
   }
 
-  async watermark(): Promise<Date> {
-    return (await this.state.findOne({ _id: WATERMARK }))?.through ?? new Date(0);
+  /** Below this time every record of the owner is rolled (its slot's watermark; before the slot has one, the older single one). */
+  async watermark(ownerId: string): Promise<Date> {
+    const docs = new Map((await this.state.find({ _id: { $in: [WATERMARKS, LEGACY_WATERMARK] } })).map((d) => [d._id, d]));
+    return (docs.get(WATERMARKS)?.[field(slotOf(ownerId))] ?? docs.get(LEGACY_WATERMARK)?.through ?? new Date(0)) as Date;
   }
 
-  /** Notes records just written; true when the embedded store's maxRecords calls for a roll now. */
+  /** The watermarks of these slots. */
+  private async watermarks(slots: number[]): Promise<Map<number, Date>> {
+    const doc = await this.state.findOne({ _id: WATERMARKS });
+    return new Map(slots.flatMap((slot) => (doc?.[field(slot)] instanceof Date ? [[slot, doc[field(slot)] as Date]] : [])));
+  }
+
+  /** Notes records just written; true when the embedded store's caps call for a trim now. */
   recorded(docs: CallDoc[]): boolean {
-    if (this.options.maxRecords === Infinity) return false;
-    for (const d of docs) this.writtenAt.push(d.at);
-    this.sinceRoll += docs.length;
-    return this.sinceRoll >= this.options.maxRecords / 4;
+    if (!this.caps) return false;
+    this.sinceTrim += docs.length;
+    return this.caps.noted(docs) && this.sinceTrim >= Math.min(this.caps.maxRecords, this.caps.maxPerOwner) / 4;
   }
 
-  /** Rolls what is old enough, then deletes what retention and maxRecords allow. Returns how many records it rolled. */
-  async run(): Promise<number> {
-    this.sinceRoll = 0;
+  /**
+   * Rolls what is old enough in the partition's slots, then deletes what retention and the caps allow. Stops
+   * early when the lease is lost. Returns how many records it rolled.
+   */
+  async run(partition: number, hold: LeaseHold): Promise<number> {
+    this.sinceTrim = 0;
+    const slots = slotsOf(partition, this.options.partitions);
+    await this.adoptOlderRecords(slots);
     // A record stamped before the target but not stored yet would be passed over for good: stop short of this
     // process's write in flight (other instances' writes: settledMs is their margin).
-    const target = new Date(Math.min(Date.now() - this.options.settledMs, this.ledger.writingSince()?.getTime() ?? Infinity));
-    await this.state
-      .insertOne({ _id: WATERMARK, through: new Date(0) })
-      .catch((err: unknown) => (err instanceof DuplicateKeyError ? undefined : Promise.reject(err)));
-    let from = await this.watermark();
+    const target = new Date(Math.min(this.store.clock.now() - this.options.settledMs, this.ledger.writingSince()?.getTime() ?? Infinity));
     let rolled = 0;
     try {
-      while (from < target) {
-        const { records, end } = await this.nextBatch(from, target);
+      while (await hold.keep()) {
+        // The slots furthest behind first; those at the same point move together.
+        const marks = [...(await this.watermarks(slots))];
+        const from = new Date(Math.min(...marks.map(([, through]) => through.getTime())));
+        if (from >= target) break;
+        const group = marks.filter(([, through]) => through.getTime() === from.getTime()).map(([slot]) => slot);
+        const { records, end } = await this.nextBatch({ slot: { $in: group } }, from, target);
         await this.applyPendingRefunds(records);
-        await this.fold(records, end);
-        const moved = await this.state.updateOne({ _id: WATERMARK, through: from }, { $set: { through: end } });
+        await this.fold(records, from, end);
+        const moved = await this.state.updateOne(
+          { _id: WATERMARKS, ...Object.fromEntries(group.map((slot) => [field(slot), from])) },
+          { $set: Object.fromEntries(group.map((slot) => [field(slot), end])) },
+        );
         if (moved.matched === 0) throw new LostRace();
         rolled += records.length;
-        from = end;
       }
     } catch (err) {
       if (!(err instanceof LostRace)) throw err;
     }
-    await this.deleteExpired(await this.watermark());
+    await this.deleteExpired(slots);
+    await this.deleteOldAggregates(partition, slots);
     return rolled;
   }
 
-  /** Records made in [from, target), oldest first, a page at a time; `end` is where the next page starts. */
-  private async nextBatch(from: Date, target: Date): Promise<{ records: CallDoc[]; end: Date }> {
-    const page = await this.ledger.calls.find({ at: { $gte: from, $lt: target } }, { sort: { at: 1 }, limit: PAGE });
+  /**
+   * The first run of a slot in a ledger of the version before slots: its owners' records get their slot, and its
+   * watermark starts where the single one was (records before it are rolled already).
+   */
+  private async adoptOlderRecords(slots: number[]): Promise<void> {
+    const existing = await this.watermarks(slots);
+    const missing = slots.filter((slot) => !existing.has(slot));
+    if (missing.length === 0) return;
+    const adopted = new Set<string>();
+    let after = '';
+    for (;;) {
+      const page = await this.ledger.calls.find({ slot: null, _id: { $gt: after } }, { sort: { _id: 1 }, limit: PAGE, projection: { _id: 1, owner_id: 1 } });
+      for (const { owner_id: owner } of page) {
+        if (adopted.has(owner) || !missing.includes(slotOf(owner))) continue;
+        adopted.add(owner);
+        await this.ledger.calls.updateMany({ owner_id: owner, slot: null }, { $set: { slot: slotOf(owner) } });
+      }
+      if (page.length < PAGE) break;
+      after = page.at(-1)!._id;
+    }
+    const through = (await this.state.findOne({ _id: LEGACY_WATERMARK }))?.through ?? new Date(0);
+    // Set once: another instance adopting the same slots at the same time makes this match nothing (or its
+    // insert a duplicate), and its watermarks stand.
+    await this.state
+      .updateOne(
+        { _id: WATERMARKS, $and: missing.map((slot) => ({ [field(slot)]: { $exists: false } })) },
+        { $set: Object.fromEntries(missing.map((slot) => [field(slot), through])) },
+        { upsert: true },
+      )
+      .catch((err: unknown) => (err instanceof DuplicateKeyError ? undefined : Promise.reject(err)));
+  }
+
+  /** Records of the slots made in [from, target), oldest first, a page at a time; `end` is where the next page starts. */
+  private async nextBatch(filter: Filter, from: Date, target: Date): Promise<{ records: CallDoc[]; end: Date }> {
+    const page = await this.ledger.calls.find({ ...filter, at: { $gte: from, $lt: target } }, { sort: { at: 1 }, limit: PAGE });
     if (page.length < PAGE) return { records: page, end: target };
     const last = page.at(-1)!.at;
     if (last.getTime() > from.getTime()) return { records: page.filter((c) => c.at < last), end: last };
     // A whole page made in one millisecond: take every record of that millisecond.
     const end = new Date(last.getTime() + 1);
-    return { records: await this.ledger.calls.find({ at: { $gte: from, $lt: end } }), end };
+    return { records: await this.ledger.calls.find({ ...filter, at: { $gte: from, $lt: end } }), end };
   }
 
   /** A refunded record is rolled only with its refund applied, so that aggregates hold only settled money. */
@@ -105,81 +189,177 @@ export class RollUp {
     }
   }
 
-  private async fold(records: CallDoc[], end: Date): Promise<void> {
-    const groups = new Map<string, CallDoc[]>();
-    for (const c of records) {
-      const id = bucketId(c);
-      const group = groups.get(id);
-      if (group) group.push(c);
-      else groups.set(id, [c]);
-    }
-    if (groups.size === 0) return;
-    const existing = new Map((await this.ledger.rolled.find({ _id: { $in: [...groups.keys()] } })).map((r) => [r._id, r]));
-    for (const [_id, group] of groups) {
+  /**
+   * Adds the batch [from, end) to the hourly aggregates and the owners' totals: one read of each, then one insert
+   * and one bulk update of each, every update guarded by the `through` it was computed from.
+   */
+  private async fold(records: CallDoc[], from: Date, end: Date): Promise<void> {
+    if (records.length === 0) return;
+    const buckets = groupBy(records, bucketId);
+    const owners = groupBy(records, (c) => c.owner_id);
+    const [existing, totals] = await Promise.all([
+      this.ledger.rolled.find({ _id: { $in: [...buckets.keys()] } }).then((rows) => new Map(rows.map((r) => [r._id, r]))),
+      this.totals.find({ _id: { $in: [...owners.keys()] } }).then((docs) => new Map(docs.map((t) => [t._id, t]))),
+    ]);
+    // Owners without totals yet start from their aggregates as they are before this batch moves them.
+    const starting = await this.startingTotals(
+      [...owners.keys()].filter((owner) => !totals.has(owner)),
+      from,
+    );
+
+    const newRows: RolledDoc[] = [];
+    const rowUpdates: Array<{ filter: Filter; update: { $inc: Totals; $set: { through: Date } } }> = [];
+    for (const [_id, group] of buckets) {
       const current = existing.get(_id);
       if (current && current.through >= end) continue; // holds this batch already (a run stopped before the watermark moved)
       const fresh = current ? group.filter((c) => c.at >= current.through) : group;
-      const charged = fresh.filter((c) => c.from !== undefined);
-      const totals = {
-        calls: fresh.length,
-        credits: sum(fresh, (c) => c.credits),
-        errors: fresh.filter((c) => c.outcome !== 'ok').length,
-        refunds: fresh.filter((c) => c.outcome === 'refunded').length,
-        debited: sum(charged, (c) => c.charged),
-        refunded: sum(
-          charged.filter((c) => c.outcome === 'refunded'),
-          (c) => c.charged,
-        ),
-      };
       if (!current) {
         const { calls: _calls, credits: _credits, errors: _errors, refunds: _refunds, ...bucket } = hourly(group[0]);
-        await this.ledger.rolled.insertOne({ _id, ...bucket, ...totals, through: end }).catch((err: unknown) => {
-          throw err instanceof DuplicateKeyError ? new LostRace() : err;
+        newRows.push({ _id, ...bucket, ...totalsOf(fresh), through: end });
+      } else rowUpdates.push({ filter: { _id, through: current.through }, update: { $inc: totalsOf(fresh), $set: { through: end } } });
+    }
+    const newTotals: TotalsDoc[] = [];
+    const totalUpdates: Array<{ filter: Filter; update: { $inc: Totals; $set: { through: Date } } }> = [];
+    for (const [owner, group] of owners) {
+      const current = totals.get(owner);
+      if (current) {
+        if (current.through >= end) continue;
+        totalUpdates.push({
+          filter: { _id: owner, through: current.through },
+          update: { $inc: totalsOf(group.filter((c) => c.at >= current.through)), $set: { through: end } },
         });
-      } else {
-        const moved = await this.ledger.rolled.updateOne({ _id, through: current.through }, { $inc: totals, $set: { through: end } });
-        if (moved.matched === 0) throw new LostRace();
+      } else if (starting.has(owner)) {
+        newTotals.push({ _id: owner, slot: slotOf(owner), ...sumTotals([starting.get(owner)!, totalsOf(group)]), through: end });
       }
     }
+    await insertAll(this.ledger.rolled, newRows);
+    await updateAll(this.ledger.rolled, rowUpdates);
+    await insertAll(this.totals, newTotals);
+    await updateAll(this.totals, totalUpdates);
   }
 
   /**
-   * Deletes records past retention, and on the embedded store those beyond the newest maxRecords: only records
-   * already rolled (before the watermark) and settled (their range below the owner's `settled`, settlement.ts).
+   * What each of these owners' records before `from` add up to, from their aggregates: only for owners whose
+   * aggregates hold nothing from `from` on (otherwise they would count part of this batch twice; they start at a
+   * later batch). Nothing for an owner without any.
    */
-  private async deleteExpired(watermark: Date): Promise<void> {
-    let cutoff = Math.min(watermark.getTime(), Date.now() - this.options.retentionMs);
-    const { maxRecords } = this.options;
-    if (maxRecords !== Infinity && this.writtenAt.length > maxRecords) {
-      cutoff = Math.max(cutoff, Math.min(watermark.getTime(), this.writtenAt[this.writtenAt.length - maxRecords - 1].getTime() + 1));
-    } else if (maxRecords !== Infinity && (await this.ledger.calls.countDocuments({})) > maxRecords) {
-      // Fewer than maxRecords written by this process: the ledger itself says where the limit falls (sorting
-      // every record to find it cost about 80 ms a roll-up at 7,000 records, so only when it is passed).
-      const beyond = (await this.ledger.calls.find({}, { sort: { at: -1 }, skip: maxRecords, limit: 1, projection: { at: 1 } }))[0]?.at;
-      if (beyond) cutoff = Math.max(cutoff, Math.min(watermark.getTime(), beyond.getTime() + 1));
+  private async startingTotals(owners: string[], from: Date): Promise<Map<string, Totals>> {
+    const out = new Map<string, Totals>(owners.map((owner) => [owner, sumTotals([])]));
+    if (owners.length === 0) return out;
+    for (const row of await this.ledger.rolled.find({ owner_id: { $in: owners } })) {
+      const sum = out.get(row.owner_id);
+      if (!sum) continue;
+      if (row.through > from) out.delete(row.owner_id);
+      else out.set(row.owner_id, sumTotals([sum, { ...row, debited: row.debited ?? 0, refunded: row.refunded ?? 0 }]));
     }
-    const before = new Date(cutoff);
-    // Owner by owner, by time and place on the line: no list of ids to match (nedb compares every record of a
-    // page with every id of an `$in`).
+    return out;
+  }
+
+  /**
+   * Deletes the slots' records past retention, and on the embedded store those beyond the caps: only records
+   * already rolled (before their slot's watermark) and settled (their range below the owner's `settled`,
+   * settlement.ts).
+   */
+  private async deleteExpired(slots: number[]): Promise<void> {
+    const marks = await this.watermarks(slots);
+    const rolledBefore = (owner: string) => marks.get(slotOf(owner))?.getTime() ?? 0;
+    const retained = this.store.clock.now() - this.options.retentionMs;
+    const before = new Date(Math.min(retained, ...[...marks.values()].map((d) => d.getTime())));
+    // A page of records at a time, then owner by owner, by time and place on the line: no list of ids to match
+    // (nedb compares every record of a page with every id of an `$in`).
     for (;;) {
-      const page = await this.ledger.calls.find({ at: { $lt: before } }, { limit: PAGE, projection: { _id: 1, owner_id: 1 } });
+      const page = await this.ledger.calls.find({ slot: { $in: slots }, at: { $lt: before } }, { limit: PAGE, projection: { _id: 1, owner_id: 1 } });
       if (page.length === 0) break;
-      const owners = [...new Set(page.map((c) => c.owner_id))];
-      const lines = await this.ledger.credits.docs.find({ _id: { $in: owners } }, { projection: { _id: 1, settled: 1 } });
-      const settled = new Map(lines.map((d) => [d._id, d.settled ?? 0]));
       let deleted = 0;
-      for (const owner of owners) {
-        deleted += await this.ledger.calls.deleteMany({
-          owner_id: owner,
-          at: { $lt: before },
-          $or: [{ from: { $exists: false } }, { from: { $lt: settled.get(owner) ?? 0 } }],
-        });
-      }
+      for (const owner of new Set(page.map((c) => c.owner_id))) deleted += await this.deleteSettled(owner, before);
       // Records not settled yet stay until settlement passes them (the next run deletes them).
       if (deleted === 0) break;
     }
-    this.writtenAt = this.writtenAt.filter((at) => at >= before);
+    if (!this.caps) return;
+    for (const [owner, cutoff] of await this.caps.cutoffs(this.ledger.calls)) {
+      if (!slots.includes(slotOf(owner))) continue;
+      const upTo = new Date(Math.min(cutoff.getTime(), rolledBefore(owner)));
+      this.caps.forget(owner, upTo, await this.deleteSettled(owner, upTo));
+    }
   }
+
+  private async deleteSettled(owner: string, before: Date): Promise<number> {
+    const settled = (await this.ledger.credits.docs.findOne({ _id: owner }))?.settled ?? 0;
+    return this.ledger.calls.deleteMany({ owner_id: owner, at: { $lt: before }, $or: [{ from: { $exists: false } }, { from: { $lt: settled } }] });
+  }
+
+  /**
+   * Hourly aggregates past USAGE_RETENTION_DAYS go, once an hour, for the partition's owners whose totals hold
+   * them (an owner with no call since an older version wrote its aggregates has no totals yet: the ledger check
+   * still reads them).
+   */
+  private async deleteOldAggregates(partition: number, slots: number[]): Promise<void> {
+    const now = this.store.clock.now();
+    if (now - (this.usageSwept.get(partition) ?? 0) < HOUR) return;
+    this.usageSwept.set(partition, now);
+    const before = new Date(now - this.options.usageRetentionMs);
+    let after = '';
+    for (;;) {
+      const page = await this.ledger.rolled.find(
+        { hour: { $lt: before }, _id: { $gt: after } },
+        { sort: { _id: 1 }, limit: PAGE, projection: { _id: 1, owner_id: 1 } },
+      );
+      const owners = [...new Set(page.map((r) => r.owner_id))].filter((owner) => slots.includes(slotOf(owner)));
+      const totalled = owners.length ? await this.totals.find({ _id: { $in: owners } }, { projection: { _id: 1 } }) : [];
+      for (const { _id } of totalled) await this.ledger.rolled.deleteMany({ owner_id: _id, hour: { $lt: before } });
+      if (page.length < PAGE) return;
+      after = page.at(-1)!._id;
+    }
+  }
+}
+
+function totalsOf(records: CallDoc[]): Totals {
+  const charged = records.filter((c) => c.from !== undefined);
+  return {
+    calls: sum(records, (c) => c.count ?? 1),
+    credits: sum(records, (c) => c.credits),
+    errors: sum(records, (c) => (c.outcome === 'ok' ? 0 : (c.count ?? 1))),
+    refunds: records.filter((c) => c.outcome === 'refunded').length,
+    debited: sum(charged, (c) => c.charged),
+    refunded: sum(
+      charged.filter((c) => c.outcome === 'refunded'),
+      (c) => c.charged,
+    ),
+  };
+}
+
+function sumTotals(parts: Totals[]): Totals {
+  const keys = ['calls', 'credits', 'errors', 'refunds', 'debited', 'refunded'] as const;
+  return Object.fromEntries(keys.map((k) => [k, sum(parts, (p) => p[k])])) as Totals;
+}
+
+function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const group = groups.get(k);
+    if (group) group.push(item);
+    else groups.set(k, [item]);
+  }
+  return groups;
+}
+
+/** New aggregates: a duplicate means another roller made it first. */
+async function insertAll<T extends Doc>(collection: Collection<T>, docs: T[]): Promise<void> {
+  if (docs.length === 0) return;
+  await collection.insertMany(docs).catch((err: unknown) => {
+    throw err instanceof DuplicateKeyError ? new LostRace() : err;
+  });
+}
+
+/** Guarded updates in one round trip: one that matched nothing means another roller moved that document first. */
+async function updateAll<T extends Doc>(
+  collection: Collection<T>,
+  updates: Array<{ filter: Filter; update: Parameters<Collection<T>['updateOne']>[1] }>,
+): Promise<void> {
+  if (updates.length === 0) return;
+  const { matched } = await collection.bulkUpdate(updates);
+  if (matched < updates.length) throw new LostRace();
 }
 
 function sum<T>(items: T[], value: (item: T) => number): number {

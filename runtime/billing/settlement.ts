@@ -6,45 +6,89 @@
 //
 // Safe when several instances run it at once: an interrupted range's record has an id made of its place
 // on the line (a second insert is a duplicate, ignored), refunds are guarded by the range, and `settled` moves
-// by compare-and-set.
-import { DuplicateKeyError, type Collection } from '../store/port.ts';
+// by compare-and-set. The work is shared out by partition (partitions.ts); an owner whose line has not moved
+// since the last pass, with nothing grown old enough meanwhile, is skipped; the moves of a page of owners are
+// written together. Times are the store's (store/clock.ts): the marks one instance writes, another judges.
+import type { StoreClock } from '../store/clock.ts';
+import { DuplicateKeyError, type Collection, type Filter, type Update } from '../store/port.ts';
 import type { CreditDoc, Credits } from './credits.ts';
 import { type CallDoc, chargeKey, chargeKeysEnd } from './ledger.ts';
+import { partitionOf, slotOf } from './partitions.ts';
 
 /** Records read at a time while walking an owner's line; owners read at a time. */
 const PAGE = 1000;
+
+type Mode = 'everything' | 'stale';
+
+/** What a pass over one owner's line found: refunds it applied, and where `settled` moves (with its guard). */
+interface Pass {
+  refunds: number;
+  move?: { filter: Filter; update: Update; settledTo: number; end: number };
+}
 
 export class Settlement {
   constructor(
     private readonly calls: Collection<CallDoc>,
     private readonly credits: Credits,
     private readonly maxCallMs: number,
+    private readonly clock: StoreClock,
   ) {}
 
   /**
-   * Settles every owner with work: `everything` when no call can be running (one process, at start), `stale`
-   * (ranges charged before the oldest time any running call could have started) otherwise. Returns how many
-   * refunds it applied.
+   * Settles every owner with work (of one partition, when given, while its lease is kept): `everything` when no
+   * call can be running (one process, at start), `stale` (ranges charged before the oldest time any running call
+   * could have started) otherwise. Returns how many refunds it applied.
    */
-  async settleAll(mode: 'everything' | 'stale'): Promise<number> {
+  async settleAll(mode: Mode, partition?: { index: number; of: number; keep: () => Promise<boolean> }): Promise<number> {
     await this.upgradeOlderDocuments();
     let refunds = 0;
     let after = '';
     for (;;) {
-      const owners = await this.credits.docs.find({ unsettled: true, _id: { $gt: after } }, { sort: { _id: 1 }, limit: PAGE, projection: { _id: 1 } });
-      for (const { _id } of owners) refunds += await this.settleOwner(_id, mode);
-      if (owners.length < PAGE) return refunds;
-      after = owners.at(-1)!._id;
+      const page = await this.credits.docs.find({ unsettled: true, _id: { $gt: after } }, { sort: { _id: 1 }, limit: PAGE });
+      const readAt = this.clock.now();
+      const passes: Pass[] = [];
+      let lost = false;
+      for (const doc of page) {
+        if (partition && partitionOf(doc._id, partition.of) !== partition.index) continue;
+        // The partition's lease lost: the next run settles the rest.
+        if ((lost = partition !== undefined && !(await partition.keep()))) break;
+        passes.push(await this.pass(doc, mode, readAt));
+      }
+      refunds += passes.reduce((n, p) => n + p.refunds, 0);
+      await this.move(passes);
+      if (lost || page.length < PAGE) return refunds;
+      after = page.at(-1)!._id;
     }
   }
 
-  async settleOwner(ownerId: string, mode: 'everything' | 'stale'): Promise<number> {
-    const readAt = new Date();
+  async settleOwner(ownerId: string, mode: Mode): Promise<number> {
     const doc = await this.credits.docs.findOne({ _id: ownerId });
     if (!doc) return 0;
-    const staleBefore = readAt.getTime() - this.maxCallMs;
+    const pass = await this.pass(doc, mode, this.clock.now());
+    await this.move([pass]);
+    return pass.refunds;
+  }
+
+  /** `settled` moves by compare-and-set (if another settler moved first, its result stands: both read the same facts). */
+  private async move(passes: Pass[]): Promise<void> {
+    const moves = passes.flatMap((p) => (p.move ? [p.move] : []));
+    if (moves.length === 0) return;
+    await this.credits.docs.bulkUpdate(moves.map(({ filter, update }) => ({ filter, update })));
+    const done = moves.filter((m) => m.settledTo === m.end);
+    if (done.length === 0) return;
+    await this.credits.docs.bulkUpdate(
+      done.map((m) => ({ filter: { _id: m.filter._id, settled: m.settledTo, debited: m.settledTo }, update: { $set: { unsettled: false } } })),
+    );
+  }
+
+  /** Walks the owner's line from `settled` (the doc as read at `readAt`, store time): refunds what it must, and says where `settled` moves. */
+  private async pass(doc: CreditDoc, mode: Mode, readAt: number): Promise<Pass> {
+    const ownerId = doc._id;
+    const staleBefore = readAt - this.maxCallMs;
     // Below `safe` no call can be running: every range there is recorded, or was interrupted.
     const safe = mode === 'everything' ? doc.debited : (newestMarkBefore(doc.marks ?? [], staleBefore)?.debited ?? doc.settled);
+    // No charge since the last pass, and nothing became old enough to settle: nothing to do until one or the other.
+    if (mode === 'stale' && doc.marks?.at(-1)?.debited === doc.debited && safe <= doc.settled) return { refunds: 0 };
     let refunds = 0;
     /** Starts of the refunded ranges walked: below the new `settled` their guard entries are no longer needed. */
     const refunded = [...(doc.refunds ?? [])];
@@ -80,37 +124,50 @@ export class Settlement {
     }
     // The newest mark old enough to be `safe` next time, the younger ones, and now.
     const older = newestMarkBefore(doc.marks ?? [], staleBefore);
-    const marks = [...(older ? [older] : []), ...(doc.marks ?? []).filter((m) => m.at.getTime() > staleBefore), { at: readAt, debited: doc.debited }];
-    // Compare-and-set: if another settler moved first, its result stands (both read the same facts). Below the
-    // new `settled` the refund guard rejects every range by itself: their entries go.
-    const moved = await this.credits.docs.updateOne(
-      { _id: ownerId, settled: doc.settled },
-      { $set: { settled: pos, marks }, $pull: { refunds: { $in: [...new Set(refunded.filter((from) => from < pos))] } } },
-    );
-    if (moved.matched === 1) await this.credits.docs.updateOne({ _id: ownerId, settled: pos, debited: pos }, { $set: { unsettled: false } });
-    return refunds;
+    const marks = [...(older ? [older] : []), ...(doc.marks ?? []).filter((m) => m.at.getTime() > staleBefore), { at: new Date(readAt), debited: doc.debited }];
+    // Below the new `settled` the refund guard rejects every range by itself: their entries go.
+    return {
+      refunds,
+      move: {
+        filter: { _id: ownerId, settled: doc.settled },
+        update: { $set: { settled: pos, marks }, $pull: { refunds: { $in: [...new Set(refunded.filter((from) => from < pos))] } } },
+        settledTo: pos,
+        end: doc.debited,
+      },
+    };
   }
 
   /** An interrupted range: recorded (once, whoever gets there first) and refunded (once). Returns 1 if this run refunded it. */
   private async interrupted(ownerId: string, from: number, credits: number): Promise<number> {
-    const doc: CallDoc = {
-      _id: `interrupted_${ownerId}_${from}`,
-      at: new Date(),
-      owner_id: ownerId,
-      server_id: '',
-      key_id: '',
-      tool: '',
-      outcome: 'refunded',
-      code: 'interrupted',
-      charged: credits,
-      credits: 0,
-      latency_ms: null,
-      from,
-      charge_key: chargeKey(ownerId, from),
-      message: 'The service stopped while this call was running (which tool it was is not known); its credits were refunded',
-    };
-    await this.calls.insertOne(doc).catch((err: unknown) => (err instanceof DuplicateKeyError ? undefined : Promise.reject(err)));
+    await this.calls
+      .insertOne(interruptedRecord(ownerId, from, credits, this.clock.date()))
+      .catch((err: unknown) => (err instanceof DuplicateKeyError ? undefined : Promise.reject(err)));
     return (await this.credits.refund(ownerId, from, credits)) ? 1 : 0;
+  }
+
+  /**
+   * The range of a charged call whose record the store did not take (it refused writes, or did not answer in
+   * time): recorded as refunded (`store_unavailable`) and refunded, unless the call's own record reached the
+   * store after all, which then decides (kept, or refunded). Returns 1 if this refunded it.
+   */
+  async settleUnrecorded(call: CallDoc & { from: number; charge_key: string }): Promise<number> {
+    const record: CallDoc = {
+      ...call,
+      at: this.clock.date(),
+      outcome: 'refunded',
+      code: 'store_unavailable',
+      credits: 0,
+      message:
+        'The call reached the provider, but the service could not record it when it ended (its store refused the write or did not answer); its credits were refunded',
+    };
+    try {
+      await this.calls.insertOne(record);
+    } catch (err) {
+      if (!(err instanceof DuplicateKeyError)) throw err;
+      const stored = await this.calls.findOne({ charge_key: call.charge_key });
+      if (stored?.outcome !== 'refunded') return 0;
+    }
+    return (await this.credits.refund(call.owner_id, call.from, call.charged)) ? 1 : 0;
   }
 
   /** The owner's charged records from `start` on, in order of their place on the line, a page at a time. */
@@ -141,8 +198,9 @@ export class Settlement {
         if (!record) {
           record = {
             _id: charge.id,
-            at: new Date(),
+            at: this.clock.date(),
             owner_id: doc._id,
+            slot: slotOf(doc._id),
             server_id: charge.server_id,
             key_id: charge.key_id,
             tool: charge.tool,
@@ -163,6 +221,27 @@ export class Settlement {
       );
     }
   }
+}
+
+/** The record of a range a stop left without a record. */
+function interruptedRecord(ownerId: string, from: number, credits: number, at: Date): CallDoc {
+  return {
+    _id: `interrupted_${ownerId}_${from}`,
+    at,
+    owner_id: ownerId,
+    slot: slotOf(ownerId),
+    server_id: '',
+    key_id: '',
+    tool: '',
+    outcome: 'refunded',
+    code: 'interrupted',
+    charged: credits,
+    credits: 0,
+    latency_ms: null,
+    from,
+    charge_key: chargeKey(ownerId, from),
+    message: 'The service stopped while this call was running (which tool it was is not known); its credits were refunded',
+  };
 }
 
 type Mark = NonNullable<CreditDoc['marks']>[number];

@@ -24,6 +24,10 @@ const FAMILY_NAMES: Record<string, string> = {
   account: 'Accounts',
   key: 'API keys',
   grant: 'Connected apps',
+  webhook: 'Webhooks',
+  oauth_app: 'OAuth apps',
+  end_user: 'End users',
+  connect_session: 'Connect links',
 };
 
 export function actorText(a: Actor): string {
@@ -34,8 +38,12 @@ export function actorText(a: Actor): string {
       return `Management token “${a.name ?? a.id}”`;
     case 'operator':
       return 'Operator';
+    case 'end_user':
+      return `End user “${a.name ?? a.id}”`;
     case 'oauth_client':
       return `App “${a.name ?? a.id}”`;
+    case 'service':
+      return 'This service';
     default:
       return 'Not signed in';
   }

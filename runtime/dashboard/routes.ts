@@ -6,8 +6,9 @@ import type { Context, Next } from 'koa';
 import { publicKey, type ApiKeyDoc } from '../access/keys.ts';
 import { publicAccount } from '../accounts/accounts.ts';
 import { type ApiDeps, type SignedIn, sessionOwner } from '../api/context.ts';
+import { safeNext } from '../api/http.ts';
 import { publicServer, type ServerDoc } from '../servers/servers.ts';
-import { exposedInputSchema, orphanReason } from '../servers/custom-tools.ts';
+import { CALLER_ACCOUNT, exposedInputSchema, orphanReason } from '../servers/custom-tools.ts';
 import { ALERT_KINDS, ALERT_LABELS, awaitingVerification, creditAlert } from '../access/owners.ts';
 import { maySignUp, signUpMode } from '../access/signup.ts';
 import { callNames } from '../api/calls.ts';
@@ -21,43 +22,18 @@ import { accountFields, schemaFields, sentences } from './forms.ts';
 import { CHART_DAYS, CHART_SIZE, overviewFigures, usageBy } from './overview.ts';
 import { activityView } from './activity.ts';
 import { callView, callsView } from './calls.ts';
-import { type CreditBanner, RATE_DAYS, creditBanner, creditOutlook, outlookShort } from './credits.ts';
+import { RATE_DAYS, creditOutlook, outlookShort } from './credits.ts';
 import { type ToolChoice, expiresWithin, restrictionBadges, restrictionForm, toolChoices } from './restrictions-form.ts';
 import { assets, render } from './views.ts';
+import { notFoundPage, securityHeaders, sendPage, signedInPageOf, verifyNeededPage } from './page.ts';
+import { connectPages } from './connect.ts';
+import { endUserConnectPages } from './end-user-connect.ts';
 
-const CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-  "base-uri 'none'",
-  "object-src 'none'",
-].join('; ');
+/** How a page names the account of a tool bound to the caller's own. */
+const CALLERS_OWN = "each caller's own";
 
 /** Paths the dashboard never answers, so their own 404s and errors stay JSON. */
 const NOT_PAGES = /^\/(api|mcp|\.well-known|healthz|readyz|metrics)(\/|$)/;
-
-const SINGLE_SLASH = /^\/(?![/\\])/;
-
-/**
- * Where to go after sign-in: a path of this origin as the browser will read it (tabs and newlines dropped,
- * backslashes taken for slashes, dot segments resolved), else "/" (no open redirect). assets/app.js applies
- * the same rule before it follows `next`.
- */
-export function safeNext(next: unknown, origin: string): string {
-  if (typeof next !== 'string' || !SINGLE_SLASH.test(next)) return '/';
-  let url: URL;
-  try {
-    url = new URL(next, origin);
-  } catch {
-    return '/';
-  }
-  const path = url.pathname + url.search + url.hash;
-  return url.origin === origin && SINGLE_SLASH.test(path) ? path : '/';
-}
 
 export function createDashboardRouter(d: ApiDeps): Router {
   const router = new Router();
@@ -113,20 +89,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
     if (!target) ctx.status = 400;
   });
 
-  /** A signed-in page: the owner and the frame of the layout (with the credits banner), or a redirect to the sign-in page. */
-  const signedInPage =
-    (handler: (ctx: Context, s: SignedIn, frame: { email: string; csrfToken: string; credits: CreditBanner | null }) => Promise<void>) =>
-    async (ctx: Context) => {
-      const s = await sessionOwner(d, ctx);
-      if (!s) return ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`);
-      // An owner who has yet to verify their address can do nothing else: every page says so.
-      if (awaitingVerification(s.owner))
-        return sendPage(
-          ctx,
-          render('verify-needed', { title: 'Confirm your address', csrfToken: s.csrfToken }, { email: s.owner.email, mailOn: Boolean(d.mail) }),
-        );
-      await handler(ctx, s, await frameOf(d, s));
-    };
+  const signedInPage = signedInPageOf(d);
 
   router.get(
     '/',
@@ -187,7 +150,11 @@ export function createDashboardRouter(d: ApiDeps): Router {
             gettingStarted: steps.some((st) => !st.done),
             expiring,
             // Without accounts of their own, sandbox accounts are the quickest first call: offered first.
-            sandbox: d.sandboxes && { idleMinutes: d.sandboxes.idleMinutes, prominent: accounts.length === 0 },
+            sandbox: d.sandboxes && {
+              idleMinutes: d.sandboxes.idleMinutes,
+              prominent: accounts.length === 0,
+              connect: sandboxConnections(d),
+            },
           },
         ),
       );
@@ -199,28 +166,39 @@ export function createDashboardRouter(d: ApiDeps): Router {
     signedInPage(async (ctx, s, frame) => {
       const providers = [...d.catalog.current.providers.values()];
       const docs = await d.accounts.list(s.owner._id);
+      const ready = await connectableProviders(d);
       const accounts = docs.map((doc) => {
         const provider = d.accounts.providersByKind.get(doc.kind);
         const view = publicAccount(doc, provider);
+        const oauth = doc.auth === 'oauth';
         return {
           ...view,
           provider: provider?.spec.title ?? doc.kind,
-          // A sandbox account's fields are the service's: its edit form has the name only.
-          fields: provider && !doc.sandbox ? accountFields(provider.spec.account.fields, `edit-${doc._id}`, view) : [],
+          // A sandbox account's fields are the service's, a connected one's its connection's: their edit form has the name only.
+          fields: provider && !doc.sandbox && !oauth ? accountFields(provider.spec.account.fields, `edit-${doc._id}`, view) : [],
+          connectedBy: oauth ? (provider?.connect?.spec.by ?? doc.kind) : null,
+          // What the connection reaches (a site, a workspace, a project), in words.
+          connectedTo: oauth ? (doc.connection?.says ?? '') : null,
+          reconnectable: provider?.connect !== undefined && (oauth || (!doc.sandbox && ready.has(provider.spec.id))),
+          reconnectBody: { return_to: '/accounts' },
         };
       });
       const kinds = providers.map((p) => ({
         kind: p.spec.account.kind,
         title: p.spec.title,
         fields: accountFields(p.spec.account.fields, `new-${p.spec.account.kind}`),
+        connect: ready.has(p.spec.id) ? { provider: p.spec.id, by: p.connect!.spec.by } : null,
+        sandboxConnect: sandboxConnections(d).find((c) => c.provider === p.spec.id) ?? null,
       }));
       const sandboxNote = docs.some((doc) => doc.sandbox) ? sandboxState(d) : null;
+      // Back from a connection: the account it made or reconnected.
+      const connected = accounts[docs.findIndex((doc) => doc._id === ctx.query.connected)];
       sendPage(
         ctx,
         render(
           'accounts',
           { title: 'Accounts', section: 'accounts', ...frame },
-          { accounts, kinds, sandboxNote, providers: providerTitles(d.catalog.current, 'or') },
+          { accounts, kinds, sandboxNote, providers: providerTitles(d.catalog.current, 'or'), connected: connected ?? null },
         ),
       );
     }),
@@ -278,7 +256,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
             tools: tools.map((t) => ({
               ...t,
               id: t._id,
-              account: t.account_id ? (accountsById.get(t.account_id)?.name ?? t.account_id) : null,
+              account: t.account_id === CALLER_ACCOUNT ? CALLERS_OWN : t.account_id ? (accountsById.get(t.account_id)?.name ?? t.account_id) : null,
               sandbox: Boolean(t.account_id && accountsById.get(t.account_id)?.sandbox),
               credits: catalog.get(t.base_tool)?.spec.credits,
               orphaned: catalog.has(t.base_tool) ? null : orphanReason(t),
@@ -307,6 +285,9 @@ export function createDashboardRouter(d: ApiDeps): Router {
       if (base) {
         const kind = base.provider.spec.account.kind;
         const accounts = (await d.accounts.list(s.owner._id)).filter((a) => a.kind === kind);
+        // An account can be connected from here too; the connection comes back here with it chosen.
+        const canConnect = (await connectableProviders(d)).has(base.provider.spec.id);
+        const here = `/servers/${encodeURIComponent(server._id)}/tools/new?base=${encodeURIComponent(base.spec.id)}`;
         sendPage(
           ctx,
           render(
@@ -323,7 +304,10 @@ export function createDashboardRouter(d: ApiDeps): Router {
                 kind,
                 needsAccount: (base.spec.account ?? 'required') !== 'none',
               },
-              accounts: accounts.map((a) => ({ id: a._id, name: a.name, sandbox: a.sandbox === true })),
+              accounts: accounts.map((a) => ({ id: a._id, name: a.name, sandbox: a.sandbox === true, selected: a._id === ctx.query.connected })),
+              connect: canConnect
+                ? { by: base.provider.connect!.spec.by, body: { provider: base.provider.spec.id, name: base.provider.spec.title, return_to: here } }
+                : null,
               fields: schemaFields(base.spec.input as never, 'defaults', 'param'),
             },
           ),
@@ -389,7 +373,11 @@ export function createDashboardRouter(d: ApiDeps): Router {
               credits: base.spec.credits,
               description: tool.description,
               baseDescription: base.spec.description,
-              account: account ? { name: account.name, sandbox: account.sandbox === true } : null,
+              account: account
+                ? { name: account.name, sandbox: account.sandbox === true }
+                : tool.account_id === CALLER_ACCOUNT
+                  ? { name: CALLERS_OWN, sandbox: false }
+                  : null,
               readOnly: base.spec.annotations?.readOnlyHint === true,
             },
             tryFields,
@@ -485,10 +473,13 @@ export function createDashboardRouter(d: ApiDeps): Router {
       return;
     }
     if (!s) return ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`);
-    if (awaitingVerification(s.owner)) return verifyNeededPage(ctx, s);
+    if (awaitingVerification(s.owner)) return verifyNeededPage(d, ctx, s);
     const view = await consentView(d, s, checked.request, `/login?next=${encodeURIComponent(ctx.originalUrl)}`);
     sendPage(ctx, render('consent', { title: `Authorize ${isolated(checked.request.client.client_name)}`, csrfToken: s.csrfToken }, view));
   });
+
+  connectPages(router, d);
+  endUserConnectPages(router, d);
 
   router.get(
     '/activity',
@@ -500,7 +491,12 @@ export function createDashboardRouter(d: ApiDeps): Router {
   router.get(
     '/settings',
     signedInPage(async (ctx, s, frame) => {
-      const [tokens, balance] = await Promise.all([d.owners.listTokens(s.owner._id), d.credits.balance(s.owner._id)]);
+      const [tokens, balance, webhook, deliveries] = await Promise.all([
+        d.owners.listTokens(s.owner._id),
+        d.credits.balance(s.owner._id),
+        d.connect.webhooks.get(s.owner._id),
+        d.connect.webhooks.latest(s.owner._id),
+      ]);
       const alert = creditAlert(s.owner);
       sendPage(
         ctx,
@@ -521,16 +517,13 @@ export function createDashboardRouter(d: ApiDeps): Router {
             tokens: tokens.map((t) => ({ id: t._id, name: t.name, prefix: t.prefix, created_at: t.created_at, last_used_at: t.last_used_at })),
             mailOn: Boolean(d.mail),
             alerts: ALERT_KINDS.map((kind) => ({ kind, label: ALERT_LABELS[kind], on: !s.owner.alerts_off?.includes(kind) })),
+            webhook,
+            deliveries,
           },
         ),
       );
     }),
   );
-
-  /** An owner who has yet to verify their address can do nothing else: every page says so. */
-  function verifyNeededPage(ctx: Context, s: SignedIn): void {
-    sendPage(ctx, render('verify-needed', { title: 'Confirm your address', csrfToken: s.csrfToken }, { email: s.owner.email, mailOn: Boolean(d.mail) }));
-  }
 
   /** Every tool of every server of the owner (what a global key may be allowed). */
   async function allTools(ownerId: string) {
@@ -554,38 +547,33 @@ export function createDashboardRouter(d: ApiDeps): Router {
 /** Any other page a person types in gets a page that says so; machines keep their JSON 404. */
 export function pageNotFound(d: ApiDeps) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    if (ctx.method !== 'GET' || NOT_PAGES.test(ctx.path) || ctx.accepts('json', 'html') !== 'html') return next();
+    if (!isPageRequest(ctx)) return next();
     await securityHeaders(ctx, async () => notFoundPage(d, ctx, await sessionOwner(d, ctx)));
   };
 }
 
-async function notFoundPage(d: ApiDeps, ctx: Context, s: SignedIn | null): Promise<void> {
-  sendPage(ctx, render('not-found', { title: 'Not found', ...(s ? await frameOf(d, s) : {}) }, { path: ctx.path }));
-  ctx.status = 404;
-}
-
-/** The layout's frame of a signed-in owner's page: who, the CSRF token, and the credits banner when due. */
-async function frameOf(d: ApiDeps, s: SignedIn): Promise<{ email: string; csrfToken: string; credits: CreditBanner | null }> {
-  return { email: s.owner.email, csrfToken: s.csrfToken, credits: await creditBanner(d, s.owner) };
-}
-
-function sendPage(ctx: Context, html: string): void {
-  ctx.type = 'text/html; charset=utf-8';
-  ctx.set('Cache-Control', 'no-store');
-  ctx.body = html;
-}
-
-async function securityHeaders(ctx: Context, next: Next): Promise<void> {
-  ctx.set('Content-Security-Policy', CSP);
-  ctx.set('X-Content-Type-Options', 'nosniff');
-  ctx.set('Referrer-Policy', 'same-origin');
-  ctx.set('X-Frame-Options', 'DENY');
-  ctx.set('Cross-Origin-Opener-Policy', 'same-origin');
-  await next();
-}
+/**
+ * Whether a request is for a page (a browser's GET of a dashboard path): what the service answers it when it
+ * cannot serve (unavailablePage) is a page too.
+ */
+export const isPageRequest = (ctx: Context) => ctx.method === 'GET' && !NOT_PAGES.test(ctx.path) && ctx.accepts('json', 'html') === 'html';
 
 function keyView(k: ApiKeyDoc) {
   return { ...publicKey(k), linked_server_ids: k.linked_server_ids };
+}
+
+/** The providers an owner can connect by OAuth on this service now (their operator registered the app). */
+async function connectableProviders(d: ApiDeps): Promise<Set<string>> {
+  const connectable = [...d.catalog.current.providers.values()].filter((p) => p.connect);
+  const ready = await Promise.all(connectable.map((p) => d.connect.apps.has(p.spec.id)));
+  return new Set(connectable.filter((_, i) => ready[i]).map((p) => p.spec.id));
+}
+
+/** The providers whose OAuth sandbox an owner can connect to ("Try it with sandbox accounts"), with what the button posts. */
+function sandboxConnections(d: ApiDeps) {
+  return [...d.catalog.current.providers.values()]
+    .filter((p) => p.connect && d.sandboxes?.connectionOf(p.spec.account.kind))
+    .map((p) => ({ provider: p.spec.id, title: p.spec.title, by: p.connect!.spec.by, body: { provider: p.spec.id, sandbox: true } }));
 }
 
 /** What a page says about sandbox accounts: how soon their data resets, or that the operator turned them off. */

@@ -6,6 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Handlebars from 'handlebars';
+import type { AccountsBanner } from './accounts-banner.ts';
 import type { CreditBanner } from './credits.ts';
 import { markdownBlock, markdownInline } from './markdown.ts';
 
@@ -70,6 +71,8 @@ export interface PageFrame {
   csrfToken?: string;
   /** The banner of a signed-in owner short of credits. */
   credits?: CreditBanner | null;
+  /** The banner of a signed-in owner some of whose accounts need them. */
+  accounts?: AccountsBanner | null;
 }
 
 /** Renders a page inside the layout (or the bare layout for signed-out pages). */

@@ -3,7 +3,18 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { type HttpClient, type UpstreamResponse, paidAfterAnswer } from '../http/client.ts';
 import { pointerParts } from '../json-pointer.ts';
-import { type BaseResolution, type OutboundRequest, type ProviderHttp, UpstreamStatusError } from '../plugin-api.ts';
+import {
+  type BaseResolution,
+  type ConnectChoice,
+  type ConnectContext,
+  type ConnectPlugin,
+  type ConnectChoices,
+  type ConnectedAccount,
+  type OutboundRequest,
+  type ProviderHttp,
+  type SendOptions,
+  UpstreamStatusError,
+} from '../plugin-api.ts';
 import { sha256 } from '../secrets.ts';
 import { TtlCache } from '../ttl-cache.ts';
 import { withFieldDefaults } from '../toolspec/account-fields.ts';
@@ -15,13 +26,36 @@ import { renderTree } from '../template/tree.ts';
 import type { OffLoop } from '../off-loop.ts';
 import { ToolError } from '../tool-error.ts';
 import type { OutboundTrace } from '../tracing/outbound.ts';
-import { mapUpstreamError, redactor } from './errors.ts';
+import { mapUpstreamError, providerDetail, redactor } from './errors.ts';
 import { type PagedResponse, readPages } from './pagination.ts';
+
+export { redactor };
 
 /** A stored account, decrypted. */
 export interface AccountCredentials {
   fields: Readonly<Record<string, string>>;
   /** A sandbox account of this owner's (the service created it): its requests may reach that owner's sandboxes. */
+  sandboxOwner?: string;
+  /** An account connected by OAuth (provider.yaml `connect`). */
+  connection?: AccountConnection;
+}
+
+/** What a call needs of an OAuth connection: the access token, and a way to a new one. */
+export interface AccountConnection {
+  accessToken: string;
+  /**
+   * Renews the connection after the provider refused `accessToken` (a refresh; for a provider whose calls send
+   * what the connection found, that again): resolves to the account's fresh credentials, or throws a ToolError
+   * (`account_needs_reauth` when only the owner can fix it).
+   */
+  renew(signal?: AbortSignal): Promise<AccountCredentials>;
+}
+
+/** The grant of a connection being made, before any account holds it: for the discovery plugin. */
+export interface Grant {
+  accessToken: string;
+  /** The token answer's other strings (scope, workspace name...). */
+  grant: Readonly<Record<string, string>>;
   sandboxOwner?: string;
 }
 
@@ -230,7 +264,8 @@ export class Engine {
     outbound?: OutboundTrace,
   ): Promise<BaseResolution> | undefined {
     const resolver = provider.baseResolver;
-    if (!resolver) return undefined;
+    // A connected account's API base is the provider's own (connect.api), whatever its credentials.
+    if (!resolver || connectedApi(provider, account)) return undefined;
     const facts = accountFacts(provider, account);
     facts.cacheKey ??= sha256(`${provider.spec.id}\0${JSON.stringify(account.fields)}`);
     const cached = fresh ? undefined : this.bases.get(facts.cacheKey);
@@ -251,7 +286,11 @@ export class Engine {
     return pending;
   }
 
-  /** The provider client bound to one account: base URL, auth headers, default headers. */
+  /**
+   * The provider client bound to one account: base URL, auth headers, default headers. A connected account
+   * whose access token the provider refuses as credentials (its rules call the 401 `unauthorized`) is renewed
+   * once for the whole binding (one call, one verification), and each refused request is sent once more.
+   */
   private bind(
     provider: Provider,
     account: AccountCredentials | null,
@@ -261,37 +300,113 @@ export class Engine {
     authOrigins?: ReadonlySet<string>,
     onAnswer?: () => void,
   ): ProviderHttp {
-    const facts = accountFacts(provider, account);
-    const { headers, auth } = facts;
-    const base = resolvedBase ?? facts.base;
-    const baseOrigin = resolvedBase ? new URL(resolvedBase).origin : facts.baseOrigin;
+    let current = account;
+    let facts = accountFacts(provider, current);
+    let renewal: Promise<void> | undefined;
+    const renew = (connection: AccountConnection) =>
+      (renewal ??= connection.renew(signal).then((fresh) => {
+        current = fresh;
+        facts = accountFacts(provider, fresh);
+      }));
+    const attempt = async (req: OutboundRequest, { withAuth = true, retry = idempotent, followRedirects = true }: SendOptions) => {
+      const base = resolvedBase ?? facts.base;
+      const baseOrigin = resolvedBase ? new URL(resolvedBase).origin : facts.baseOrigin;
+      let url: URL;
+      if (req.url) url = new URL(req.url);
+      else if (base) url = new URL(base + req.path);
+      else throw new ToolError('account_required', `No ${provider.spec.account.kind} account is bound, so there is no base URL for this request`);
+      for (const [k, v] of req.query) url.searchParams.append(k, v);
+      // The account's credentials go only to the account's own origin: never to an absolute URL elsewhere.
+      const sendAuth = withAuth && (url.origin === baseOrigin || authOrigins?.has(url.origin) === true);
+      if (sendAuth) for (const [k, v] of facts.authQuery) url.searchParams.set(k, v);
+      return this.http.send({
+        method: req.method,
+        url,
+        headers: { ...facts.headers, ...(sendAuth ? facts.auth : {}), ...req.headers },
+        body: req.body,
+        timeoutMs: req.timeoutMs ?? this.options.defaultTimeoutMs,
+        signal,
+        retry,
+        followRedirects,
+        sandboxOwner: current?.sandboxOwner,
+        trace: outbound,
+      });
+    };
     return {
-      send: async (req, { expectOk = true, withAuth = true, retry = idempotent, followRedirects = true } = {}) => {
-        let url: URL;
-        if (req.url) url = new URL(req.url);
-        else if (base) url = new URL(base + req.path);
-        else throw new ToolError('account_required', `No ${provider.spec.account.kind} account is bound, so there is no base URL for this request`);
+      send: async (req, options = {}) => {
+        let res = await attempt(req, options);
+        const connection = current?.connection;
+        if (res.status === 401 && connection && refusesCredentials(provider, res, facts)) {
+          await renew(connection);
+          res = await attempt(req, options);
+        }
+        onAnswer?.();
+        if ((options.expectOk ?? true) && (res.status < 200 || res.status > 299)) throw new UpstreamStatusError(res);
+        return res;
+      },
+    };
+  }
+
+  /** What a new connection's grant reaches (provider.yaml `connect.discover`), asked with its access token. */
+  connectChoices(provider: Provider, grant: Grant, signal?: AbortSignal): Promise<ConnectChoices> {
+    return this.runConnect(provider, grant, signal, (discover, ctx) => discover.discover(ctx));
+  }
+
+  /** The account fields of the choice the owner made among a grant's connectChoices. */
+  connectAccount(provider: Provider, grant: Grant, choice: ConnectChoice, signal?: AbortSignal): Promise<ConnectedAccount> {
+    return this.runConnect(provider, grant, signal, (discover, ctx) => discover.complete(choice, ctx));
+  }
+
+  private async runConnect<T>(
+    provider: Provider,
+    grant: Grant,
+    signal: AbortSignal | undefined,
+    run: (plugin: ConnectPlugin, ctx: ConnectContext<never>) => Promise<T>,
+  ): Promise<T> {
+    const connect = provider.connect;
+    const discover = connect?.discover;
+    if (!connect || !discover) throw new ToolError('not_supported', `${provider.spec.title} declares no connect.discover plugin`);
+    const redact = redactor([grant.accessToken]);
+    // The token goes only to the origins of the plugin's own URLs (provider.yaml connect.discover.with).
+    const http: ProviderHttp = {
+      send: async (req, { expectOk = true, withAuth = true, retry = true, followRedirects = true } = {}) => {
+        if (!req.url) throw new ToolError('internal_error', 'A connect plugin must send to an absolute URL');
+        const url = new URL(req.url);
         for (const [k, v] of req.query) url.searchParams.append(k, v);
-        // The account's credentials go only to the account's own origin: never to an absolute URL elsewhere.
-        const sendAuth = withAuth && (url.origin === baseOrigin || authOrigins?.has(url.origin) === true);
-        if (sendAuth) for (const [k, v] of facts.authQuery) url.searchParams.set(k, v);
+        const sendAuth = withAuth && connect.discoveryOrigins.has(url.origin);
         const res = await this.http.send({
           method: req.method,
           url,
-          headers: { ...headers, ...(sendAuth ? auth : {}), ...req.headers },
+          headers: { accept: 'application/json', ...(sendAuth ? { authorization: `Bearer ${grant.accessToken}` } : {}), ...req.headers },
           body: req.body,
           timeoutMs: req.timeoutMs ?? this.options.defaultTimeoutMs,
           signal,
           retry,
           followRedirects,
-          sandboxOwner: account?.sandboxOwner,
-          trace: outbound,
+          sandboxOwner: grant.sandboxOwner,
         });
-        onAnswer?.();
         if (expectOk && (res.status < 200 || res.status > 299)) throw new UpstreamStatusError(res);
         return res;
       },
     };
+    try {
+      return await run(discover.plugin, { options: discover.options as never, http, grant: grant.grant, signal: signal ?? new AbortController().signal });
+    } catch (err) {
+      if (err instanceof UpstreamStatusError) {
+        const { status, body } = err.response;
+        const detail = providerDetail(body);
+        throw new ToolError(
+          status === 401 ? 'unauthorized' : 'provider_error',
+          redact(`${connect.spec.by} answered HTTP ${status}${detail ? `: ${detail}` : ''}`),
+          {
+            providerStatus: status,
+            retryable: status === 429 || status >= 500,
+          },
+        );
+      }
+      if (err instanceof ToolError) throw new ToolError(err.code, redact(err.message), { retryable: err.retryable, providerStatus: err.providerStatus });
+      throw err;
+    }
   }
 
   private render(req: CompiledRequest, view: View): OutboundRequest {
@@ -405,17 +520,32 @@ function accountFacts(provider: Provider, account: AccountCredentials | null): A
   const headers = { accept: 'application/json', ...providerHeaders(provider, publicFields) };
   const facts: AccountFacts = { provider, fields, headers, publicFields, auth: {}, authQuery: [], redact: (text) => text };
   if (account) {
-    facts.auth = authHeaders(provider, fields);
-    facts.authQuery = Object.entries(filledTemplates(provider.authQuery, fields));
-    facts.base = baseUrl(provider, fields);
+    const api = connectedApi(provider, account);
+    if (api) {
+      const view = { account: fields, connection: { access_token: account.connection!.accessToken } };
+      facts.base = String(api.base.render(view, encodeURIComponent)).replace(/\/+$/, '');
+      for (const h of api.headers) facts.auth[h.name.toLowerCase()] = String(h.template.render(view));
+    } else {
+      facts.auth = authHeaders(provider, fields);
+      facts.authQuery = Object.entries(filledTemplates(provider.authQuery, fields));
+      facts.base = baseUrl(provider, fields);
+    }
     facts.baseOrigin = new URL(facts.base).origin;
-    // Secret fields, and the credential of each auth header (the Basic form of e-mail:token, for one) or query parameter.
-    const secrets = [...provider.secretFields].map((f) => fields[f]);
+    // Secret fields, the access token, and the credential of each auth header (the Basic form of e-mail:token, for one) or query parameter.
+    const secrets = [...[...provider.secretFields].map((f) => fields[f]), account.connection?.accessToken];
     const credentials = [...Object.values(facts.auth), ...facts.authQuery.map(([, v]) => v)].map((v) => v.split(' ').pop()!);
     facts.redact = redactor([...secrets, ...credentials]);
     FACTS.set(account, facts);
   } else NO_ACCOUNT.set(provider, facts);
   return facts;
+}
+
+/** The provider's connect.api when the account is a connected one that calls through it. */
+const connectedApi = (provider: Provider, account: AccountCredentials) => (account.connection ? provider.connect?.api : undefined);
+
+/** A 401 that the provider's own rules call `unauthorized`: the credentials (not, say, a row-level policy) were refused. */
+function refusesCredentials(provider: Provider, res: UpstreamResponse, facts: AccountFacts): boolean {
+  return mapUpstreamError(undefined, undefined, res, { args: {}, account: facts.publicFields, steps: {} }, provider).code === 'unauthorized';
 }
 
 /** The URL in the account's base field, without a trailing slash (an instance root, a site). */

@@ -170,6 +170,9 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
 
   return {
     async send(req) {
+      // A sandbox connection's requests to a provider go to the owner's sandbox standing for it.
+      const diverted = req.sandboxOwner !== undefined ? options.sandboxes?.divert(req.url) : undefined;
+      if (diverted) req = { ...req, url: diverted };
       try {
         checkUrl(req.url, options.allow);
         checkOutboundHeaders(req.headers);

@@ -147,8 +147,27 @@ function parseRange(entry: string): Cidr {
   return [address, prefix];
 }
 
+/**
+ * Each allow list's verdicts on the addresses it has judged (an allow list is never changed once parsed): a
+ * provider on a literal IP is judged on every call, and parsing and matching the address costs more than the
+ * rest of the outbound checks. Emptied when it holds more than VERDICTS_KEPT addresses.
+ */
+const verdicts = new WeakMap<AllowList, Map<string, string | null>>();
+const VERDICTS_KEPT = 1024;
+
 /** Why this address must not be contacted, or null when it may be. */
 export function refusalReason(ip: string, allow: AllowList): string | null {
+  let known = verdicts.get(allow);
+  if (!known) verdicts.set(allow, (known = new Map()));
+  const verdict = known.get(ip);
+  if (verdict !== undefined) return verdict;
+  if (known.size >= VERDICTS_KEPT) known.clear();
+  const reason = judge(ip, allow);
+  known.set(ip, reason);
+  return reason;
+}
+
+function judge(ip: string, allow: AllowList): string | null {
   const bare = ip.replace(/^\[(.*)\]$/, '$1');
   if (!ipaddr.isValid(bare)) return 'not a valid IP address';
   const address = normalize(ipaddr.parse(bare));

@@ -12,6 +12,7 @@
 import type { Sealed, Vault } from '../accounts/accounts.ts';
 import type { Logger } from '../log.ts';
 import { randomId } from '../secrets.ts';
+import type { StoreClock } from '../store/clock.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
 import { MAX_SEND_MS, type MailTransport, sendFailure } from './transport.ts';
 import type { RenderedMail } from './messages.ts';
@@ -87,6 +88,8 @@ export class Outbox {
   private readonly wakeups = new Set<NodeJS.Timeout>();
   private closed = false;
 
+  private readonly clock: StoreClock;
+
   constructor(
     store: Store,
     private readonly o: {
@@ -101,12 +104,14 @@ export class Outbox {
     },
   ) {
     this.docs = store.collection<OutboxDoc>('mail_outbox');
+    // Due times, claims and expiries in the store's time: instances on several hosts agree on what is due.
+    this.clock = store.clock;
   }
 
   /** Queues a message and has it sent now (off the caller's path). Returns its id. */
   async enqueue(mail: NewMail): Promise<string> {
     const id = randomId('mail_');
-    const now = new Date();
+    const now = this.clock.date();
     const content = { to: mail.to, subject: mail.subject, text: mail.text, html: mail.html, headers: JSON.stringify(mail.headers ?? {}) };
     await this.docs.insertOne({
       _id: id,
@@ -184,12 +189,12 @@ export class Outbox {
 
   /** Deletes what was sent or given up more than a week ago. */
   sweep(): Promise<number> {
-    return this.docs.deleteMany({ state: { $in: ['sent', 'failed'] }, done_at: { $lt: new Date(Date.now() - KEEP_DONE_MS) } });
+    return this.docs.deleteMany({ state: { $in: ['sent', 'failed'] }, done_at: { $lt: new Date(this.clock.now() - KEEP_DONE_MS) } });
   }
 
   private async sendDue(): Promise<void> {
     while (!this.closed) {
-      const now = new Date();
+      const now = this.clock.date();
       const doc = await this.docs.findOneAndUpdate(
         { state: 'queued', next_at: { $lte: now }, claimed_until: { $lte: now } },
         { $set: { claimed_until: new Date(now.getTime() + CLAIM_MS), claimed_by: this.o.instance } },
@@ -201,7 +206,7 @@ export class Outbox {
 
   private async attempt(doc: OutboxDoc): Promise<void> {
     const mine = { _id: doc._id, claimed_by: this.o.instance, state: 'queued' };
-    if (!doc.sealed || (doc.expires_at && doc.expires_at <= new Date())) return this.giveUp(doc, doc.attempts, 'expired before it could be sent');
+    if (!doc.sealed || (doc.expires_at && doc.expires_at <= this.clock.date())) return this.giveUp(doc, doc.attempts, 'expired before it could be sent');
     const m = this.o.vault.open(doc.sealed, sealAad(doc._id));
     try {
       await this.o.transport.send({ id: doc._id, to: m.to, subject: m.subject, text: m.text, html: m.html, headers: JSON.parse(m.headers) });
@@ -212,7 +217,7 @@ export class Outbox {
       if (failure.permanent || attempts >= this.o.attempts) return this.giveUp(doc, attempts, failure.reason);
       const waitMs = Math.min(MAX_WAIT_MS, this.o.retryMs * 4 ** (attempts - 1)) * (1 + Math.random() * 0.1);
       await this.docs.updateOne(mine, {
-        $set: { attempts, last_error: failure.reason, next_at: new Date(Date.now() + waitMs), claimed_until: NEVER, claimed_by: null },
+        $set: { attempts, last_error: failure.reason, next_at: new Date(this.clock.now() + waitMs), claimed_until: NEVER, claimed_by: null },
       });
       this.o.logger.warn(
         { mailId: doc._id, kind: doc.kind, ownerId: doc.owner_id, attempts, retryInSeconds: Math.round(waitMs / 1000), reason: failure.reason },
@@ -221,7 +226,7 @@ export class Outbox {
       this.wakeIn(waitMs);
       return;
     }
-    const now = new Date();
+    const now = this.clock.date();
     await this.docs.updateOne(mine, { $set: { state: 'sent', attempts: doc.attempts + 1, done_at: now, last_error: null }, $unset: { sealed: '' } });
     this.o.metrics.sent(doc.kind);
   }
@@ -240,7 +245,7 @@ export class Outbox {
   private async giveUp(doc: OutboxDoc, attempts: number, reason: string): Promise<void> {
     await this.docs.updateOne(
       { _id: doc._id, claimed_by: this.o.instance, state: 'queued' },
-      { $set: { state: 'failed', attempts, last_error: reason, done_at: new Date() }, $unset: { sealed: '' } },
+      { $set: { state: 'failed', attempts, last_error: reason, done_at: this.clock.date() }, $unset: { sealed: '' } },
     );
     this.o.metrics.givenUp(doc.kind);
     this.o.logger.error({ mailId: doc._id, kind: doc.kind, ownerId: doc.owner_id, attempts, reason }, 'mail given up: it could not be delivered');

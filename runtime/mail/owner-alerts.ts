@@ -1,6 +1,6 @@
 // Alerts that reach an owner who is not looking at the dashboard: credits below their alert (once each time the
-// balance falls below it; credits added arm it again), an account that needs reconnecting (the seam
-// AccountAlerts, for the accounts code once accounts have a connection that can lapse: nothing calls it yet),
+// balance falls below it; credits added arm it again), an owner's account that needs reconnecting (AccountAlerts,
+// told by accounts/connections.ts),
 // and an API key used from a network it was never used from (access/key-networks.ts). Each can be turned off
 // on Settings or by the one-click unsubscribe link of its e-mail (RFC 8058: List-Unsubscribe and
 // List-Unsubscribe-Post headers, and the same link in the text); the link is signed, names the owner and the
@@ -17,8 +17,8 @@ import { type MailContent, alertFooter, messages, renderMail } from './messages.
 import type { MailKind, Outbox } from './outbox.ts';
 
 /**
- * The seam for the accounts code: an account's health became "needs reconnecting" (its owner must sign in to
- * the provider again). Called once per change of state; never throws (a failure is logged).
+ * What the accounts code tells: an owner's account's health became "needs reconnecting" (its owner must sign in
+ * to the provider again). Called once per change of state; never throws (a failure is logged).
  */
 export interface AccountAlerts {
   accountNeedsReconnect(event: {

@@ -15,8 +15,11 @@ export interface Principal {
   serverId: string;
 }
 
-/** `tokenError`: why a presented OAuth access token is refused (sent as RFC 6750's error_description). */
-export type AuthOutcome = { ok: true; principal: Principal } | { ok: false; status: 401 | 403; tokenError?: string };
+/**
+ * `tokenError`: why a presented OAuth access token is refused (sent as RFC 6750's error_description); `message`:
+ * what is wrong when the generic words would not say it (an X-End-User header naming nobody the key may act for).
+ */
+export type AuthOutcome = { ok: true; principal: Principal } | { ok: false; status: 401 | 403; tokenError?: string; message?: string };
 
 export interface RateOutcome {
   allowed: boolean;
@@ -48,14 +51,35 @@ export interface CallOptions {
 
 export interface McpBackend {
   /**
-   * Authenticates the bearer key or OAuth access token and authorizes it for the server (the status table:
-   * README, "MCP endpoint"); `address` is the client's (a key's owner hears of a key used from a new network).
+   * Authenticates the bearer key or OAuth access token and authorizes it for the server (the status table: README,
+   * "MCP endpoint"). `endUser` is the X-End-User header, the owner's end user a trusted backend's key acts for;
+   * `address` is the client's (a key's owner hears of a key used from a new network).
    */
-  authenticate(serverId: string, authorization: string | undefined, address?: string): Promise<AuthOutcome>;
+  authenticate(serverId: string, authorization: string | undefined, from?: { endUser?: string; address?: string }): Promise<AuthOutcome>;
   /** Counts `requests` JSON-RPC requests against the key's limits (a batch counts each of its requests). */
   rateLimit(principal: Principal, requests?: number): Promise<RateOutcome>;
   /** The server's tools, in a stable order. */
   listTools(principal: Principal): Promise<ToolListing[]>;
   /** Runs a tool call end to end; undefined when the server has no tool of that name. */
   callTool(principal: Principal, name: string, args: unknown, options: CallOptions): Promise<ToolCallResult | undefined>;
+  /**
+   * The `requestState` of a result that needs the client's input first (2026-07-28): integrity-protected, bound
+   * to the caller, the method and a digest of its params, short-lived, good for one retry.
+   */
+  sealRequestState(principal: Principal, method: string, params: unknown): Promise<string>;
+  /** Checks and spends a retry's `requestState`: null when it is good, else what is wrong with it, in words. */
+  openRequestState(principal: Principal, method: string, params: unknown, state: unknown): Promise<string | null>;
+}
+
+/**
+ * The backend cannot serve now (its store refuses writes, or does not answer): the endpoint answers HTTP 503
+ * with Retry-After and a JSON-RPC error saying so. What counts as such is decided outside the endpoint
+ * (McpEndpointOptions.unavailable), by the one function every route uses.
+ */
+export interface Unavailable {
+  /** Why, in words, and when to try again. */
+  message: string;
+  retryAfterSeconds: number;
+  /** For a tools/call: the call reached its provider (which may have acted) before the failure. */
+  providerReached: boolean;
 }

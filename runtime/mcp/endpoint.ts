@@ -1,15 +1,16 @@
 // POST /mcp/:serverId — stateless Streamable HTTP, written by hand (see docs/mcp.md for why and for
 // the behaviour per protocol revision). Order of checks: origin, content type, accept, authentication and
 // authorization, rate limit, body size, JSON parse, protocol version, dispatch.
+import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Context } from 'koa';
 import { readBody, BodyTooLargeError } from '../http/body.ts';
 import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from '../json-depth.ts';
 import type { Logger } from '../log.ts';
-import { ToolError } from '../tool-error.ts';
+import { ACCOUNT_NOT_CONNECTED, ToolError } from '../tool-error.ts';
 import { RequestTrace, type SpanCallTrace } from '../tracing/spans.ts';
 import type { Tracing } from '../tracing/tracing.ts';
-import type { McpBackend, Principal, RateOutcome } from './backend.ts';
+import type { McpBackend, Principal, RateOutcome, Unavailable } from './backend.ts';
 import {
   type Classified,
   ErrorCode,
@@ -24,7 +25,7 @@ import {
 } from './protocol.ts';
 import { stringify } from './json-text.ts';
 import { callResult, describedTools, errorResult } from './tool-wire.ts';
-import { type Negotiated, modernResultFields, negotiate } from './negotiation.ts';
+import { type Negotiated, META, modernResultFields, negotiate } from './negotiation.ts';
 
 export interface McpEndpointOptions {
   backend: McpBackend;
@@ -44,6 +45,8 @@ export interface McpEndpointOptions {
   scope: string;
   /** Spans of tools/call requests (runtime/tracing/spans.ts); undefined when tracing is off. */
   tracing?: Tracing;
+  /** Whether an error means the service cannot serve now (answered 503 with Retry-After), and what to say. */
+  unavailable?: (err: unknown) => Unavailable | undefined;
 }
 
 const AUTH_BODIES = {
@@ -57,8 +60,12 @@ interface Exchange extends Negotiated {
   principal: Principal;
   /** The client accepts an SSE answer (needed for progress notifications). */
   acceptsSse: boolean;
+  /** The client declared URL-mode elicitation (in this request's _meta, or at initialize: see URL_ELICITING_SESSION). */
+  elicitsUrl: boolean;
   ctx: Context;
   trace?: RequestTrace;
+  /** Set when a request of the exchange found the service unavailable: the HTTP answer is 503. */
+  unavailable?: Unavailable;
 }
 
 /** Methods of each era; anything else is -32601 (HTTP 404 in the modern era). */
@@ -78,6 +85,17 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
   }
 
   return async function mcpEndpoint(ctx: Context): Promise<void> {
+    try {
+      await exchangeOf(ctx);
+    } catch (err) {
+      // Before any JSON-RPC request was read (authentication reads the store too).
+      const unavailable = opts.unavailable?.(err);
+      if (!unavailable || !ctx.respond) throw err;
+      sendUnavailable(ctx, unavailable, rpcError(null, ErrorCode.Unavailable, unavailable.message, { retry_after_seconds: unavailable.retryAfterSeconds }));
+    }
+  };
+
+  async function exchangeOf(ctx: Context): Promise<void> {
     const origin = ctx.get('origin');
     if (origin && !originAllowed(origin, ctx, opts.allowedOrigins)) {
       return sendHttpError(ctx, 403, { error: 'Forbidden', message: `Origin ${origin} is not allowed` });
@@ -91,12 +109,13 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     }
 
     const trace = opts.tracing && new RequestTrace(opts.tracing, ctx.params.serverId, ctx.req.headers);
-    const auth = await backend.authenticate(ctx.params.serverId, ctx.get('authorization') || undefined, ctx.ip);
+    const endUser = ctx.req.headers['x-end-user'] === undefined ? undefined : ctx.get('x-end-user');
+    const auth = await backend.authenticate(ctx.params.serverId, ctx.get('authorization') || undefined, { endUser, address: ctx.ip });
     trace?.authenticated(auth);
     if (!auth.ok) {
       trace?.refused(auth.status);
       if (auth.status === 401) ctx.set('WWW-Authenticate', bearerChallenge(opts.resourceMetadataUrl(ctx.params.serverId), opts.scope, auth.tokenError));
-      return sendHttpError(ctx, auth.status, AUTH_BODIES[auth.status]);
+      return sendHttpError(ctx, auth.status, auth.message ? { ...AUTH_BODIES[auth.status], message: auth.message } : AUTH_BODIES[auth.status]);
     }
     const principal = auth.principal;
     ctx.state.keyId = principal.keyId;
@@ -129,7 +148,14 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       const id = (payload as { id?: unknown } | null)?.id;
       return sendJson(ctx, err.httpStatus, rpcError(typeof id === 'string' || typeof id === 'number' ? id : null, err.code, err.message, err.data));
     }
-    const exchange: Exchange = { ...negotiated, principal, acceptsSse: /text\/event-stream/i.test(accept), ctx, trace };
+    const exchange: Exchange = {
+      ...negotiated,
+      principal,
+      acceptsSse: /text\/event-stream/i.test(accept),
+      elicitsUrl: negotiated.modern ? declaresUrlElicitation(payload) : ctx.get('mcp-session-id').startsWith(URL_ELICITING_SESSION),
+      ctx,
+      trace,
+    };
 
     if (Array.isArray(payload)) return handleBatch(exchange, payload);
     const msg = classify(payload);
@@ -142,10 +168,11 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       return streamCall(exchange, msg.message);
     }
     const response = await answer(exchange, msg.message);
+    if (exchange.unavailable) return sendUnavailable(ctx, exchange.unavailable, response);
     const status =
       'error' in response && exchange.modern && response.error.code === ErrorCode.MethodNotFound && !MODERN_METHODS.has(msg.message.method) ? 404 : 200;
     return sendJson(ctx, status, response);
-  };
+  }
 
   async function handleBatch(exchange: Exchange, items: unknown[]): Promise<void> {
     const { ctx } = exchange;
@@ -170,6 +197,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     if (responses.length === 0) {
       return accepted(ctx);
     }
+    if (exchange.unavailable) return sendUnavailable(ctx, exchange.unavailable, responses);
     sendJson(ctx, 200, responses);
   }
 
@@ -180,10 +208,16 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       return {
         jsonrpc: '2.0',
         id: req.id,
-        result: exchange.modern ? { ...result, ...modernResultFields(req.method, opts.serverInfo, opts.toolsTtlMs) } : result,
+        // A result that asks for input first says so in its own resultType.
+        result: exchange.modern ? { ...result, ...modernResultFields(req.method, opts.serverInfo, opts.toolsTtlMs), ...pick(result, 'resultType') } : result,
       };
     } catch (err) {
       if (err instanceof RpcError) return rpcError(req.id, err.code, err.message, err.data);
+      const unavailable = opts.unavailable?.(err);
+      if (unavailable) {
+        exchange.unavailable = unavailable;
+        return unavailableError(req, unavailable);
+      }
       opts.logger.error({ err, method: req.method }, 'MCP request failed');
       return rpcError(req.id, ErrorCode.InternalError, 'Internal error');
     }
@@ -199,6 +233,9 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
         // Never answer a modern version here: initialize-era clients cannot speak it.
         const asked = typeof params.protocolVersion === 'string' ? params.protocolVersion : '';
         const version = (LEGACY_VERSIONS as readonly string[]).includes(asked) ? asked : LATEST_LEGACY_VERSION;
+        // No sessions are kept: the session id is how the client's later requests say it can open a URL.
+        const elicitation = (params.capabilities as { elicitation?: { url?: unknown } } | undefined)?.elicitation;
+        if (version >= '2025-11-25' && elicitation?.url !== undefined) exchange.ctx.set('Mcp-Session-Id', `${URL_ELICITING_SESSION}${randomUUID()}`);
         return {
           protocolVersion: version,
           capabilities: CAPABILITIES,
@@ -236,10 +273,18 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
   ): Promise<Record<string, unknown>> {
     const name = params.name;
     if (typeof name !== 'string' || name === '') throw new RpcError(ErrorCode.InvalidParams, 'Invalid params: "name" must be the name of a tool');
+    // A retry after input (2026-07-28) is accepted only with the state this server gave this caller for this call.
+    if (exchange.modern && params.requestState !== undefined) {
+      const problem = await backend.openRequestState(exchange.principal, 'tools/call', params, params.requestState);
+      if (problem) throw new RpcError(ErrorCode.InvalidParams, `Invalid params: "requestState" ${problem}`);
+    }
+    // The person declined or cancelled the input asked for: the call ends as a tool error, not another request.
+    const responses = exchange.modern && isObject(params.inputResponses) ? Object.values(params.inputResponses) : [];
+    const declined = responses.some((r) => !isObject(r) || r.action !== 'accept');
     const trace = exchange.trace?.call(name, params._meta, exchange.version);
-    if (!trace) return runTool(exchange, id, name, params.arguments, progress);
+    if (!trace) return runTool(exchange, id, name, params.arguments, declined, progress);
     try {
-      return await runTool(exchange, id, name, params.arguments, progress, trace);
+      return await runTool(exchange, id, name, params.arguments, declined, progress, trace);
     } finally {
       trace?.end();
     }
@@ -250,6 +295,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     id: JsonRpcRequest['id'],
     name: string,
     args: unknown,
+    declined: boolean,
     progress?: (message: string) => void,
     trace?: SpanCallTrace,
   ): Promise<Record<string, unknown>> {
@@ -281,11 +327,33 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
         throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
       }
       exchange.ctx.state.tool = name;
+      if (!outcome.ok && outcome.error.code === ACCOUNT_NOT_CONNECTED && !declined) return askToConnect(exchange, outcome.error, { name, arguments: args });
       return callResult(outcome, exchange.version);
     } finally {
       res.off('close', abort);
       if (inflight.get(key) === controller) inflight.delete(key);
     }
+  }
+
+  /**
+   * The caller has no account of the tool's provider: a client that can open a URL is asked to open the connect
+   * page (2026-07-28: an input_required result whose retry carries the requestState; 2025-11-25: error -32042);
+   * any other gets the tool error, whose text carries the link.
+   */
+  async function askToConnect(exchange: Exchange, error: ToolError, params: { name: string; arguments: unknown }): Promise<Record<string, unknown>> {
+    const url = String(error.details?.connect_url);
+    if (!exchange.elicitsUrl) return errorResult(error, exchange.version);
+    const message = error.message.replace(/: open \S+ to connect it, then/, ': connect it on the page that opens, then');
+    if (exchange.modern) {
+      return {
+        resultType: 'input_required',
+        inputRequests: { [`connect_${String(error.details?.provider)}`]: { method: 'elicitation/create', params: { mode: 'url', url, message } } },
+        requestState: await backend.sealRequestState(exchange.principal, 'tools/call', params),
+      };
+    }
+    if (exchange.version >= '2025-11-25')
+      throw new RpcError(ErrorCode.UrlElicitationRequired, error.message, 200, { elicitations: [{ mode: 'url', elicitationId: randomUUID(), url, message }] });
+    return errorResult(error, exchange.version);
   }
 
   /** tools/call with a progress token and an SSE-accepting client: progress events, then the answer. */
@@ -311,6 +379,38 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       res.end();
     }
   }
+}
+
+/** The start of the session id given to a client that declared URL elicitation at initialize (it is no credential). */
+const URL_ELICITING_SESSION = 'url-elicitation.';
+
+/** Whether a 2026-07-28 request's _meta declares URL-mode elicitation among the client's capabilities. */
+function declaresUrlElicitation(payload: unknown): boolean {
+  const meta = (payload as { params?: { _meta?: Record<string, unknown> } } | null)?.params?._meta;
+  const capabilities = meta?.[META.clientCapabilities] as { elicitation?: { url?: unknown } } | undefined;
+  return capabilities?.elicitation?.url !== undefined;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const pick = (o: Record<string, unknown>, key: string) => (o[key] === undefined ? {} : { [key]: o[key] });
+
+/**
+ * The JSON-RPC error of a request the service cannot serve now. A tools/call says whether it reached its
+ * provider: one that did may have acted, and is not to be repeated blindly.
+ */
+function unavailableError(req: JsonRpcRequest, unavailable: Unavailable): JsonRpcResponse {
+  const data: Record<string, unknown> = { retry_after_seconds: unavailable.retryAfterSeconds };
+  if (req.method !== 'tools/call') return rpcError(req.id, ErrorCode.Unavailable, unavailable.message, data);
+  data.provider_reached = unavailable.providerReached;
+  const message = unavailable.providerReached ? unavailable.message : `${unavailable.message} The tool was not run and keeps no credits.`;
+  return rpcError(req.id, ErrorCode.Unavailable, message, data);
+}
+
+/** HTTP 503 with Retry-After, the JSON-RPC answer in the body (an SSE answer has its status already). */
+function sendUnavailable(ctx: Context, unavailable: Unavailable, body: unknown): void {
+  ctx.set('Retry-After', String(unavailable.retryAfterSeconds));
+  sendJson(ctx, 503, body);
 }
 
 /** Tools only; the list does not change during a connection, so no listChanged notifications. */

@@ -15,10 +15,14 @@ export const ErrorCode = {
   MethodNotFound: -32601,
   InvalidParams: -32602,
   InternalError: -32603,
+  /** The service cannot answer now: its store refuses writes or does not answer (HTTP 503, Retry-After). */
+  Unavailable: -32001,
   /** Mcp-Method / Mcp-Name headers disagree with the body (2026-07-28). */
   HeaderMismatch: -32020,
   /** Protocol version not supported (2026-07-28). */
   UnsupportedProtocolVersion: -32022,
+  /** The call needs the user to open a URL first (2025-11-25; retired in 2026-07-28 for input_required). */
+  UrlElicitationRequired: -32042,
 } as const;
 
 export type JsonRpcId = string | number;

@@ -14,6 +14,9 @@ const ERROR_SCHEMA = {
     message: { type: 'string' },
     retryable: { type: 'boolean' },
     provider_status: { anyOf: [{ type: 'integer' }, { type: 'null' }] },
+    // account_needs_reauth: which account needs its owner, and where the owner reconnects it.
+    account: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' } } },
+    reconnect_url: { type: 'string' },
   },
 };
 

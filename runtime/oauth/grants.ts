@@ -11,7 +11,8 @@ import { type Restrictions, UNRESTRICTED, isExpired, restrictionsView } from '..
 import type { AuditTrail } from '../audit/audit-trail.ts';
 import type { RequestInfo } from '../audit/request-context.ts';
 import { derivedToken, randomId, randomToken, sha256 } from '../secrets.ts';
-import { flushLastUsed } from '../store/last-used.ts';
+import type { StoreClock } from '../store/clock.ts';
+import { LastUsedTimes } from '../store/last-used.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
 import { retryTransient } from '../store/retry.ts';
 import { TtlCache } from '../ttl-cache.ts';
@@ -129,7 +130,9 @@ export class OAuthGrants {
   /** Hot path: access token hash -> token (null: unknown), grant id -> grant. Revocations here drop entries at once. */
   private readonly tokenCache: TtlCache<string, TokenDoc | null>;
   private readonly grantCache: TtlCache<string, GrantDoc | null>;
-  private readonly touched = new Map<string, Date>();
+  private readonly touched: LastUsedTimes;
+  /** Lifetimes, expiry and the refresh grace window are judged by the store's time (one clock for every instance). */
+  private readonly clock: StoreClock;
 
   constructor(
     store: Store,
@@ -145,10 +148,12 @@ export class OAuthGrants {
       audit?: AuditTrail;
     },
   ) {
+    this.clock = store.clock;
     this.grants = store.collection<GrantDoc>('oauth_grants');
     this.codes = store.collection<CodeDoc>('oauth_codes');
     this.access = store.collection<TokenDoc>('oauth_access_tokens');
     this.refresh = store.collection<TokenDoc>('oauth_refresh_tokens');
+    this.touched = new LastUsedTimes(this.grants, store.clock);
     this.tokenCache = new TtlCache(opts.cacheMs);
     this.grantCache = new TtlCache(opts.cacheMs);
   }
@@ -167,7 +172,7 @@ export class OAuthGrants {
       scope: a.scope,
       owner_id: a.ownerId,
       server_id: a.serverId,
-      expires_at: new Date(Date.now() + CODE_TTL_MS),
+      expires_at: new Date(this.clock.now() + CODE_TTL_MS),
       used_at: null,
       restrictions: a.restrictions,
     });
@@ -192,7 +197,7 @@ export class OAuthGrants {
     // Refused before it is spent: another client holding the code cannot use up the owner's approval.
     if (issued.client_id !== p.client.client_id) throw new OAuthError('invalid_grant', 'This authorization code was issued to another client');
     // Marked used atomically: of two concurrent exchanges only one gets the tokens.
-    const code = await this.codes.findOneAndUpdate({ _id: id, used_at: null }, { $set: { used_at: new Date() } }, { returnDocument: 'before' });
+    const code = await this.codes.findOneAndUpdate({ _id: id, used_at: null }, { $set: { used_at: this.clock.date() } }, { returnDocument: 'before' });
     if (!code) {
       const used = await this.codes.findOne({ _id: id });
       if (used?.grant_id) await this.revokeForClient(used.grant_id, 'authorization code used twice', p.request);
@@ -201,7 +206,7 @@ export class OAuthGrants {
         'This authorization code was already used; any token issued with it is now revoked. Start the authorization again.',
       );
     }
-    if (code.expires_at.getTime() < Date.now())
+    if (code.expires_at.getTime() < this.clock.now())
       throw new OAuthError('invalid_grant', 'The authorization code expired (codes are valid for 60 seconds); start the authorization again');
     if (p.redirectUri !== code.redirect_uri) throw new OAuthError('invalid_grant', 'redirect_uri must be exactly the one sent in the authorization request');
     if (s256(p.verifier) !== code.code_challenge)
@@ -240,16 +245,16 @@ export class OAuthGrants {
     if (!token) throw new OAuthError('invalid_grant', 'Unknown refresh token');
     // Refused before anything is spent or revoked: another client cannot disconnect this one.
     if (token.client_id !== p.client.client_id) throw new OAuthError('invalid_grant', 'This refresh token was issued to another client');
-    if (token.expires_at.getTime() < Date.now()) throw new OAuthError('invalid_grant', 'The refresh token expired; authorize the client again');
+    if (token.expires_at.getTime() < this.clock.now()) throw new OAuthError('invalid_grant', 'The refresh token expired; authorize the client again');
     const grant = await this.grants.findOne({ _id: token.grant_id });
     if (!grant || grant.revoked_at) throw new OAuthError('invalid_grant', 'This authorization was revoked; authorize the client again');
-    if (isExpired(grant.restrictions))
+    if (isExpired(grant.restrictions, this.clock.now()))
       throw new OAuthError('invalid_grant', 'This authorization expired (its owner set an end date); authorize the client again');
     if (p.resource !== undefined && p.resource !== grant.resource)
       throw new OAuthError('invalid_target', `resource must be the one that was authorized (${grant.resource})`);
     if (p.scope !== undefined && !p.scope.split(' ').every((s) => grant.scope.split(' ').includes(s)))
       throw new OAuthError('invalid_scope', `A refresh may only narrow the scope; this authorization has "${grant.scope}"`);
-    const now = new Date();
+    const now = this.clock.date();
     // Spent atomically: of concurrent refreshes one marks it; the others find it marked a moment ago.
     const first = await this.refresh.findOneAndUpdate({ _id: id, used_at: null }, { $set: { used_at: now } }, { returnDocument: 'before' });
     if (!first) {
@@ -280,13 +285,13 @@ export class OAuthGrants {
       this.tokenCache.set(hash, doc);
     }
     if (!doc) return { ok: false, reason: 'The access token is not valid' };
-    if (doc.expires_at.getTime() <= Date.now()) return { ok: false, reason: 'The access token expired' };
+    if (doc.expires_at.getTime() <= this.clock.now()) return { ok: false, reason: 'The access token expired' };
     // Audience: a token is for the one server it was authorized for.
     if (doc.server_id !== serverId) return { ok: false, reason: 'The access token was issued for another server' };
     const grant = await this.grant(doc.grant_id);
     if (!grant || grant.revoked_at) return { ok: false, reason: 'The access token was revoked' };
-    if (isExpired(grant.restrictions)) return { ok: false, reason: 'The authorization expired' };
-    this.touched.set(grant._id, new Date());
+    if (isExpired(grant.restrictions, this.clock.now())) return { ok: false, reason: 'The authorization expired' };
+    this.touched.touch(grant._id);
     return { ok: true, principal: { grantId: grant._id, ownerId: grant.owner_id, serverId, restrictions: grant.restrictions } };
   }
 
@@ -331,12 +336,12 @@ export class OAuthGrants {
 
   /** Writes the pending last-used times: one bulk write, whatever the number of grants. */
   flush(): Promise<void> {
-    return flushLastUsed(this.touched, this.grants);
+    return this.touched.flush();
   }
 
   /** Deletes expired codes and tokens (revoked grants stay listed, as revoked). */
   async sweep(): Promise<void> {
-    const now = new Date();
+    const now = this.clock.date();
     await Promise.all([
       this.codes.deleteMany({ expires_at: { $lt: now } }),
       this.access.deleteMany({ expires_at: { $lt: now } }),
@@ -355,7 +360,7 @@ export class OAuthGrants {
     const accessToken = next(ACCESS_PREFIX, 'access');
     const refreshToken = next(REFRESH_PREFIX, 'refresh');
     const base = { grant_id: grant._id, client_id: grant.client_id, server_id: grant.server_id, owner_id: grant.owner_id };
-    const now = Date.now();
+    const now = this.clock.now();
     const refreshExpiry = new Date(now + this.opts.refreshMs);
     const access = await this.access.findOneAndUpdate(
       { _id: sha256(accessToken) },

@@ -35,6 +35,8 @@ export interface PlannedTool {
 export interface ImportPlan {
   document: ApiDocument;
   provider: ProviderSpec;
+  /** Comments above top-level keys of provider.yaml. */
+  providerComments: Partial<Record<keyof ProviderSpec, string>>;
   tools: PlannedTool[];
   skipped: Array<{ operation: ApiOperation; reason: string }>;
   /** About the provider: how its auth was mapped, what is left to do by hand. */
@@ -75,7 +77,7 @@ export function planImport(doc: ApiDocument, options: ImportOptions): ImportPlan
       tools.push({ operation, spec: made.spec, file, notes: made.notes, exchanges: exchangesOf(operation, made.spec, provider.spec) });
     }
   }
-  return { document: doc, provider: provider.spec, tools, skipped, notes: provider.notes };
+  return { document: doc, provider: provider.spec, providerComments: provider.comments, tools, skipped, notes: provider.notes };
 }
 
 function select(doc: ApiDocument, names: ReadonlyMap<ApiOperation, string>, options: ImportOptions): ApiOperation[] {

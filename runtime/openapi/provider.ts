@@ -1,7 +1,8 @@
 // The document's servers and security schemes -> provider.yaml: the account fields an owner fills in, where
 // the API answers, how requests authenticate, the headers every operation sends alike, and a cheap request
 // that proves an account works.
-import type { AccountFieldSpec, ProviderSpec, VerifyWay } from '../toolspec/types.ts';
+import { oauthEnvName } from '../toolspec/language.ts';
+import type { AccountFieldSpec, ConnectSpec, ProviderSpec, VerifyWay } from '../toolspec/types.ts';
 import { type ApiDocument, type ApiOperation, RESERVED_HEADERS, type SecurityRequirement, type SecurityScheme, fixedValue } from './document.ts';
 import { snake } from './names.ts';
 import { shorten, titled } from './text.ts';
@@ -17,15 +18,23 @@ export interface ProviderResult {
   spec: ProviderSpec;
   /** Header parameters the provider sends as constants: lower-case name -> value. */
   constantHeaders: Map<string, string>;
+  /** Comments written above top-level keys of provider.yaml: what the import assumed there. */
+  comments: Partial<Record<keyof ProviderSpec, string>>;
   notes: string[];
 }
 
 const FIELD_DESCRIPTION = 300;
+/** What OAuth 2 says of the token endpoint when a document says nothing (RFC 6749 §2.3.1, §4.1.3). */
+const RFC6749_DEFAULTS = { token_body: 'form', client_auth: 'basic' } as const;
+/** A scope as provider.yaml takes it (RFC 6749 §3.3: printable ASCII without space, " or \). */
+const SCOPE = /^[!#-[\]-~]+$/;
 /** Paths of "who am I" requests: cheap, read-only, and they fail without working credentials. */
 const WHO_AM_I = /\/(me|user|self|whoami|viewer|account|myself|current[_-]?user)$/i;
 
 export function providerSpec(doc: ApiDocument, selected: readonly ApiOperation[], options: ProviderOptions): ProviderResult {
   const notes: string[] = [];
+  const comments: ProviderResult['comments'] = {};
+  let connect: ConnectSpec | undefined;
   const fields: AccountFieldSpec[] = [baseField(doc, notes)];
   const spec: ProviderSpec = {
     id: options.id,
@@ -60,11 +69,15 @@ export function providerSpec(doc: ApiDocument, selected: readonly ApiOperation[]
       else if (scheme.in === 'cookie') ((spec.auth ??= {}).headers ??= {}).Cookie = `${scheme.name}={{account.${f}}}`;
       else ((spec.auth ??= {}).headers ??= {})[scheme.name] = `{{account.${f}}}`;
     } else if (scheme.type === 'oauth2' || scheme.type === 'openIdConnect') {
+      // A pasted token keeps working beside a connect block.
       const f = secret('access_token', 'Access token', oauthDescription(scheme));
       ((spec.auth ??= {}).headers ??= {}).Authorization = `Bearer {{account.${f}}}`;
-      notes.push(
-        `security scheme ${schemeName} (${scheme.type}) is mapped to an access token field: owners paste a token; a provider "connect" block would let them sign in instead`,
-      );
+      connect ??= connectSpec(doc, selected, schemeName, scheme, spec.title, notes);
+      if (connect) comments.connect = connectComment(options.id);
+      else
+        notes.push(
+          `security scheme ${schemeName} (${scheme.type}) is mapped to an access token field: owners paste a token (only an OAuth 2 authorization-code flow becomes a "connect" block)`,
+        );
     } else {
       notes.push(
         `security scheme ${schemeName} (${scheme.type}${scheme.scheme ? ` ${scheme.scheme}` : ''}) cannot be expressed: add its authentication by hand`,
@@ -79,7 +92,78 @@ export function providerSpec(doc: ApiDocument, selected: readonly ApiOperation[]
   const verify = spec.auth ? verifyWay(doc, spec.title) : undefined;
   if (verify) spec.verify = verify;
   else if (spec.auth) notes.push('no "who am I" request (GET .../me, /user...) was found for verify: add one by hand, or accounts cannot be verified');
-  return { spec, constantHeaders: new Map([...constantHeaders].map(([h, v]) => [h.toLowerCase(), v])), notes };
+  if (connect) spec.connect = connect;
+  return { spec, constantHeaders: new Map([...constantHeaders].map(([h, v]) => [h.toLowerCase(), v])), comments, notes };
+}
+
+/** What an owner's connection needs, and what the import assumed where the document is silent. */
+const connectComment = (id: string) =>
+  [
+    ` Owners connect by OAuth 2 once the operator registers an app (OAUTH_${oauthEnvName(id)}_CLIENT_ID and _CLIENT_SECRET,`,
+    ' with <PUBLIC_URL>/connect/callback as its redirect URI). The document does not say how the token endpoint takes',
+    " the client's credentials: token_body form and client_auth basic are OAuth 2's defaults (RFC 6749); PKCE is",
+    " sent (servers that do not check it ignore it). Connected accounts call the document's server, not api_url.",
+  ].join('\n');
+
+/**
+ * An OAuth 2 authorization-code flow (Swagger 2.0's accessCode) as provider.yaml `connect`: its URLs (relative
+ * ones against the server), the scopes the selected operations require, calls to the document's server with
+ * the access token as a bearer. Undefined, with a note saying why, when the flow cannot be one.
+ */
+function connectSpec(
+  doc: ApiDocument,
+  selected: readonly ApiOperation[],
+  schemeName: string,
+  scheme: SecurityScheme,
+  title: string,
+  notes: string[],
+): ConnectSpec | undefined {
+  const flow = scheme.flows?.authorizationCode;
+  if (!flow) return undefined;
+  const server = doc.servers.find((s) => /^https?:\/\//i.test(s));
+  const problem = (why: string) => {
+    notes.push(`security scheme ${schemeName}'s authorization-code flow is not a "connect" block: ${why}`);
+    return undefined;
+  };
+  if (!server) return problem('the document names no absolute server for connected accounts to call');
+  const absolute = (url: string | undefined) => {
+    if (!url || !URL.canParse(url, server + '/')) return undefined;
+    const u = new URL(url, server + '/');
+    return /^https?:$/.test(u.protocol) && !u.username && !u.password ? u : undefined;
+  };
+  const authorize = absolute(flow.authorizationUrl);
+  const token = absolute(flow.tokenUrl);
+  if (!authorize) return problem(`its authorizationUrl (${flow.authorizationUrl ?? 'none'}) is not an http(s) URL`);
+  if (!token || token.search) return problem(`its tokenUrl (${flow.tokenUrl ?? 'none'}) is not an http(s) URL without a query`);
+  if (flow.refreshUrl && absolute(flow.refreshUrl)?.href !== token.href)
+    notes.push(`security scheme ${schemeName} refreshes at ${flow.refreshUrl}: the connect block refreshes at token_url (edit it by hand)`);
+  const scopes = requiredScopes(doc, selected, schemeName);
+  const odd = scopes.filter((s) => !SCOPE.test(s));
+  if (odd.length) notes.push(`scopes left out of the connect block (not OAuth 2 scope tokens): ${odd.join(', ')}`);
+  // Constant parameters of the authorization URL stay with it, as authorize_params.
+  const params = Object.fromEntries(authorize.searchParams);
+  authorize.search = '';
+  authorize.hash = '';
+  return {
+    by: title,
+    authorize_url: authorize.href,
+    token_url: token.href,
+    ...RFC6749_DEFAULTS,
+    pkce: true,
+    ...(scopes.length > odd.length ? { scopes: scopes.filter((s) => SCOPE.test(s)) } : {}),
+    ...(Object.keys(params).length ? { authorize_params: params } : {}),
+    api: { base_url: server, headers: { Authorization: 'Bearer {{connection.access_token}}' } },
+  };
+}
+
+/** The scopes of `schemeName` that the selected operations require (each its first requirement naming the scheme), in order of appearance. */
+function requiredScopes(doc: ApiDocument, selected: readonly ApiOperation[], schemeName: string): string[] {
+  const scopes = new Set<string>();
+  for (const op of selected) {
+    const requirement = (op.security ?? doc.security).find((r) => schemeName in r);
+    for (const scope of requirement?.[schemeName] ?? []) scopes.add(scope);
+  }
+  return [...scopes];
 }
 
 function baseField(doc: ApiDocument, notes: string[]): AccountFieldSpec {

@@ -43,7 +43,7 @@ export function renderPlan(plan: ImportPlan, outDir: string): RenderedFile[] {
   const files: RenderedFile[] = [
     {
       name: 'provider.yaml',
-      text: `${schemaLine('provider')}\n${IMPORT_MARK} from ${plan.document.title}; delete this line to keep your edits.\n${yamlOf(plan.provider)}`,
+      text: `${schemaLine('provider')}\n${IMPORT_MARK} from ${plan.document.title}; delete this line to keep your edits.\n${yamlOf(plan.provider, plan.providerComments)}`,
     },
   ];
   for (const t of plan.tools) {
@@ -78,13 +78,15 @@ export async function writePlan(files: readonly RenderedFile[], outDir: string, 
 
 const isImported = (text: string) => text.split('\n', 3).some((line) => line.startsWith(IMPORT_MARK));
 
-/** YAML of a spec as a person lays it out. */
-export function yamlOf(value: unknown): string {
+/** YAML of a spec as a person lays it out; `comments` go above top-level keys (each line a comment). */
+export function yamlOf(value: unknown, comments: Record<string, string | undefined> = {}): string {
   const doc = new Document(value);
   const root = doc.contents;
   if (isMap(root)) {
     for (const pair of root.items) {
       layout(pair.value);
+      const comment = isScalar(pair.key) ? comments[String(pair.key.value)] : undefined;
+      if (comment) (pair.key as Scalar).commentBefore = comment;
       // The tool's own description: a folded block, as written by hand.
       if (isScalar(pair.key) && pair.key.value === 'description' && isScalar(pair.value) && String(pair.value.value).length > 80) {
         pair.value.type = Scalar.BLOCK_FOLDED;

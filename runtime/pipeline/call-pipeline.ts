@@ -1,22 +1,28 @@
 // The MCP backend: authenticate -> authorize -> rate limit, then for tools/call
 // find the custom tool -> merge defaults -> validate -> charge -> execute -> record in the ledger -> refund or keep.
-import type { Accounts } from '../accounts/accounts.ts';
+import { type Accounts, accountState } from '../accounts/accounts.ts';
+import type { ConnectSessions } from '../accounts/connect-sessions.ts';
 import type { Budgets } from '../access/budgets.ts';
-import { ApiKeys } from '../access/keys.ts';
+import type { EndUsers } from '../access/end-users.ts';
+import { type ApiKeyDoc, ApiKeys } from '../access/keys.ts';
 import type { KeyNetworks } from '../access/key-networks.ts';
+import type { RequestStates } from '../access/request-states.ts';
 import { type Holder, type Restrictions, isExpired, permits, refusal, unlisted } from '../access/restrictions.ts';
 import type { KeyRateLimiter } from '../access/rate-limit.ts';
 import type { Credits } from '../billing/credits.ts';
 import { type CallCharge, type CallVia, type Ledger, recordOf } from '../billing/ledger.ts';
 import { randomId } from '../secrets.ts';
-import type { Engine } from '../engine/engine.ts';
+import type { AccountCredentials, Engine } from '../engine/engine.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import { OAuthGrants } from '../oauth/grants.ts';
 import type { AuthOutcome, CallOptions, ToolCallResult, ToolListing, McpBackend, Principal, RateOutcome } from '../mcp/backend.ts';
-import { ToolError } from '../tool-error.ts';
+import { ACCOUNT_NOT_CONNECTED, ToolError } from '../tool-error.ts';
 import type { Servers } from '../servers/servers.ts';
-import type { CustomTool, CustomTools } from '../servers/custom-tools.ts';
+import type { StoreClock } from '../store/clock.ts';
+import { StoreUnavailableError } from '../store/port.ts';
+import { CALLER_ACCOUNT, type CustomTool, type CustomTools } from '../servers/custom-tools.ts';
+import { sha256 } from '../secrets.ts';
 import { UNTRACED } from '../tracing/spans.ts';
 
 /** A principal with what the pipeline needs beyond the endpoint's view of it. */
@@ -27,6 +33,20 @@ interface Caller extends Principal {
   holder?: Holder;
   /** Not an MCP client: the call's record says where it came from. */
   via?: CallVia;
+  /** The owner's end user the call acts as: from the key, or the X-End-User header of a key allowed to name one. */
+  endUserId?: string;
+}
+
+/**
+ * A call that reached its provider but that the store failed to record or settle (it refused writes, or did not
+ * answer): answered 503 like any store failure, saying the provider was reached and may have acted. Its credits
+ * are settled by the ledger (Ledger.settleUnrecorded).
+ */
+export class UnrecordedCallError extends StoreUnavailableError {
+  override readonly name = 'UnrecordedCallError';
+  constructor(cause: StoreUnavailableError) {
+    super(cause.message, cause.retryAfterSeconds, cause.transient, { cause });
+  }
 }
 
 /** The `key_id` of the owner's own calls from the dashboard ("Try"): no key, the signed-in owner. */
@@ -49,19 +69,30 @@ export interface CallPipelineDeps {
   /** The networks keys are used from (e-mail alerts); absent when e-mail is off. */
   keyNetworks?: KeyNetworks;
   engine: Engine;
+  /** The store's time: key expiry and budget periods read it, never this host's clock. */
+  clock: StoreClock;
   logger: Logger;
   metrics: Metrics;
+  endUsers: EndUsers;
+  /** The link a call answers when its end user has no usable account (signed; no record). */
+  connectLinks: Pick<ConnectSessions, 'callLink'>;
+  requestStates: RequestStates;
 }
 
 export class CallPipeline implements McpBackend {
   constructor(private readonly d: CallPipelineDeps) {}
 
-  async authenticate(serverId: string, authorization: string | undefined, address?: string): Promise<AuthOutcome> {
+  async authenticate(serverId: string, authorization: string | undefined, from: { endUser?: string; address?: string } = {}): Promise<AuthOutcome> {
+    const { endUser, address } = from;
     const m = /^Bearer +(\S+)$/i.exec(authorization ?? '');
-    if (m && OAuthGrants.isAccessToken(m[1])) return this.authenticateToken(serverId, m[1]);
+    if (m && OAuthGrants.isAccessToken(m[1])) {
+      if (endUser !== undefined)
+        return { ok: false, status: 403, message: 'X-End-User: an app signed in by OAuth acts as the one who approved it and cannot name an end user' };
+      return this.authenticateToken(serverId, m[1]);
+    }
     if (!m || !ApiKeys.isKey(m[1])) return { ok: false, status: 401 };
     const key = await this.d.keys.lookup(m[1]);
-    if (!key || key.revoked_at || isExpired(key.restrictions)) return { ok: false, status: 401 };
+    if (!key || key.revoked_at || isExpired(key.restrictions, this.d.clock.now())) return { ok: false, status: 401 };
     if (key.kind === 'server' && key.server_id !== serverId) return { ok: false, status: 401 };
     const server = await this.d.servers.lookup(serverId);
     if (!server || server.owner_id !== key.owner_id || !server.active) return { ok: false, status: 403 };
@@ -69,7 +100,33 @@ export class CallPipeline implements McpBackend {
     this.d.keys.touch(key._id);
     if (address) this.d.keyNetworks?.seen(key, address, serverId);
     const caller: Caller = { keyId: key._id, ownerId: key.owner_id, serverId, restrictions: key.restrictions };
-    return { ok: true, principal: caller };
+    return this.actingAs(caller, key, endUser);
+  }
+
+  /**
+   * Who a key's call acts as: the end user the key was made for (read from the store: one deleted stops at once,
+   * on every instance), or the one its X-End-User header names when the key may act for end users, or the owner.
+   */
+  private async actingAs(caller: Caller, key: ApiKeyDoc, named: string | undefined): Promise<AuthOutcome> {
+    const shown = (name: string) => JSON.stringify(name.slice(0, 100));
+    if (key.end_user_id) {
+      const own = await this.d.endUsers.byId(key.end_user_id);
+      if (!own || own.owner_id !== caller.ownerId) return { ok: false, status: 401, message: 'This key belonged to an end user who was deleted' };
+      if (named !== undefined && named !== own.external_id)
+        return { ok: false, status: 403, message: `X-End-User names ${shown(named)}, but this key acts as its own end user only` };
+      return acting(caller, own._id);
+    }
+    if (named === undefined) return { ok: true, principal: caller };
+    if (!key.act_for_end_users)
+      return {
+        ok: false,
+        status: 403,
+        message: 'X-End-User: this key may not act for end users (create a key with "act_for_end_users": true for a trusted backend)',
+      };
+    const endUser = named === '' ? null : await this.d.endUsers.byExternalId(caller.ownerId, named);
+    if (!endUser)
+      return { ok: false, status: 403, message: `X-End-User: there is no end user with the external id ${shown(named)} (create it with POST /api/end-users)` };
+    return acting(caller, endUser._id);
   }
 
   /** An OAuth access token: valid, for this very server (audience), whose server is still its owner's and active. */
@@ -124,7 +181,15 @@ export class CallPipeline implements McpBackend {
     if (!tool && !orphan) return undefined;
     const cost = tool?.base.spec.credits ?? 0;
     const started = performance.now();
-    const call: CallCharge = { id: randomId('call_'), cost, server_id: principal.serverId, key_id: principal.keyId, tool: name, via: principal.via };
+    const call: CallCharge = {
+      id: randomId('call_'),
+      cost,
+      server_id: principal.serverId,
+      key_id: principal.keyId,
+      tool: name,
+      via: principal.via,
+      end_user_id: principal.endUserId,
+    };
     const latency = () => Math.round(performance.now() - started);
     const trace = options.trace ?? UNTRACED;
     /** A call refused before any charge: recorded, nothing to settle. */
@@ -149,14 +214,24 @@ export class CallPipeline implements McpBackend {
       if (!(err instanceof ToolError)) throw err;
       return rejected(err);
     }
-    const account = tool.doc.account_id ? await this.d.accounts.credentials(principal.ownerId, tool.doc.account_id) : null;
-    if (tool.doc.account_id && !account) {
-      return rejected(new ToolError('account_missing', `The account bound to ${name} no longer exists; bind another account to the tool`));
+    // An account that needs its owner refuses the call here, before any charge; a connection about to expire
+    // is renewed first (a renewal the provider refuses ends here too).
+    let account: AccountCredentials | null = null;
+    const accountId = tool.doc.account_id === CALLER_ACCOUNT ? await this.callersAccount(principal, tool) : tool.doc.account_id;
+    if (accountId instanceof ToolError) return rejected(accountId);
+    if (accountId) {
+      try {
+        account = await this.d.accounts.forCall(principal.ownerId, accountId, options.signal);
+      } catch (err) {
+        if (!(err instanceof ToolError)) throw err;
+        return rejected(this.forCaller(err, principal, tool));
+      }
+      if (!account) return rejected(new ToolError('account_missing', `The account bound to ${name} no longer exists; bind another account to the tool`));
     }
     // The key's budget first (one conditional increment, given back if the balance refuses or the call is
     // refunded); then a free tool takes nothing from the balance, any other its range of the owner's credit line.
     const limit = principal.restrictions?.credit_limit;
-    const chargedAt = new Date();
+    const chargedAt = this.d.clock.date();
     const overBudget = await this.d.budgets.reserve(principal.keyId, limit, cost, chargedAt, principal.holder ?? 'key', name);
     if (overBudget) return rejected(overBudget);
     const from =
@@ -183,7 +258,10 @@ export class CallPipeline implements McpBackend {
       const run = { owner: principal.ownerId, signal: options.signal, progress: options.progress, outbound: trace.outbound(validated) };
       outcome = { ok: true, result: await this.d.engine.run(tool.base, validated, account, run) };
     } catch (err) {
-      failure = err instanceof ToolError ? err : new ToolError('internal_error', 'The tool failed inside the service', { refund: true });
+      failure =
+        err instanceof ToolError
+          ? this.forCaller(err, principal, tool)
+          : new ToolError('internal_error', 'The tool failed inside the service', { refund: true });
       if (!(err instanceof ToolError)) this.d.logger.error({ err, tool: name, keyId: principal.keyId }, 'tool failed unexpectedly');
       outcome = { ok: false, error: failure };
     }
@@ -191,15 +269,77 @@ export class CallPipeline implements McpBackend {
     const kept = refund ? 0 : cost;
     const outcomeName = !failure ? 'ok' : refund ? 'refunded' : 'tool_error';
     trace.settle({ callId: call.id, outcome: outcomeName, code: failure?.code ?? 'ok', charged: cost, kept });
-    await trace.step(
-      'ledger record',
-      () => this.d.ledger.finish(recordOf(call, principal.ownerId, outcomeName, failure?.code ?? 'ok', kept, latency(), failure && errorOf(failure)), refund),
-      () => ({ 'toolserver.refund': refund }),
-    );
-    if (refund) await this.d.budgets.release(principal.keyId, limit, cost, chargedAt);
+    try {
+      await trace.step(
+        'ledger record',
+        () => this.d.ledger.finish(recordOf(call, principal.ownerId, outcomeName, failure?.code ?? 'ok', kept, latency(), failure && errorOf(failure)), refund),
+        () => ({ 'toolserver.refund': refund }),
+      );
+      if (refund) await this.d.budgets.release(principal.keyId, limit, cost, chargedAt);
+    } catch (err) {
+      if (err instanceof StoreUnavailableError) throw new UnrecordedCallError(err);
+      throw err;
+    }
     this.d.metrics.toolCall(name, failure?.code ?? 'ok', kept);
     return outcome;
   }
+
+  /**
+   * The account of a tool bound to the caller's own: the newest of the end user's accounts of the tool's provider
+   * that does not need them; without one, `account_not_connected` with the link where they connect one.
+   */
+  private async callersAccount(principal: Caller, tool: CustomTool): Promise<string | ToolError> {
+    const provider = tool.base.provider.spec;
+    if (!principal.endUserId)
+      return new ToolError(
+        'end_user_required',
+        `${tool.doc.name} acts as the caller's own ${provider.title} account: call it with an end user's key, or name the end user in the X-End-User header with a key that may act for end users`,
+      );
+    const own = await this.d.accounts.ofEndUser(principal.ownerId, principal.endUserId, provider.account.kind);
+    const usable = own.find((a) => accountState(a) !== 'needs_reauth');
+    return usable ? usable._id : this.notConnected(principal, tool, own.length > 0);
+  }
+
+  private notConnected(principal: Caller, tool: CustomTool, again: boolean): ToolError {
+    const provider = tool.base.provider.spec;
+    const link = this.d.connectLinks.callLink(principal.ownerId, principal.endUserId!, provider.id);
+    const what = again ? `Your ${provider.title} account needs to be connected again` : `${tool.doc.name} needs your own ${provider.title} account`;
+    return new ToolError(ACCOUNT_NOT_CONNECTED, `${what}: open ${link} to connect it, then call ${tool.doc.name} again`, {
+      refund: true,
+      details: { provider: provider.id, connect_url: link },
+    });
+  }
+
+  /** An end user's account that needs them is theirs to connect again, never the owner's to reconnect. */
+  private forCaller(err: ToolError, principal: Caller, tool: CustomTool): ToolError {
+    return err.code === 'account_needs_reauth' && tool.doc.account_id === CALLER_ACCOUNT ? this.notConnected(principal, tool, true) : err;
+  }
+
+  sealRequestState(principal: Caller, method: string, params: unknown): Promise<string> {
+    return Promise.resolve(this.d.requestStates.seal(stateBinding(principal, method, params)));
+  }
+
+  openRequestState(principal: Caller, method: string, params: unknown, state: unknown): Promise<string | null> {
+    return this.d.requestStates.open(stateBinding(principal, method, params), state);
+  }
+}
+
+const acting = (caller: Caller, endUserId: string): AuthOutcome => {
+  const principal: Caller = { ...caller, endUserId };
+  return { ok: true, principal };
+};
+
+/** What a request state is bound to: the credential and who it acts as, the server, the method and a digest of its params. */
+function stateBinding(principal: Caller, method: string, params: unknown): string {
+  const { name, arguments: args } = (params ?? {}) as { name?: unknown; arguments?: unknown };
+  return [
+    principal.ownerId,
+    principal.serverId,
+    principal.keyId,
+    principal.endUserId ?? '',
+    method,
+    sha256(JSON.stringify({ name, arguments: args ?? {} })),
+  ].join('\0');
 }
 
 /** The refusal of a call to a custom tool whose base tool is gone from the catalog. */

@@ -6,6 +6,11 @@
 // process's user can open (0700) and is reached only through the agents lease() hands to the outbound client
 // for requests of accounts the service itself created as sandbox accounts: no TCP port, no opening of the
 // outbound guard, and one owner's requests never reach another owner's set.
+//
+// The sandboxes of Jira, Notion and Supabase also run their provider's OAuth server (`SandboxDefinition.oauth`):
+// a sandbox connection's requests to a provider's URL (provider.yaml `connect`) are diverted to the owner's
+// sandbox standing for it (`divert`), and its consent pages are served through the service's own origin
+// (`consentPages`, under CONSENT_PATH/<kind>), where the owner's browser can reach them.
 import { createHmac } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import http from 'node:http';
@@ -23,6 +28,9 @@ import { replaySandboxes } from './replay.ts';
 
 export { isSandboxHost };
 
+/** Where the service serves its OAuth sandboxes' consent pages: <CONSENT_PATH>/<account kind>/<the page's path>. */
+export const CONSENT_PATH = '/sandbox-consent';
+
 /** The connection to one sandbox host for one request; release() when the request is over. */
 export interface SandboxLease {
   agents: { http: http.Agent; https: https.Agent };
@@ -33,6 +41,8 @@ export interface SandboxLease {
 export interface SandboxRouter {
   /** `writeBytes`: the size of the request's body, counted against what the owner's set may take in. */
   lease(ownerId: string, hostname: string, writeBytes?: number): Promise<SandboxLease | undefined>;
+  /** The sandbox URL standing for a provider's URL (a sandbox connection's requests), or undefined. */
+  divert(url: URL): URL | undefined;
 }
 
 export interface SandboxesOptions {
@@ -47,6 +57,8 @@ export interface SandboxesOptions {
   definitions?: readonly SandboxDefinition[];
   /** The catalog in use: a provider with exchanges and no simulator is served from its exchanges. */
   catalog?: CatalogSource;
+  /** The redirect URI of the service's connect flows (known once the service listens); without it, no sandbox connection can finish. */
+  redirectUri?(): string;
 }
 
 interface Running {
@@ -69,6 +81,8 @@ export class Sandboxes implements SandboxRouter {
   private readonly simulators: readonly SandboxDefinition[];
   /** The definitions of each catalog (simulators first, then providers served from their exchanges). */
   private readonly perCatalog = new WeakMap<Catalog, readonly SandboxDefinition[]>();
+  /** Real origins (a pattern, `{name}` as one DNS label) and the sandbox URL template standing for each. */
+  private readonly stands: Array<{ origin: RegExp; to: string }>;
   private readonly sets = new Map<string, OwnerSet>();
   private database?: Promise<SharedDatabase>;
   private databaseUsers = 0;
@@ -80,6 +94,7 @@ export class Sandboxes implements SandboxRouter {
 
   constructor(private readonly options: SandboxesOptions) {
     this.simulators = options.definitions ?? SANDBOX_DEFINITIONS;
+    this.stands = this.simulators.flatMap((d) => Object.entries(d.oauth?.urls ?? {}).map(([from, to]) => ({ origin: originPattern(from), to })));
     this.sweeper = setInterval(() => void this.sweep(), Math.min(60_000, Math.max(1000, options.idleMs / 4)));
     this.sweeper.unref();
   }
@@ -108,6 +123,37 @@ export class Sandboxes implements SandboxRouter {
   /** Sets running now, and the sandboxes in them. */
   stats(): { sets: number; sandboxes: number } {
     return { sets: this.sets.size, sandboxes: [...this.sets.values()].reduce((n, s) => n + s.running.size, 0) };
+  }
+
+  /** The sandbox whose OAuth server stands for a provider's (by its account kind), if any. */
+  connectionOf(kind: string): SandboxDefinition | undefined {
+    return this.simulators.find((d) => d.kind === kind && d.oauth);
+  }
+
+  /** The app this service is registered as at an owner's OAuth sandbox. */
+  oauthApp(ownerId: string, def: SandboxDefinition): { clientId: string; clientSecret: string } {
+    return def.oauth!.client(this.secretOf(ownerId));
+  }
+
+  /** The path of the service where a browser opens an owner's sandbox consent page, for a provider's authorize URL. */
+  consentPath(def: SandboxDefinition, authorizeUrl: URL): string {
+    return `${CONSENT_PATH}/${def.kind}${def.oauth!.authorizePath}${authorizeUrl.search}`;
+  }
+
+  divert(url: URL): URL | undefined {
+    for (const { origin, to } of this.stands) {
+      const m = origin.exec(url.origin);
+      if (m) return new URL(to.replace(/\{(\w+)\}/g, (_, name: string) => m.groups![name]) + url.pathname.replace(/^\/$/, '') + url.search);
+    }
+    return undefined;
+  }
+
+  /** The consent pages of the owner's OAuth sandbox of an account kind (started if it is not running), or undefined. */
+  async consentPages(ownerId: string, kind: string): Promise<http.RequestListener | undefined> {
+    const def = this.connectionOf(kind);
+    if (!def) return undefined;
+    const set = this.setOf(ownerId);
+    return (await this.started(set, def)).served.pages;
   }
 
   async lease(ownerId: string, hostname: string, writeBytes = 0): Promise<SandboxLease | undefined> {
@@ -218,6 +264,7 @@ export class Sandboxes implements SandboxRouter {
           usesDatabase = true;
           return this.acquireDatabase();
         },
+        oauthRedirectUri: this.options.redirectUri?.(),
       });
       const agents = new Map(def.hosts.map((host) => [host, socketAgents(sockets[host].path)]));
       this.options.logger.info({ ownerId: set.ownerId, sandbox: def.kind, ms: Math.round(performance.now() - began), sets: this.sets.size }, 'sandbox started');
@@ -268,6 +315,12 @@ export class Sandboxes implements SandboxRouter {
     this.database = undefined;
     await (await database.catch(() => undefined))?.close();
   }
+}
+
+/** `https://{ref}.supabase.co` -> a pattern of origins whose `ref` group is that DNS label. */
+function originPattern(origin: string): RegExp {
+  const parts = origin.split(/(\{\w+\})/);
+  return new RegExp(`^${parts.map((p) => (/^\{\w+\}$/.test(p) ? `(?<${p.slice(1, -1)}>[a-z0-9-]+)` : p.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'))).join('')}$`);
 }
 
 const FOLDER_PREFIX = 'tool-server-sandboxes-';

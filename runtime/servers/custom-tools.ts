@@ -15,6 +15,7 @@ export interface CustomToolDoc extends Doc {
   server_id: string;
   name: string;
   base_tool: string;
+  /** An account of the owner, CALLER_ACCOUNT (the calling end user's own), or null (a tool without one). */
   account_id: string | null;
   defaults: Record<string, unknown>;
   locked: string[];
@@ -36,6 +37,9 @@ export interface ServerTools {
 }
 
 export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+
+/** The `account_id` of a tool bound to the caller's own account of its provider (an end user's, found per call). */
+export const CALLER_ACCOUNT = 'end_user';
 
 /** Why an orphaned tool cannot be called, as the owner reads it (the API's `reason`, the server page). */
 export function orphanReason(doc: Pick<CustomToolDoc, 'base_tool'>): string {

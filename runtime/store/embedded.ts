@@ -1,11 +1,17 @@
 // The embedded adapter: one @seald-io/nedb Datastore per collection, in memory or in <dir>/<collection>.db.
-import { mkdir } from 'node:fs/promises';
+//
+// What is in memory is never ahead of the file: a write changes memory, appends to the file, and if the append
+// fails (a full disk) gives its change back before it reports the failure. The store then takes no more writes
+// (StoreUnavailableError, refused at once) until it has reopened every file from disk, which it tries by itself
+// once the disk has room again; reads go on from memory meanwhile.
+import { mkdir, stat, statfs } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import nedb from '@seald-io/nedb';
 import { lockDataDir } from './dir-lock.ts';
-import { closeDataFile } from './nedb-files.ts';
+import { closeDataFile, repairDataFile } from './nedb-files.ts';
+import { StoreClock } from './clock.ts';
 import { checkCollectionName, checkFilter, checkUpdate, isOperatorObject, newId, upsertSeed } from './dialect.ts';
 import {
   type Collection,
@@ -15,9 +21,12 @@ import {
   type FindOptions,
   type IndexSpec,
   type Store,
+  type StoreEvents,
+  StoreUnavailableError,
   type Update,
   type UpdateResult,
 } from './port.ts';
+import { WriteGate } from './write-gate.ts';
 
 // The package's typings declare an ES default export, but at run time the CommonJS module itself is the class.
 const Datastore = nedb as unknown as typeof nedb.default;
@@ -37,22 +46,27 @@ const nedbModel = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') 
 type NedbQuery = Record<string, unknown>;
 
 /**
- * The datastore's own documents for a query, found through its indexes: not copies, so read them only.
- * (nedb's internal step before matching; we use no TTL indexes, so it has nothing to expire.)
+ * The steps of nedb's own insert, update and remove that we take ourselves, so that a failed append can give
+ * back what it changed in memory (package pinned: lib/datastore.js of 4.1.2).
  */
-const candidatesOf = (db: Datastore, query: NedbQuery) => (db as unknown as NedbInternals)._getRawCandidates(query);
-
-/** The steps of nedb's own update that we take ourselves (package pinned: lib/datastore.js of 4.1.2). */
 interface NedbInternals {
+  /** The datastore's own documents for a query, found through its indexes: not copies, so read them only. */
   _getRawCandidates(query: NedbQuery): Doc[];
+  /** Adds documents to every index, or none of them (throws on a unique index violation, changing nothing). */
+  _insertInCache(docs: Doc[]): void;
+  _removeFromIndexes(doc: Doc): void;
+  _addToIndexes(doc: Doc): void;
+  /** Swaps a document in every index (throws, changing nothing, on a unique index violation). */
   _updateIndexes(oldDoc: Doc, newDoc: Doc): void;
   executor: { pushAsync<R>(task: () => Promise<R>): Promise<R> };
   /** By name: the sorted fields joined by commas. */
   indexes: Record<string, unknown>;
-  persistence: { persistNewStateAsync(docs: Doc[]): Promise<void> };
+  persistence: { persistNewStateAsync(docs: object[]): Promise<void> };
 }
 
-export interface EmbeddedStoreOptions {
+const internals = (db: Datastore) => db as unknown as NedbInternals;
+
+export interface EmbeddedStoreOptions extends StoreEvents {
   /**
    * Folder for the data files (created with mode 0700); in memory when absent. One process at a time: a
    * second open of the folder, in this process or another, throws DataDirLockedError (see dir-lock.ts).
@@ -62,27 +76,41 @@ export interface EmbeddedStoreOptions {
   compactionIntervalMs?: number;
   /** Called when a periodic compaction fails (the next one retries). Default: a process warning. */
   onCompactionError?: (error: unknown, collection: string) => void;
+  /** How often a store whose writes stopped looks whether it can reopen its files. Default 1 s. */
+  recoveryIntervalMs?: number;
 }
 
 const DEFAULT_COMPACTION_INTERVAL_MS = 10 * 60_000;
+const DEFAULT_RECOVERY_INTERVAL_MS = 1000;
+/** A reopen that failed is tried again after twice as long, up to this. */
+const MAX_RECOVERY_BACKOFF_MS = 30_000;
+/** Reopening rewrites each file (nedb compacts at load): it waits for room for the largest one and this much more. */
+const REOPEN_MARGIN_BYTES = 256 * 1024;
+/** What a client refused while the disk refuses writes is told to wait (Retry-After). */
+const DISK_RETRY_AFTER_SECONDS = 10;
+/** The WriteGate source of the store's own refusal. */
+const DISK = 'embedded store';
 
 export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Promise<Store> {
   const { dir } = options;
   if (dir !== undefined) await mkdir(dir, { recursive: true, mode: 0o700 });
   const unlock = dir === undefined ? undefined : await lockDataDir(dir);
   const collections = new Map<string, EmbeddedCollection>();
+  const gate = new WriteGate();
   let closed = false;
 
+  const fileOf = (name: string) => (dir === undefined ? undefined : path.join(dir, `${name}.db`));
+  const recovery = dir === undefined ? undefined : new Recovery(dir, gate, collections, options);
   const collection = (name: string): EmbeddedCollection => {
     if (closed) throw new Error('the store is closed');
     checkCollectionName(name);
     let found = collections.get(name);
     if (!found) {
-      const db =
-        dir === undefined
-          ? new Datastore({ inMemoryOnly: true })
-          : new Datastore({ filename: path.join(dir, `${name}.db`), modes: { fileMode: 0o600, dirMode: 0o700 } });
-      found = new EmbeddedCollection(name, db, () => closed);
+      found = new EmbeddedCollection(name, fileOf(name), {
+        isClosed: () => closed,
+        gate,
+        failed: (error) => recovery!.stopWrites(name, error),
+      });
       collections.set(name, found);
     }
     return found;
@@ -95,31 +123,139 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions = {}): Pro
       ? undefined
       : setInterval(
           () => {
+            // Not while the disk refuses writes: the reopen rewrites every file.
+            if (gate.refusedBy(DISK)) return;
             for (const c of collections.values()) c.compact().catch((error: unknown) => onCompactionError(error, c.name));
           },
           Math.max(options.compactionIntervalMs ?? DEFAULT_COMPACTION_INTERVAL_MS, 1_000),
         );
   compactionTimer?.unref(); // never keeps the process alive on its own
+  // The store is this process: its time is the host's own (measured all the same, one code path with MongoDB).
+  const clock = new StoreClock(async () => new Date());
+  await clock.measure();
 
   return {
     kind: 'embedded',
+    clock,
     collection: <T extends Doc>(name: string) => collection(name) as unknown as Collection<T>,
     async ensureIndexes(specs: IndexSpec[]) {
       for (const spec of specs) {
-        if (spec.embedded !== false) await collection(spec.collection).ensureIndex(spec);
+        if (spec.retired) await collection(spec.collection).dropIndex(spec.fields);
+        else if (spec.embedded !== false) await collection(spec.collection).ensureIndex(spec);
         // A data folder from before an index became MongoDB's only still builds it at every load.
         else await collection(spec.collection).dropIndex(spec.fields);
       }
     },
+    status: async () => gate.status(),
+    refuseWrites: (source, reason, retryAfterSeconds) => gate.refuse(source, reason, retryAfterSeconds),
+    allowWrites: (source) => gate.allow(source),
     async close() {
       if (closed) return;
       closed = true;
       clearInterval(compactionTimer);
-      await Promise.all([...collections.values()].map((c) => c.drainAndCompact(dir !== undefined)));
-      if (dir !== undefined) await Promise.all([...collections.keys()].map((name) => closeDataFile(path.join(dir, `${name}.db`))));
+      recovery?.stop();
+      // A store whose disk refused writes has nothing to add to its files: they hold what memory holds.
+      const compact = dir !== undefined && !gate.refusedBy(DISK);
+      await Promise.all([...collections.values()].map((c) => c.drainAndCompact(compact)));
+      if (dir !== undefined) await Promise.all([...collections.keys()].map((name) => closeDataFile(fileOf(name)!)));
       await unlock?.();
     },
   };
+}
+
+/**
+ * After a failed append: writes stop (the gate), the log is told once, and the store looks every second
+ * whether the disk has room to reopen its files; it then reloads every one of them from disk into new
+ * datastores and takes writes again. A reopen that fails is tried again later, with the old datastores
+ * (which hold what the files hold) still serving reads.
+ */
+class Recovery {
+  private since = 0;
+  private reason = '';
+  private timer: NodeJS.Timeout | undefined;
+  private attempts = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly dir: string,
+    private readonly gate: WriteGate,
+    private readonly collections: ReadonlyMap<string, EmbeddedCollection>,
+    private readonly options: EmbeddedStoreOptions,
+  ) {}
+
+  /** The error a failed append reports; the first one stops the store's writes. */
+  stopWrites(collection: string, error: unknown): StoreUnavailableError {
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason = `the store's disk refuses writes (${code ? `${code}, ` : ''}${withoutPaths(error)})`;
+    if (!this.gate.refusedBy(DISK)) {
+      this.reason = reason;
+      this.gate.refuse(DISK, reason, DISK_RETRY_AFTER_SECONDS);
+      this.since = Date.now();
+      this.attempts = 0;
+      this.options.onUnavailable?.(`${reason} (appending to ${collection}.db failed)`, error);
+      this.schedule(this.interval());
+    }
+    return new StoreUnavailableError(this.reason, DISK_RETRY_AFTER_SECONDS, false, { cause: error });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  private interval(): number {
+    return this.options.recoveryIntervalMs ?? DEFAULT_RECOVERY_INTERVAL_MS;
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.attempt(), ms);
+    this.timer.unref();
+  }
+
+  private async attempt(): Promise<void> {
+    if (this.stopped) return;
+    if (!(await this.roomToReopen())) return this.schedule(this.interval());
+    const fresh = new Map<EmbeddedCollection, Datastore>();
+    try {
+      for (const c of this.collections.values()) fresh.set(c, await c.loadAgain());
+    } catch {
+      this.attempts++;
+      return this.schedule(Math.min(this.interval() * 2 ** this.attempts, MAX_RECOVERY_BACKOFF_MS));
+    }
+    if (this.stopped) return;
+    for (const [c, db] of fresh) c.useDatastore(db);
+    this.gate.allow(DISK);
+    this.options.onAvailable?.(Date.now() - this.since);
+  }
+
+  /** Room on the disk for the largest data file once more (reopening rewrites each file), and some. */
+  private async roomToReopen(): Promise<boolean> {
+    try {
+      const sizes = await Promise.all(
+        [...this.collections.values()].map((c) =>
+          stat(c.filename!).then(
+            (s) => s.size,
+            () => 0,
+          ),
+        ),
+      );
+      const { bavail, bsize } = await statfs(this.dir);
+      return bavail * bsize >= Math.max(0, ...sizes) + REOPEN_MARGIN_BYTES;
+    } catch {
+      return true; // cannot tell: the reopen itself will
+    }
+  }
+}
+
+/** An error's message without its code (said apart) nor any file's path. */
+function withoutPaths(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  // "ENOSPC: no space left on device, write" -> "no space left on device".
+  return message
+    .replace(/^[A-Z]+: /, '')
+    .replace(/, \w+ '.*'$/, '')
+    .replace(/, \w+$/, '');
 }
 
 interface UniqueIndex {
@@ -135,38 +271,50 @@ interface UpdateOutcome {
   after: Doc | null;
 }
 
+interface CollectionContext {
+  isClosed(): boolean;
+  gate: WriteGate;
+  /** Stops the store's writes after a failed append; returns the error to report. */
+  failed(error: unknown): StoreUnavailableError;
+}
+
 class EmbeddedCollection implements Collection<Doc> {
-  private readonly loaded: Promise<void>;
+  private db: Datastore;
+  private loaded: Promise<void>;
   private tail: Promise<unknown> = Promise.resolve();
   private readonly uniqueIndexes: UniqueIndex[] = [{ fields: ['_id'], sortedFields: ['_id'] }];
+  /** The indexes ensured, built again in a datastore reloaded from the file. */
+  private readonly ensured: IndexSpec[] = [];
 
   constructor(
     readonly name: string,
-    private readonly db: Datastore,
-    private readonly isClosed: () => boolean,
+    /** The data file; undefined in memory. */
+    readonly filename: string | undefined,
+    private readonly context: CollectionContext,
   ) {
-    this.loaded = db.loadDatabaseAsync();
+    this.db = this.newDatastore();
+    this.loaded = this.load(this.db);
     this.loaded.catch(() => undefined); // reported by the first operation that awaits it
   }
 
   async insertOne(doc: Doc): Promise<void> {
-    await this.exclusive(() => this.catchDuplicates([doc], () => this.db.insertAsync(doc)));
+    await this.exclusive(() => this.insert([doc]));
   }
 
   async insertMany(docs: Doc[]): Promise<void> {
     if (docs.length === 0) return;
-    await this.exclusive(() => this.catchDuplicates(docs, () => this.db.insertAsync(docs)));
+    await this.exclusive(() => this.insert(docs));
   }
 
   async findOne(filter: Filter): Promise<Doc | null> {
     checkFilter(filter);
-    return this.read(async () => (await this.db.findOneAsync(toNedbQuery(filter))) as unknown as Doc | null);
+    return this.read(async (db) => (await db.findOneAsync(toNedbQuery(filter))) as unknown as Doc | null);
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<Doc[]> {
     checkFilter(filter);
-    return this.read(async () => {
-      let cursor = this.db.findAsync(toNedbQuery(filter), options.projection ?? {});
+    return this.read(async (db) => {
+      let cursor = db.findAsync(toNedbQuery(filter), options.projection ?? {});
       if (options.sort) cursor = cursor.sort(options.sort);
       if (options.skip !== undefined) cursor = cursor.skip(options.skip);
       if (options.limit !== undefined) cursor = cursor.limit(options.limit);
@@ -176,7 +324,7 @@ class EmbeddedCollection implements Collection<Doc> {
 
   async countDocuments(filter: Filter): Promise<number> {
     checkFilter(filter);
-    return this.read(async () => (await this.db.countAsync(toNedbQuery(filter))) as unknown as number);
+    return this.read(async (db) => (await db.countAsync(toNedbQuery(filter))) as unknown as number);
   }
 
   async updateOne(filter: Filter, update: Update, options: { upsert?: boolean } = {}) {
@@ -217,25 +365,18 @@ class EmbeddedCollection implements Collection<Doc> {
   async dropIndex(fields: string[]): Promise<void> {
     const name = [...fields].sort().join(','); // nedb's name for it
     await this.exclusive(async () => {
-      if (name in (this.db as unknown as NedbInternals).indexes) await this.db.removeIndexAsync(name);
+      if (name in internals(this.db).indexes) await this.persisted(() => this.db.removeIndexAsync(name));
     });
   }
 
   /** expireAfterSeconds is ignored: the code's own sweeps delete what expires (nedb's TTL would do it on reads). */
   async ensureIndex(spec: IndexSpec): Promise<void> {
-    const { fields, unique = false, sparse = false } = spec;
-    await this.exclusive(async () => {
-      try {
-        await this.db.ensureIndexAsync({ fieldName: fields, unique, sparse });
-      } catch (error) {
-        if (isUniqueViolation(error)) throw new DuplicateKeyError(this.name, fields, { cause: error });
-        throw error;
-      }
-      const sortedFields = [...fields].sort();
-      if (unique && !this.uniqueIndexes.some((index) => isDeepStrictEqual(index.sortedFields, sortedFields))) {
-        this.uniqueIndexes.push({ fields, sortedFields });
-      }
-    });
+    await this.exclusive(() => this.buildIndex(this.db, spec));
+    if (!this.ensured.some((other) => isDeepStrictEqual(other.fields, spec.fields))) this.ensured.push(spec);
+    const sortedFields = [...spec.fields].sort();
+    if (spec.unique && !this.uniqueIndexes.some((index) => isDeepStrictEqual(index.sortedFields, sortedFields))) {
+      this.uniqueIndexes.push({ fields: spec.fields, sortedFields });
+    }
   }
 
   async compact(): Promise<void> {
@@ -256,22 +397,113 @@ class EmbeddedCollection implements Collection<Doc> {
       await this.db.compactDatafileAsync();
   }
 
+  /**
+   * A new datastore loaded from the file (nedb rewrites the file as it loads), with the indexes ensured, once
+   * every write queued here has ended. The writes of the store are stopped meanwhile (see Recovery).
+   */
+  async loadAgain(): Promise<Datastore> {
+    await this.tail;
+    await internals(this.db).executor.pushAsync(async () => undefined); // a compaction under way
+    await closeDataFile(this.filename!);
+    const db = this.newDatastore();
+    await this.load(db);
+    for (const spec of this.ensured) await this.buildIndex(db, spec);
+    return db;
+  }
+
+  useDatastore(db: Datastore): void {
+    this.db = db;
+    this.loaded = Promise.resolve();
+  }
+
+  private newDatastore(): Datastore {
+    return this.filename === undefined
+      ? new Datastore({ inMemoryOnly: true })
+      : new Datastore({ filename: this.filename, modes: { fileMode: 0o600, dirMode: 0o700 } });
+  }
+
+  private async load(db: Datastore): Promise<void> {
+    if (this.filename !== undefined) await repairDataFile(this.filename);
+    await db.loadDatabaseAsync();
+  }
+
+  private async buildIndex(db: Datastore, { fields, unique = false, sparse = false }: IndexSpec): Promise<void> {
+    const name = [...fields].sort().join(',');
+    const existed = name in internals(db).indexes;
+    try {
+      await db.ensureIndexAsync({ fieldName: fields, unique, sparse });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new DuplicateKeyError(this.name, fields, { cause: error });
+      // Built in memory, not declared in the file: given back, like any write that failed.
+      if (!existed) delete internals(db).indexes[name];
+      throw this.context.failed(error);
+    }
+  }
+
   // Every write, and every read-modify-write, runs alone: a per-collection queue. nedb serialises its own
   // calls too, but our updates read the matching documents and then write them back, as two nedb calls.
+  // Writes are refused, at once, while the store's writes are stopped (checked again when a write's turn comes).
   private exclusive<R>(task: () => Promise<R>): Promise<R> {
-    if (this.isClosed()) return Promise.reject(new Error('the store is closed'));
+    if (this.context.isClosed()) return Promise.reject(new Error('the store is closed'));
+    try {
+      this.context.gate.check();
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const run = this.tail.then(async () => {
       await this.loaded;
+      this.context.gate.check();
       return task();
     });
     this.tail = run.catch(() => undefined);
     return run;
   }
 
-  private async read<R>(task: () => Promise<R>): Promise<R> {
-    if (this.isClosed()) throw new Error('the store is closed');
+  private async read<R>(task: (db: Datastore) => Promise<R>): Promise<R> {
+    if (this.context.isClosed()) throw new Error('the store is closed');
     await this.loaded;
-    return task();
+    return task(this.db);
+  }
+
+  /**
+   * Appends `lines` to the file, after `apply` changed memory; if the append fails, `undo` gives the change
+   * back before the failure is reported (and the store's writes stop). In nedb's queue, after any compaction.
+   */
+  private changed(apply: () => void, lines: object[], undo: () => void): Promise<void> {
+    const db = internals(this.db);
+    return db.executor.pushAsync(async () => {
+      apply();
+      try {
+        await db.persistence.persistNewStateAsync(lines);
+      } catch (error) {
+        undo();
+        throw this.context.failed(error);
+      }
+    });
+  }
+
+  /** A write nedb makes itself (index declarations); a failed append stops the store's writes. */
+  private async persisted(write: () => Promise<void>): Promise<void> {
+    try {
+      await write();
+    } catch (error) {
+      throw this.context.failed(error);
+    }
+  }
+
+  /** Copies of the documents, checked as nedb checks them, in every index (or none), then in the file. */
+  private async insert(docs: Doc[]): Promise<Doc[]> {
+    const copies = docs.map((doc) => nedbModel.deepCopy(doc));
+    for (const copy of copies) nedbModel.checkObject(copy);
+    const db = internals(this.db);
+    await this.catchDuplicates(docs, () =>
+      this.changed(
+        () => db._insertInCache(copies),
+        copies,
+        () => copies.forEach((copy) => db._removeFromIndexes(copy)),
+      ),
+    );
+    return copies;
   }
 
   // Reads the stored documents in place and applies the operators to a copy (see applyOperators), which
@@ -281,20 +513,13 @@ class EmbeddedCollection implements Collection<Doc> {
     checkFilter(filter);
     checkUpdate(update);
     return this.exclusive(async () => {
-      const query = toNedbQuery(filter);
-      const targets: Doc[] = [];
-      for (const doc of candidatesOf(this.db, query)) {
-        if (!nedbModel.match(doc, query)) continue;
-        targets.push(doc);
-        if (!mode.multi) break;
-      }
+      const targets = this.matching(filter, mode.multi);
 
       if (targets.length === 0 && mode.upsert) {
         const seed = upsertSeed(filter);
         seed._id ??= update.$setOnInsert?._id ?? update.$set?._id ?? newId();
-        const doc = applyOperators(seed as Doc, update, true);
-        const inserted = (await this.catchDuplicates([doc], () => this.db.insertAsync(doc))) as unknown as Doc;
-        return { matched: 0, modified: 0, upserted: true, before: null, after: inserted };
+        const [inserted] = await this.insert([applyOperators(seed as Doc, update, true)]);
+        return { matched: 0, modified: 0, upserted: true, before: null, after: nedbModel.deepCopy(inserted!) };
       }
 
       // Stored documents (and `changed`, which may share parts with them) are never handed out: only
@@ -307,7 +532,14 @@ class EmbeddedCollection implements Collection<Doc> {
         // Unchanged documents are not written (MongoDB does not count them as modified).
         const unchanged = isDeepStrictEqual(changed, stored);
         if (!unchanged) {
-          await this.catchDuplicates([changed], () => this.replace(stored, changed));
+          const db = internals(this.db);
+          await this.catchDuplicates([changed], () =>
+            this.changed(
+              () => db._updateIndexes(stored, changed), // throws, changing nothing, on a unique index violation
+              [changed],
+              () => db._updateIndexes(changed, stored),
+            ),
+          );
           modified += 1;
         }
         if (mode.copy === 'after' && after === null) after = nedbModel.deepCopy(changed);
@@ -316,18 +548,31 @@ class EmbeddedCollection implements Collection<Doc> {
     });
   }
 
-  /** What nedb's update does once it has the new document: swap it into the indexes, append it to the file. */
-  private replace(stored: Doc, changed: Doc): Promise<void> {
-    const db = this.db as unknown as NedbInternals;
-    return db.executor.pushAsync(async () => {
-      db._updateIndexes(stored, changed); // throws, changing nothing, on a unique index violation
-      await db.persistence.persistNewStateAsync([changed]);
+  private remove(filter: Filter, multi: boolean): Promise<number> {
+    checkFilter(filter);
+    return this.exclusive(async () => {
+      const removed = this.matching(filter, multi);
+      if (removed.length === 0) return 0;
+      const db = internals(this.db);
+      await this.changed(
+        () => removed.forEach((doc) => db._removeFromIndexes(doc)),
+        removed.map((doc) => ({ $$deleted: true, _id: doc._id })),
+        () => removed.forEach((doc) => db._addToIndexes(doc)),
+      );
+      return removed.length;
     });
   }
 
-  private remove(filter: Filter, multi: boolean): Promise<number> {
-    checkFilter(filter);
-    return this.exclusive(() => this.db.removeAsync(toNedbQuery(filter), { multi }));
+  /** The stored documents (not copies: read them only) that match, found through nedb's indexes; the first only unless `multi`. */
+  private matching(filter: Filter, multi: boolean): Doc[] {
+    const query = toNedbQuery(filter);
+    const found: Doc[] = [];
+    for (const doc of internals(this.db)._getRawCandidates(query)) {
+      if (!nedbModel.match(doc, query)) continue;
+      found.push(doc);
+      if (!multi) break;
+    }
+    return found;
   }
 
   private async catchDuplicates<R>(written: Doc[], task: () => Promise<R>): Promise<R> {

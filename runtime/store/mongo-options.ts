@@ -1,25 +1,32 @@
 // How the service talks to MongoDB, set in code rather than left to the URL: majority and journaled writes,
-// a bounded pool, timeouts, retryable reads and writes. Kept apart from the adapter (no driver import) so that
-// the configuration can check a URL before anything connects.
+// primary reads, a bounded pool, a deadline on every operation, retryable reads and writes. Kept apart from
+// the adapter (no driver import) so that the configuration can check a URL before anything connects.
 
 export interface MongoOptions {
-  /** Connections per process (the driver's maxPoolSize). */
+  /**
+   * Connections per process (the driver's maxPoolSize). A process also keeps 2 monitoring connections per
+   * member of the replica set: the README's "Connections" sizes this against a cluster's limit.
+   */
   poolSize: number;
-  /** How long an operation waits for a usable server (a primary during a failover) before it fails. */
-  serverSelectionMs: number;
-  /** A connection with no answer for this long is closed, and the operation fails (or is retried). */
+  /**
+   * How long one store operation may take in all: finding a usable server (a primary during a failover), a
+   * free connection, the server's work (maxTimeMS of reads) and a majority's acknowledgement of a write
+   * (wtimeoutMS). Past it the operation fails with StoreUnavailableError and the request answers 503.
+   */
+  deadlineMs: number;
+  /**
+   * A connection with no answer for this long is closed. An operation given up at its deadline may still be
+   * waiting on its connection until then, and a write sent may still be applied.
+   */
   socketTimeoutMs: number;
-  /** The server stops a read (find, count) that runs longer than this. */
-  maxTimeMs: number;
   /** Accept a URL that asks for w=0, w=1 or journal=false. */
   allowWeakWrites: boolean;
 }
 
 export const DEFAULT_MONGO_OPTIONS: MongoOptions = {
-  poolSize: 50,
-  serverSelectionMs: 10_000,
+  poolSize: 20,
+  deadlineMs: 3000,
   socketTimeoutMs: 30_000,
-  maxTimeMs: 10_000,
   allowWeakWrites: false,
 };
 

@@ -4,7 +4,12 @@
 // appending instead: the same bytes reach the same file (and the OS) at the same moment, in one trip. A
 // file's handle is closed before nedb replaces the file (compaction writes a new one and renames it over)
 // and when its store closes. nedb runs one write at a time per data file, so none is in flight meanwhile.
-import { type FileHandle, open } from 'node:fs/promises';
+//
+// A file never keeps part of a write that failed: its length after each append is known, and an append that
+// fails (a full disk writes what fits, often half a line) is cut back to it at once. Were that cut to fail too,
+// the file is cut before its next append or load. A file is loaded only up to its last whole line (a crash in
+// the middle of an append): a half line is never read, nor appended to.
+import { type FileHandle, open, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 
 interface NedbStorage {
@@ -12,28 +17,89 @@ interface NedbStorage {
   crashSafeWriteFileLinesAsync(filename: string, lines: string[], modes?: unknown): Promise<void>;
 }
 
+interface DataFile {
+  handle: FileHandle;
+  /** Bytes in the file that writes which succeeded put there. */
+  length: number;
+}
+
 const storage = createRequire(import.meta.url)('@seald-io/nedb/lib/storage.js') as NedbStorage;
-const handles = new Map<string, Promise<FileHandle>>();
+const files = new Map<string, Promise<DataFile>>();
+/** Files whose cut after a failed append failed: the length to cut them back to before anything else. */
+const cutBackTo = new Map<string, number>();
 
 /** Closes the data file's append handle, if open (the next append opens it again). */
 export async function closeDataFile(filename: string): Promise<void> {
-  const handle = handles.get(filename);
-  handles.delete(filename);
-  await (await handle?.catch(() => undefined))?.close();
+  const file = files.get(filename);
+  files.delete(filename);
+  await (await file?.catch(() => undefined))?.handle.close();
+}
+
+/**
+ * Cuts the file back to the length its last successful write left, if a cut is owed, else to its last whole
+ * line. Before nedb reads it: a half line would count as corrupt (a small file refuses to load from 10% on).
+ */
+export async function repairDataFile(filename: string): Promise<void> {
+  let handle: FileHandle;
+  try {
+    handle = await open(filename, 'r+');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return; // nedb creates it
+    throw error;
+  }
+  try {
+    const { size } = await handle.stat();
+    const length = cutBackTo.get(filename) ?? (await wholeLinesLength(handle, size));
+    if (length < size) await handle.truncate(length);
+    cutBackTo.delete(filename);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The length of the file up to and with its last newline (the whole file when it ends with one). */
+async function wholeLinesLength(handle: FileHandle, size: number): Promise<number> {
+  const chunk = Buffer.alloc(64 * 1024);
+  for (let end = size; end > 0;) {
+    const start = Math.max(0, end - chunk.length);
+    const { bytesRead } = await handle.read(chunk, 0, end - start, start);
+    const newline = chunk.subarray(0, bytesRead).lastIndexOf(0x0a);
+    if (newline >= 0) return start + newline + 1;
+    end = start;
+  }
+  return 0;
 }
 
 const replaceFile = storage.crashSafeWriteFileLinesAsync;
 storage.crashSafeWriteFileLinesAsync = async (filename, lines, modes) => {
   await closeDataFile(filename);
-  return replaceFile(filename, lines, modes);
+  try {
+    await replaceFile(filename, lines, modes);
+  } catch (error) {
+    // The old file stays whole; the new one, written in part, would only take room (a full disk).
+    await rm(`${filename}~`, { force: true });
+    throw error;
+  }
+  cutBackTo.delete(filename);
 };
 
 storage.appendFileAsync = async (filename, data, options) => {
-  let handle = handles.get(filename);
-  if (!handle) {
-    handle = open(filename, 'a', options.mode);
-    handles.set(filename, handle);
-    handle.catch(() => handles.delete(filename)); // the next append tries again
+  if (cutBackTo.has(filename)) await repairDataFile(filename);
+  let opening = files.get(filename);
+  if (!opening) {
+    opening = open(filename, 'a', options.mode).then(async (handle) => ({ handle, length: (await handle.stat()).size }));
+    files.set(filename, opening);
+    opening.catch(() => files.delete(filename)); // the next append tries again
   }
-  await (await handle).appendFile(data, { encoding: options.encoding });
+  const file = await opening;
+  try {
+    await file.handle.appendFile(data, { encoding: options.encoding });
+    file.length += Buffer.byteLength(data, options.encoding);
+  } catch (error) {
+    await file.handle.truncate(file.length).catch(async () => {
+      cutBackTo.set(filename, file.length);
+      await closeDataFile(filename);
+    });
+    throw error;
+  }
 };

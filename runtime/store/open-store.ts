@@ -3,7 +3,7 @@
 import { openEmbeddedStore } from './embedded.ts';
 import type { MongoOptions } from './mongo-options.ts';
 import { openMongoStore } from './mongodb.ts';
-import type { Store } from './port.ts';
+import type { Store, StoreEvents } from './port.ts';
 
 export interface StoreConfig {
   mongodbUrl?: string;
@@ -13,11 +13,15 @@ export interface StoreConfig {
   dataDir?: string;
   /** Embedded store in memory (tests); wins over dataDir. */
   inMemory?: boolean;
+  /** What the store tells the log (once each): it cannot take writes, and why; it takes them again. */
+  events?: StoreEvents;
+  /** Past this offset between the host's clock and the store's, the service refuses writes (clock.ts). */
+  maxClockOffsetMs?: number;
 }
 
 export async function openStore(config: StoreConfig): Promise<Store> {
-  if (config.mongodbUrl) return openMongoStore(config.mongodbUrl, config.mongo);
+  if (config.mongodbUrl) return openMongoStore(config.mongodbUrl, { ...config.mongo, ...config.events, maxClockOffsetMs: config.maxClockOffsetMs });
   if (config.inMemory) return openEmbeddedStore();
   if (!config.dataDir) throw new Error('the store needs mongodbUrl, dataDir or inMemory');
-  return openEmbeddedStore({ dir: config.dataDir });
+  return openEmbeddedStore({ dir: config.dataDir, ...config.events });
 }

@@ -47,6 +47,8 @@
  *   - find() with a projection returns partial documents although typed as T.
  */
 
+import type { StoreClock } from './clock.ts';
+
 export type Doc = { _id: string } & Record<string, unknown>;
 
 export interface FieldOperators {
@@ -136,7 +138,21 @@ export interface IndexSpec {
    * of several conditions; an index there would only cost every insert (a compound one about 25 µs a record).
    */
   embedded?: false;
+  /** An index the service no longer uses: dropped wherever it exists (each index costs every write). */
+  retired?: true;
 }
+
+/**
+ * What a store tells the log, once each: that it cannot take writes (why; the embedded store after a failed
+ * append, MongoDB at the first operation an outage fails) and that it takes them again.
+ */
+export interface StoreEvents {
+  onUnavailable?: (reason: string, error: unknown) => void;
+  onAvailable?: (unavailableForMs: number) => void;
+}
+
+/** What Store.status says: the store takes writes, or why it does not and when to ask again. */
+export type StoreStatus = { ok: true } | { ok: false; reason: string; retryAfterSeconds: number };
 
 export interface Store {
   readonly kind: 'embedded' | 'mongodb';
@@ -145,14 +161,48 @@ export interface Store {
    * server answers: MongoDB itself, or FerretDB (the test runs' peer; see README for what it lacks).
    */
   readonly mongo?: { client: unknown; dbName: string; server: 'mongodb' | 'ferretdb' };
+  /** The store's time, which every decision reads instead of the host's clock (clock.ts); measured at open. */
+  readonly clock: StoreClock;
   /** Collection names: a letter, then letters, digits, '_' or '-'. */
   collection<T extends Doc>(name: string): Collection<T>;
   /**
    * Idempotent, and cheap when nothing changed (MongoDB: one listIndexes per collection, then only what is
-   * missing is built); throws DuplicateKeyError when existing documents violate a new unique index.
+   * missing is built, and what is retired dropped); throws DuplicateKeyError when existing documents violate
+   * a new unique index.
    */
   ensureIndexes(specs: IndexSpec[]): Promise<void>;
+  /**
+   * Whether the store takes writes now, known within `withinMs`: the embedded store says what it knows (a
+   * failed write stops it), MongoDB answers a ping (no answer in time: not ok).
+   */
+  status(withinMs: number): Promise<StoreStatus>;
+  /**
+   * Refuses every write with StoreUnavailableError(reason) until allowWrites(source) (reads go on): for what
+   * the service itself finds unsafe. Several sources may refuse at once; the store also refuses on its own
+   * (a full disk) and then allows again itself.
+   */
+  refuseWrites(source: string, reason: string, retryAfterSeconds: number): void;
+  allowWrites(source: string): void;
   close(): Promise<void>;
+}
+
+/**
+ * The store cannot take an operation now: it refuses writes (a full disk, see refuseWrites), or it did not
+ * answer within its deadline, or it cannot be reached. Nothing of a refused write is kept; a write that timed
+ * out or lost its connection may still be applied by the server. The service answers 503 with Retry-After.
+ */
+export class StoreUnavailableError extends Error {
+  override readonly name: string = 'StoreUnavailableError';
+  constructor(
+    message: string,
+    /** When asking again may succeed (Retry-After). */
+    readonly retryAfterSeconds: number,
+    /** Repeating the operation at once may succeed (a connection lost, a failover under way), unlike a refusal or a deadline. */
+    readonly transient = false,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
 }
 
 export class DuplicateKeyError extends Error {

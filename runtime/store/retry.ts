@@ -1,18 +1,10 @@
 // Idempotent store writes run again after a transient failure: a lost connection, a failover (the driver
-// retries single-document writes itself, once; updateMany and deleteMany it never retries).
-import { MongoError, MongoNetworkError, MongoServerSelectionError } from 'mongodb';
-
-/** The driver's own list of errors worth retrying: the server is stepping down, shutting down or unreachable. */
-const TRANSIENT_CODES = new Set([6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]);
+// retries single-document writes itself, once; updateMany and deleteMany it never retries). A store that
+// refuses writes or did not answer within its deadline is not asked again here: the request answers 503.
+import { StoreUnavailableError } from './port.ts';
 
 export function isTransientStoreError(error: unknown): boolean {
-  if (!(error instanceof MongoError)) return false;
-  return (
-    error instanceof MongoNetworkError ||
-    error instanceof MongoServerSelectionError ||
-    error.hasErrorLabel('RetryableWriteError') ||
-    (typeof error.code === 'number' && TRANSIENT_CODES.has(error.code))
-  );
+  return error instanceof StoreUnavailableError && error.transient;
 }
 
 /**

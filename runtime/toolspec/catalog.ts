@@ -1,10 +1,10 @@
 // What the loader produces: providers and tools compiled for the engine.
 import type { ValidateFunction } from 'ajv';
-import type { BasePlugin, CallPlugin, Plugin, RequestPlugin, ResponsePlugin } from '../plugin-api.ts';
+import type { BasePlugin, CallPlugin, ConnectPlugin, Plugin, RequestPlugin, ResponsePlugin } from '../plugin-api.ts';
 import type { CompiledTemplate } from '../template/template.ts';
 import type { CompiledTree } from '../template/tree.ts';
 import type { ToolExchanges } from './exchanges.ts';
-import type { HttpMethod, JsonSchema, PaginationSpec, ProviderSpec, ToolSpec, VerifyWay } from './types.ts';
+import type { ConnectSpec, HttpMethod, JsonSchema, PaginationSpec, ProviderSpec, ToolSpec, VerifyWay } from './types.ts';
 
 /** A plugin chosen by a spec slot, with its checked options; the slot fixes the plugin's hook. */
 export interface BoundPlugin<P extends Plugin = Plugin> {
@@ -96,6 +96,20 @@ export interface Provider {
   baseResolver?: BoundPlugin<BasePlugin>;
   /** The ways to verify an account, in order (empty: the provider declares none). */
   verify: Array<{ way: VerifyWay; request: CompiledRequest }>;
+  /** How an owner connects an account by OAuth (provider.yaml `connect`). */
+  connect?: CompiledConnect;
+}
+
+export interface CompiledConnect {
+  spec: ConnectSpec;
+  /** The plugin of connect.discover. */
+  discover?: BoundPlugin<ConnectPlugin>;
+  /** connect.api: a connected account's API base (expressions URL-encoded) and auth headers. */
+  api?: { base: CompiledTemplate; headers: Array<{ name: string; template: CompiledTemplate }> };
+  /** Origins the discovery may send the access token to: those of the URLs in its options. */
+  discoveryOrigins: ReadonlySet<string>;
+  /** connect.says: what a connection reaches, in words. */
+  says?: CompiledTemplate;
 }
 
 export interface BaseTool {

@@ -26,3 +26,6 @@ export const isExchangesFile = (name: string): boolean => /\.exchanges\.ya?ml$/.
 export const exchangesFileOf = (toolFile: string): string => toolFile.replace(/\.ya?ml$/, EXCHANGES_SUFFIX);
 /** The tool file an exchanges file belongs to (`get_issue.exchanges.yaml` -> `get_issue.yaml`). */
 export const toolFileOf = (exchangesFile: string): string => exchangesFile.replace(/\.exchanges\.(ya?ml)$/, '.$1');
+
+/** `<NAME>` of a provider's OAuth app variables, OAUTH_<NAME>_CLIENT_ID and _CLIENT_SECRET: its id in upper case, - as _. */
+export const oauthEnvName = (providerId: string): string => providerId.toUpperCase().replace(/-/g, '_');

@@ -15,6 +15,7 @@ import { TreeTemplateErrors, compileTree } from '../template/tree.ts';
 import type {
   BoundPlugin,
   Catalog,
+  CompiledConnect,
   CompiledErrorRule,
   CompiledPagination,
   CompiledRequest,
@@ -27,7 +28,17 @@ import { type ToolExchanges, compileExchanges } from './exchanges.ts';
 import { MAX_DESCRIPTION_LENGTH, exchangesSchema, isExchangesFile, isProviderFile, providerSchema, toolFileOf, toolSchema } from './language.ts';
 import { longDescriptions, typeLists, unmappedRequired } from './lint.ts';
 import { SourceFile, SpecLoadError, type SpecIssue, keysWithProblems, reportAjvErrors, tooLong } from './source-file.ts';
-import type { AccountFieldSpec, ErrorRuleSpec, ExchangesSpec, PaginationSpec, PluginUseSpec, ProviderSpec, RequestSpec, ToolSpec } from './types.ts';
+import type {
+  AccountFieldSpec,
+  ConnectSpec,
+  ErrorRuleSpec,
+  ExchangesSpec,
+  PaginationSpec,
+  PluginUseSpec,
+  ProviderSpec,
+  RequestSpec,
+  ToolSpec,
+} from './types.ts';
 
 export { SpecLoadError, formatIssue, type SpecIssue } from './source-file.ts';
 
@@ -340,8 +351,55 @@ function compileProvider(src: SourceFile, spec: ProviderSpec, plugins: PluginReg
     spec.base_url?.resolve && !unshaped.has('base_url')
       ? bindPlugins(src, [{ use: spec.base_url.resolve }], ['base_url', 'resolve'], 'base', plugins, true)[0]
       : undefined;
+  const connect = spec.connect && !unshaped.has('connect') ? compileConnect(src, spec.connect, fields, plugins) : undefined;
   if (src.issues.length > before || unshaped.size) return undefined;
-  return { spec, file: src.file, digest: src.digest, secretFields, authHeaders, authQuery, headers, errors, errorBody, verify, baseResolver };
+  return { spec, file: src.file, digest: src.digest, secretFields, authHeaders, authQuery, headers, errors, errorBody, verify, baseResolver, connect };
+}
+
+/**
+ * provider.yaml `connect`: the discovery plugin, and the templates of connect.api over the account fields a
+ * connected account has (the provider's, those kept from the token answer, those the plugin sets) and the
+ * access token. Without the provider's fields (its account section has a schema problem) any field is taken.
+ */
+function compileConnect(
+  src: SourceFile,
+  spec: ConnectSpec,
+  fields: ReadonlyMap<string, AccountFieldSpec> | undefined,
+  plugins: PluginRegistry,
+): CompiledConnect {
+  const at = (...rest: string[]) => ['connect', ...rest];
+  const discover = spec.discover ? bindPlugins(src, [spec.discover], at('discover'), 'connect', plugins, true)[0] : undefined;
+  const connectedFields = new Set([...(fields?.keys() ?? []), ...(spec.keep ?? []), ...(discover?.plugin.fields ?? [])]);
+  const check =
+    (token: boolean): VariableCheck =>
+    ([root, name, ...rest]) => {
+      if (rest.length) return `"${[root, name, ...rest].join('.')}" goes too deep: account fields and the access token are strings`;
+      if (root === 'account')
+        return !fields || connectedFields.has(name) ? null : `unknown account field "${name}" (a connected account has: ${[...connectedFields].join(', ')})`;
+      if (root === 'connection' && token) return name === 'access_token' ? null : `"connection.${name}" is not known: only connection.access_token`;
+      return `only account.<field>${token ? ' and connection.access_token' : ''} can be used here, not "${root}"`;
+    };
+  let api: CompiledConnect['api'];
+  if (spec.api) {
+    // Expressions only in the path: the host of a connected account's calls is the provider.yaml's, never a value's.
+    if (!/^https?:\/\/[^/{}]+(\/|$)/.test(spec.api.base_url) || new URL(spec.api.base_url.split('{{')[0]).origin === 'null')
+      src.report(at('api', 'base_url'), 'the host must be written out: expressions may only be in the path');
+    const base = compileLeaf(src, at('api', 'base_url'), spec.api.base_url, check(false));
+    const headers = Object.entries(spec.api.headers).flatMap(([name, text]) => {
+      const template = compileLeaf(src, at('api', 'headers', name), text, check(true));
+      return template ? [{ name, template }] : [];
+    });
+    if (!headers.some((h) => h.template.variables.some(([root]) => root === 'connection')))
+      src.report(at('api', 'headers'), 'no header sends connection.access_token: the calls would not use the connection');
+    if (base) api = { base, headers };
+  } else if (!discover) {
+    src.report(at(), 'without connect.api, calls use base_url and auth like a pasted account: a connect.discover plugin must fill those fields');
+  }
+  const says = spec.says === undefined ? undefined : compileLeaf(src, at('says'), spec.says, check(false));
+  const discoveryOrigins = new Set(
+    Object.values(spec.discover?.with ?? {}).flatMap((v) => (typeof v === 'string' && /^https?:\/\//.test(v) && URL.canParse(v) ? [new URL(v).origin] : [])),
+  );
+  return { spec, discover, api, discoveryOrigins, says };
 }
 
 /** A scope of account fields only (provider headers): `check` judges the field. */

@@ -22,6 +22,7 @@ const NAMES: Record<string, string> = {
   'provider.schema.json#': 'ProviderSpec',
   'provider.schema.json#/properties/account/properties/fields/items': 'AccountFieldSpec',
   'provider.schema.json#/definitions/verifyWay': 'VerifyWay',
+  'provider.schema.json#/properties/connect': 'ConnectSpec',
   'exchanges.schema.json#': 'ExchangesSpec',
   'exchanges.schema.json#/definitions/exchange': 'ExchangeSpec',
   'exchanges.schema.json#/definitions/request': 'ExchangeRequestSpec',

@@ -207,6 +207,8 @@ export interface ProviderSpec {
   };
   /** How to check an account: one request, or several ways of which the first that applies (when) is used. */
   verify?: VerifyWay | VerifyWay[];
+  /** How an owner connects an account by OAuth 2.0 (authorization code) instead of pasting a secret. The operator registers the app (redirect URI <PUBLIC_URL>/connect/callback) and sets OAUTH_<PROVIDER>_CLIENT_ID and OAUTH_<PROVIDER>_CLIENT_SECRET; without them the provider offers the token form only. */
+  connect?: ConnectSpec;
 }
 
 export interface AccountFieldSpec {
@@ -253,6 +255,44 @@ export interface VerifyWay {
   expect?: Record<string, string | number | boolean>;
   /** What a success proves, in words shown to the owner. */
   says?: string;
+}
+
+/** How an owner connects an account by OAuth 2.0 (authorization code) instead of pasting a secret. The operator registers the app (redirect URI <PUBLIC_URL>/connect/callback) and sets OAUTH_<PROVIDER>_CLIENT_ID and OAUTH_<PROVIDER>_CLIENT_SECRET; without them the provider offers the token form only. */
+export interface ConnectSpec {
+  /** The provider's name for its sign-in, as in "Connect with Atlassian". */
+  by: string;
+  /** The authorization endpoint the owner's browser is sent to. */
+  authorize_url: string;
+  /** The token endpoint (code exchange and refresh). */
+  token_url: string;
+  /** json: a JSON object; form: application/x-www-form-urlencoded. */
+  token_body: 'json' | 'form';
+  /** The client id and secret in the body (client_secret_post) or as HTTP Basic (client_secret_basic). */
+  client_auth: 'body' | 'basic';
+  /** Send an S256 code challenge and its verifier (RFC 7636). */
+  pkce?: boolean;
+  /** Scopes asked for, sent space-separated. */
+  scopes?: string[];
+  /** Constant parameters of the authorize URL (audience, prompt, owner...). */
+  authorize_params?: Record<string, string>;
+  /** Top-level string fields of the token answer kept as the account's fields (workspace name, bot id...). */
+  keep?: string[];
+  /** What a connection reaches, in words shown to the owner: a template over account.<field> ("the Notion workspace {{account.workspace_name}}"). A discover plugin says it itself. */
+  says?: string;
+  /** A refresh token that goes unused this many days expires: the service refreshes connected accounts well before. */
+  refresh_idle_days?: number;
+  /** A connect plugin: what the grant reaches (sites, projects) and the account fields of the one the owner picks. */
+  discover?: {
+    use: string;
+    with?: Record<string, unknown>;
+  };
+  /** How calls use the connection. Without it, calls use base_url and auth like a pasted account, with the fields the connection filled in. */
+  api?: {
+    /** Template over account.<field>: the API base of a connected account (expressions are URL-encoded). */
+    base_url: string;
+    /** Auth header templates over account.<field> and connection.access_token. */
+    headers: Record<string, string>;
+  };
 }
 
 /** The exchanges of one tool, in a file beside its spec (<tool file>.exchanges.yaml beside <tool file>.yaml): arguments -> the requests the tool must send, each with a canned answer -> the result or error the client must get. `npm run check:specs -- --exchanges` runs them offline against a loopback stand-in of the provider; they also serve a provider that has no sandbox of its own as its sandbox ("Try it with sandbox accounts"). */

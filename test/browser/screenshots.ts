@@ -104,6 +104,7 @@ async function main(): Promise<void> {
   await shot('overview', '/');
   await shot('menu', '/', { sizes: ['phone'], prepare: (p) => p.getByRole('button', { name: 'Menu' }).click() });
   await shot('accounts', '/accounts');
+  await connectedAccounts(shot, page, base, demo);
   await shot('servers', '/servers');
   await shot('server', `/servers/${demo.serverId}`);
   await shot('key-dialog', `/servers/${demo.serverId}`, {
@@ -172,6 +173,70 @@ async function main(): Promise<void> {
   await shot('credits-low', '/');
   await browser.close();
   await demo.close();
+}
+
+type Shot = (file: string, url: string, o?: { fullPage?: boolean; prepare?: (page: Page) => Promise<void> }) => Promise<void>;
+
+/**
+ * Connected accounts: the Add-account dialog of a provider whose OAuth app the operator registered (the demo
+ * never goes on to Atlassian itself), then connections to the service's own OAuth sandboxes: their consent
+ * page on the service's origin, the pickers of a Jira site and of a Supabase project and key, a connected
+ * account, a cancelled connection, an account that needs its owner and its reconnect page.
+ */
+async function connectedAccounts(shot: Shot, page: Page, base: string, demo: Awaited<ReturnType<typeof startDemo>>): Promise<void> {
+  await fetch(`${base}/api/admin/oauth-apps/tracker`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${demo.service.operatorToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ client_id: 'demo-atlassian-app', client_secret: randomBytes(16).toString('hex') }),
+  });
+  const dialogOf = (p: Page, title: string) => p.getByRole('dialog', { name: `Add a ${title} account` });
+  const toSandboxConsent = async (p: Page, title: string) => {
+    await p.getByRole('button', { name: `Add ${title} account` }).click();
+    await Promise.all([
+      p.waitForURL(/\/sandbox-consent\//),
+      dialogOf(p, title)
+        .getByRole('button', { name: `Connect a sandbox ${title} account` })
+        .click(),
+    ]);
+  };
+  await shot('accounts-connect', '/accounts', { prepare: (p) => p.getByRole('button', { name: 'Add Jira Cloud account' }).click() });
+  await shot('connect-consent', '/accounts', { prepare: (p) => toSandboxConsent(p, 'Jira Cloud') });
+  await shot('connect-choose', '/accounts', {
+    prepare: async (p) => {
+      await toSandboxConsent(p, 'Jira Cloud');
+      await Promise.all([p.waitForURL(/\/connect\/choose/), p.getByRole('button', { name: 'Accept', exact: true }).click()]);
+    },
+  });
+  await shot('connect-choose-supabase', '/accounts', {
+    prepare: async (p) => {
+      await toSandboxConsent(p, 'Supabase (PostgREST Data API)');
+      await p.getByRole('radio', { name: /^Sandbox/ }).check();
+      await Promise.all([p.waitForURL(/\/connect\/choose/), p.getByRole('button', { name: 'Authorize Tool Server' }).click()]);
+    },
+  });
+  await shot('connect-failed', '/accounts', {
+    prepare: async (p) => {
+      await toSandboxConsent(p, 'Notion');
+      await Promise.all([p.waitForURL(/\/connect\/callback/), p.getByRole('button', { name: 'Cancel' }).click()]);
+    },
+  });
+  // One connection made: where it lands.
+  await page.goto(`${base}/accounts`);
+  await toSandboxConsent(page, 'Jira Cloud');
+  await Promise.all([page.waitForURL(/\/connect\/choose/), page.getByRole('button', { name: 'Accept', exact: true }).click()]);
+  await Promise.all([page.waitForURL(/\/accounts\?connected=/), page.getByRole('button', { name: 'Connect', exact: true }).click()]);
+  const landing = new URL(page.url());
+  const id = landing.searchParams.get('connected')!;
+  await shot('accounts-connected', landing.pathname + landing.search);
+  // Its provider will not renew it: every page says so; its page tells why and reconnects it.
+  const accounts = demo.service.store.collection('accounts');
+  await accounts.updateOne(
+    { _id: id },
+    { $set: { state: 'needs_reauth', state_reason: "Atlassian's token endpoint refused the grant (invalid_grant: Unknown or invalid refresh token.)" } },
+  );
+  await shot('account-needs-you', '/accounts');
+  await shot('reconnect', `/accounts/${id}/reconnect`);
+  await accounts.updateOne({ _id: id }, { $set: { state: 'connected', state_reason: null } });
 }
 
 /** An MCP client signs in with OAuth: its consent page (shot), approved, the code exchanged: a connected app. */

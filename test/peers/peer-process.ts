@@ -32,6 +32,45 @@ export function goVersion(): string | undefined {
   }
 }
 
+/** A peer cannot be built or started: the message says why and what to do. */
+export class PeerError extends Error {}
+
+/**
+ * Runs `go <args>` (GOTOOLCHAIN=local: an older Go says so instead of downloading a toolchain) writing
+ * `partial`, then moves it to `binary` atomically: a concurrent start sees the whole binary or none. `name`
+ * (`mongo`, `mail`) names its messages.
+ */
+export async function goBuild(
+  name: string,
+  args: string[],
+  o: { cwd: string; env?: NodeJS.ProcessEnv; partial: string; binary: string; what: string },
+): Promise<void> {
+  const go = goVersion();
+  if (!go)
+    throw new PeerError(
+      `Go is not installed (no \`go\` on PATH). ${o.what} is built from the Go module proxy: install Go 1.24 or newer (https://go.dev/dl/ or ` +
+        'your package manager) and run this again. Without it `npm test` skips the tests that need this peer (and fails under CI=true).',
+    );
+  console.error(`peer:${name}: building ${o.what} with ${go} (once; a few minutes the first time, seconds with the module cache warm)`);
+  const started = Date.now();
+  const code = await new Promise<number | null>((resolve) => {
+    const build = spawn('go', args, {
+      cwd: o.cwd,
+      // The Go module proxy only, never a repository fetched directly (a caller's own GOPROXY is kept).
+      env: { ...process.env, GOTOOLCHAIN: 'local', GOPROXY: process.env.GOPROXY || 'https://proxy.golang.org', ...o.env },
+      stdio: ['ignore', process.stderr, process.stderr],
+    });
+    build.once('error', () => resolve(-1));
+    build.once('exit', resolve);
+  });
+  if (code !== 0) {
+    await rm(o.partial, { force: true });
+    throw new PeerError(`go ${args[0]} failed (exit ${code}); see its output above`);
+  }
+  await rename(o.partial, o.binary);
+  console.error(`peer:${name}: built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
 /** One peer of this checkout: its name (`mongo`, `mail`) names its messages and its state file. */
 export class Peer<S extends PeerState> {
   /** One state file per checkout, outside it (so two worktrees on one machine have a peer each). */
@@ -48,37 +87,6 @@ export class Peer<S extends PeerState> {
 
   say(message: string): void {
     console.error(`peer:${this.name}: ${message}`);
-  }
-
-  /**
-   * Runs `go <args>` (GOTOOLCHAIN=local: an older Go says so instead of downloading a toolchain) writing
-   * `partial`, then moves it to `binary` atomically: a concurrent start sees the whole binary or none.
-   */
-  async goBuild(args: string[], o: { cwd: string; env?: NodeJS.ProcessEnv; partial: string; binary: string; what: string }): Promise<void> {
-    const go = goVersion();
-    if (!go)
-      this.fail(
-        `Go is not installed (no \`go\` on PATH). ${o.what} is built from the Go module proxy: install Go 1.24 or newer (https://go.dev/dl/ or ` +
-          'your package manager) and run this again. Without it `npm test` skips the tests that need this peer (and fails under CI=true).',
-      );
-    this.say(`building ${o.what} with ${go} (once; a few minutes the first time, seconds with the module cache warm)`);
-    const started = Date.now();
-    const code = await new Promise<number | null>((resolve) => {
-      const build = spawn('go', args, {
-        cwd: o.cwd,
-        // The Go module proxy only, never a repository fetched directly (a caller's own GOPROXY is kept).
-        env: { ...process.env, GOTOOLCHAIN: 'local', GOPROXY: process.env.GOPROXY || 'https://proxy.golang.org', ...o.env },
-        stdio: ['ignore', process.stderr, process.stderr],
-      });
-      build.once('error', () => resolve(-1));
-      build.once('exit', resolve);
-    });
-    if (code !== 0) {
-      await rm(o.partial, { force: true });
-      this.fail(`go ${args[0]} failed (exit ${code}); see its output above`);
-    }
-    await rename(o.partial, o.binary);
-    this.say(`built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   }
 
   async readState(): Promise<S | undefined> {

@@ -8,7 +8,7 @@
 
 /**
  * An API answer's JSON, as far as this module reads it.
- * @typedef {{ message?: string, key?: string, token?: string, redirect_to?: string, verified?: boolean, detail?: string,
+ * @typedef {{ message?: string, key?: string, token?: string, secret?: string, redirect_to?: string, authorize_url?: string, verified?: boolean, detail?: string,
  *   error?: { message?: string, provider_status?: number }, snippets?: Snippet[] } & Record<string, unknown>} ApiBody
  */
 /** @typedef {{ ok: boolean, status: number, body: ApiBody | null, headers?: Headers }} ApiResult */
@@ -363,6 +363,13 @@ function safeNext(next) {
  */
 const fill = (template, data) => template.replace(/\{(\w+)\}/g, (_, k) => encodeURIComponent(String(data?.[k] ?? '')));
 
+/** An account's health as views/partials/account-state.hbs shows it: the badge's class and words. */
+const STATE_BADGES = /** @type {Record<string, [string, string]>} */ ({
+  connected: ['ok', 'connected'],
+  needs_reauth: ['danger', 'needs you'],
+  unreachable: ['warn', 'unreachable'],
+});
+
 /** `2026-01-31 12:00 UTC`, as the pages write times. */
 const utc = (/** @type {Date} */ d) => `${d.toISOString().replace('T', ' ').slice(0, 16)} UTC`;
 
@@ -391,8 +398,15 @@ async function after(el, result) {
   }
   // The OAuth decision: back to the application (its redirect URI), wherever that is.
   if (then === 'redirect') return location.assign(String(b.redirect_to));
+  // Connecting an account: on to the connection's start page (then the provider's consent page).
+  if (then === 'authorize') return location.assign(String(b.authorize_url));
   if (then === 'reveal')
-    return reveal(el.dataset.revealTitle || 'Copy it now', String(b.key ?? b.token), b.snippets ?? [], typeof b.server_id === 'string' ? b.server_id : null);
+    return reveal(
+      el.dataset.revealTitle || 'Copy it now',
+      String(b.key ?? b.token ?? b.secret),
+      b.snippets ?? [],
+      typeof b.server_id === 'string' ? b.server_id : null,
+    );
   if (then === 'sandbox') return showSandbox(/** @type {SandboxSetup} */ (/** @type {unknown} */ (b)));
   if (then === 'try-result' && el instanceof HTMLFormElement) return showTryResult(el, /** @type {TryAnswer} */ (/** @type {unknown} */ (b)));
   if (then === 'verify') {
@@ -403,11 +417,14 @@ async function after(el, result) {
     out.textContent = b.verified
       ? `Verified: ${b.detail ?? 'the provider accepted these credentials.'}`
       : `Not verified: ${b.error?.message ?? 'the provider refused the credentials'}${b.error?.provider_status ? ` (HTTP ${b.error.provider_status})` : ''}`;
-    // The badge says what is stored now: verified at this moment (a failure leaves an earlier success standing).
-    const badge = scope?.querySelector('[data-verify-badge]');
-    if (badge && b.verified) {
-      badge.className = 'badge ok';
-      badge.textContent = `verified ${utc(new Date())}`;
+    // The health the check found, as it is stored now.
+    const checked = scope?.querySelector('[data-verify-badge]');
+    if (checked) checked.textContent = `checked ${utc(new Date())}`;
+    const state = scope?.querySelector('[data-state-badge] .badge');
+    const look = STATE_BADGES[String(b.state)];
+    if (state && look) {
+      state.className = `badge ${look[0]}`;
+      state.textContent = look[1];
     }
   }
 }
@@ -839,3 +856,7 @@ for (const input of document.querySelectorAll('input[data-from-fragment]')) {
 for (const form of document.querySelectorAll('form[data-autosubmit]')) {
   if (form instanceof HTMLFormElement) form.requestSubmit();
 }
+
+// A provider's code and state came back in this page's address: it is of no use any more, and leaves the
+// address bar and the history.
+if (location.pathname === '/connect/callback') history.replaceState(null, '', location.pathname);

@@ -13,7 +13,7 @@ import { closeSync, existsSync, openSync, readdirSync, readFileSync, readlinkSyn
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Peer, type PeerState, cacheRoot, sleep } from '../peer-process.ts';
+import { Peer, type PeerState, cacheRoot, goBuild, sleep } from '../peer-process.ts';
 
 const MODULE = 'github.com/axllent/mailpit';
 const VERSION = 'v1.33.1';
@@ -33,13 +33,13 @@ async function ensureBinary(): Promise<string> {
   const gobin = path.join(dir, `build.${process.pid}`);
   await mkdir(gobin, { recursive: true });
   // `go install module@version` builds exactly that version, checked against the Go checksum database.
-  await peer.goBuild(['install', `${MODULE}@${VERSION}`], {
+  await goBuild('mail', ['install', `${MODULE}@${VERSION}`], {
     cwd: dir,
     env: { GOBIN: gobin },
     partial: path.join(gobin, 'mailpit'),
     binary,
     what: `Mailpit ${VERSION} into ${dir}`,
-  });
+  }).catch((error: unknown) => peer.fail((error as Error).message));
   await rm(gobin, { recursive: true, force: true });
   return binary;
 }

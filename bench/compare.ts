@@ -1,0 +1,93 @@
+// `npm run bench:compare -- <base> [<head>]`: what a change did to a tools/call, on a machine too busy for two
+// runs of the bench to agree. Both revisions (git revisions, head defaulting to the working tree; or `tsx`, the
+// working tree through tsx, for what the build gains: `npm run bench:compare -- tsx`) are built as
+// `npm start` runs the service (runtime/build.ts) and run side by side on one upstream; calls go to one and
+// then the other in short alternating chunks, so that a busy moment of the machine hits both alike. Prints,
+// for each, the serving process's CPU time per call (/proc) and its rate, and head/base.
+//
+// COMPARE_STORE=memory (default) | file, COMPARE_ROUNDS (default 10) chunks of COMPARE_CALLS (default 2,000)
+// each at COMPARE_CONNECTIONS (default 32). A revision's files are extracted once into node_modules/.cache/compare/.
+// COMPARE_SERVER=bare-proxy compares the bare proxy instead (a change of the bench's floor).
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { buildService } from '../runtime/build.ts';
+import { builtProgram, cpuMicros, launch, runBench, start } from './processes.ts';
+
+const ROUNDS = Number(process.env.COMPARE_ROUNDS || 10);
+const CALLS = Number(process.env.COMPARE_CALLS || 2000);
+const CONNECTIONS = Number(process.env.COMPARE_CONNECTIONS || 32);
+const SERVER = `${process.env.COMPARE_SERVER || 'ours'}.ts`;
+const CACHE = path.resolve('node_modules/.cache/compare');
+const PING = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'demo_ping', arguments: {} } });
+
+/** A checkout of `revision` (or the working tree) with the server and the safety net built in it; its build folder. */
+async function built(revision: string | undefined): Promise<{ label: string; dir: string }> {
+  let root = process.cwd();
+  let label = 'working tree';
+  if (revision) {
+    const sha = execFileSync('git', ['rev-parse', '--verify', `${revision}^{commit}`], { encoding: 'utf8' }).trim();
+    root = path.join(CACHE, sha);
+    label = `${revision} (${sha.slice(0, 7)})`;
+    // Its files only (git archive), so that the repository's own list of worktrees is left alone.
+    if (!existsSync(root)) {
+      mkdirSync(root, { recursive: true });
+      execFileSync('sh', ['-c', 'git archive "$1" | tar -x -C "$2"', 'archive', sha, root]);
+    }
+  }
+  const dir = path.join(CACHE, 'builds', revision ? path.basename(root) : 'working-tree');
+  await buildService([`bench/${SERVER}`, 'test/support/loopback-only.ts'], dir, root);
+  return { label, dir };
+}
+
+async function main(): Promise<void> {
+  const [base, head] = process.argv.slice(2);
+  if (!base) throw new Error('usage: npm run bench:compare -- <base revision> [<head revision>, default the working tree]');
+  const upstream = (await launch('upstream.ts')).url;
+  const env: Record<string, string> = process.env.COMPARE_STORE === 'file' ? { BENCH_STORE: 'file' } : {};
+  const sides = [];
+  for (const revision of [base, head]) {
+    // `tsx`: the working tree through tsx, as the tests run it (what the build gains).
+    if (revision === 'tsx') {
+      sides.push({ label: 'working tree through tsx', server: await launch(SERVER, [upstream], env), cpu: 0, calls: 0, rates: [] as number[] });
+      continue;
+    }
+    const { label, dir } = await built(revision);
+    sides.push({ label, server: await start(label, [...builtProgram(dir, SERVER), upstream], env), cpu: 0, calls: 0, rates: [] as number[] });
+  }
+  const send = (server: Record<string, string>, amount: number) =>
+    autocannon({
+      url: server.url,
+      connections: CONNECTIONS,
+      amount,
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        ...(server.key && { authorization: `Bearer ${server.key}` }),
+      },
+      body: PING,
+    });
+  for (const side of sides) await send(side.server, 3000);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const side of round % 2 ? [...sides].reverse() : sides) {
+      const before = await cpuMicros(side.server.pid);
+      const started = performance.now();
+      const result = await send(side.server, CALLS);
+      const seconds = (performance.now() - started) / 1000;
+      if (result.non2xx || result.errors || result.timeouts) throw new Error(`${side.label}: ${result.non2xx + result.errors + result.timeouts} failed calls`);
+      side.cpu += (await cpuMicros(side.server.pid)) - before;
+      side.calls += result['2xx'];
+      side.rates.push(result['2xx'] / seconds);
+    }
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const [a, b] = sides.map((s) => ({ ...s, perCall: s.cpu / s.calls, rate: median(s.rates) }));
+  console.log(`\n${SERVER} tools/call, ${ROUNDS} x ${CALLS} calls each at c=${CONNECTIONS}, ${process.env.COMPARE_STORE || 'memory'} store`);
+  for (const s of [a, b])
+    console.log(`${s.label.padEnd(40)} ${s.perCall.toFixed(0).padStart(6)} CPU µs/call ${s.rate.toFixed(0).padStart(6)} calls/s (median)`);
+  console.log(`head/base: CPU per call ${(b.perCall / a.perCall).toFixed(3)}, calls/s ${(b.rate / a.rate).toFixed(3)}`);
+}
+
+runBench(main);

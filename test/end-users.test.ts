@@ -1,0 +1,314 @@
+// End users of an owner, end to end over HTTP on the embedded store and on MongoDB (FerretDB): the API (create,
+// unique external ids, paging, search, delete that takes keys and accounts), connect links opened by a browser
+// with no sign-in (plain HTTP with the end-user cookie, the OAuth sandboxes' consent pages), tools bound to the
+// caller's own account, and "connect your account" inside a call for each protocol revision, through the
+// official SDK clients and as bare JSON-RPC for the request states.
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { UrlElicitationRequiredError } from '@modelcontextprotocol/sdk/types.js';
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { APP_ENV, HttpBrowser, type OAuthSandboxes, startOAuthSandboxes } from './support/connect.ts';
+import { MONGODB_URL, dropTestDatabases, mongoTestUrl } from './support/mongo.ts';
+import { connectV1 } from './support/mcp-clients.ts';
+import { type ToolResult, failed, succeeded } from './support/tool-calls.ts';
+import { type TestService, startTestService } from './support/service.ts';
+
+const targets = [
+  { name: 'the embedded store', enabled: true, env: () => ({}) },
+  { name: 'MongoDB', enabled: Boolean(MONGODB_URL), env: () => ({ MONGODB_URL: mongoTestUrl('end_users').url }) },
+];
+
+afterAll(async () => {
+  await dropTestDatabases();
+});
+
+/** An end user's browser over HTTP: the end-user cookie it is given, the page's CSRF token, forms posted. */
+class EndUserBrowser extends HttpBrowser {
+  /** Opens a connect link: the page, and the cookie the service gives a browser the first time. */
+  async open(url: string): Promise<{ status: number; html: string }> {
+    const res = await fetch(url, { redirect: 'manual', headers: this.cookie ? { cookie: this.cookie } : {} });
+    const set = res.headers.get('set-cookie');
+    if (set?.startsWith('ts_end_user=')) this.cookie = set.split(';')[0];
+    return { status: res.status, html: await res.text() };
+  }
+
+  /** Posts a form of the connect page (as the browser does: same origin); the redirect's target, or the page. */
+  async post(path: string, html: string, fields: Record<string, string>): Promise<{ status: number; location: string | null; html: string }> {
+    const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+    const res = await fetch(this.serviceUrl + path, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: this.serviceUrl, cookie: this.cookie },
+      body: new URLSearchParams({ csrf, ...fields }).toString(),
+    });
+    return { status: res.status, location: res.headers.get('location'), html: await res.text() };
+  }
+}
+
+describe.each(targets)('end users on $name', (target) => {
+  let sandboxes: OAuthSandboxes;
+  let svc: TestService;
+
+  beforeAll(async () => {
+    if (!target.enabled) return;
+    sandboxes = await startOAuthSandboxes();
+    svc = await startTestService({
+      ...APP_ENV,
+      ...target.env(),
+      MASTER_KEY: randomBytes(32).toString('hex'),
+      TOOL_SPECS_DIR: sandboxes.specsDir,
+      KEY_CACHE_MS: '0',
+    });
+    sandboxes.register(svc.url);
+  }, 180_000);
+
+  afterAll(async () => {
+    await svc?.close();
+    await sandboxes?.close();
+  });
+
+  async function owner(credits = 100) {
+    const browser = new HttpBrowser(svc.url);
+    const id = await browser.signUp();
+    await svc.call('POST', `/api/admin/owners/${id}/credits`, { token: svc.operatorToken, body: { amount: credits } });
+    return { id, b: browser };
+  }
+  const balanceOf = async (b: HttpBrowser) => (await b.api('GET', '/api/me')).body.balance as number;
+
+  /** A server with one Jira search tool bound to the caller's own account. */
+  async function callersServer(b: HttpBrowser) {
+    const server = await b.api('POST', '/api/servers', { name: 'Acts as the caller' });
+    const tool = await b.api('POST', `/api/servers/${server.body.id}/tools`, {
+      base_tool: 'tracker_search_issues',
+      name: 'search_issues',
+      account_id: 'end_user',
+    });
+    expect(tool.status, JSON.stringify(tool.body)).toBe(201);
+    return server.body.id as string;
+  }
+
+  /** Connects Jira as the end user through a connect link: consent at the sandbox, then the site picker. */
+  async function connectJira(eu: EndUserBrowser, link: string, site: number) {
+    const page = await eu.open(link);
+    expect(page.status, page.html).toBe(200);
+    const started = await eu.post(new URL(link).pathname + '/oauth', page.html, { provider: 'tracker' });
+    expect(started.status, started.html).toBe(302);
+    const consent = await eu.follow(new URL(started.location!, svc.url).href);
+    const picker = await eu.consent(consent.url, consent.html);
+    expect(picker.html, picker.html.slice(0, 2000)).toContain('end-user-choose');
+    const flow = /name="flow" value="([^"]+)"/.exec(picker.html)![1];
+    const chosen = await eu.post(new URL(picker.url).pathname, picker.html, { flow, choice: sandboxes.atlassian.sites[site].cloudId });
+    expect(chosen.status, chosen.html).toBe(302);
+    const done = await eu.follow(new URL(chosen.location!, svc.url).href);
+    expect(done.html).toContain('data-testid="connected"');
+    return done;
+  }
+
+  it.runIf(target.enabled)('creates, pages, searches and refuses bad end users', async () => {
+    const { b } = await owner();
+    const made = await b.api('POST', '/api/end-users', { external_id: 'user-1', display_name: 'Ada Lovelace', email: 'ada@example.com' });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    expect(made.body).toMatchObject({ id: expect.stringMatching(/^eu_/), external_id: 'user-1', display_name: 'Ada Lovelace', email: 'ada@example.com' });
+    for (const [body, words] of [
+      [{ external_id: 'user-1' }, /exists already/],
+      [{ external_id: '' }, /"external_id" must be/],
+      [{ external_id: 'x'.repeat(201) }, /at most 200/],
+      [{ external_id: 'a\nb' }, /"external_id" must be/],
+      [{ external_id: 'ok', email: 'not-mail' }, /"email" must be an e-mail/],
+      [{ external_id: 'ok', role: 'admin' }, /Unknown field\(s\): role/],
+    ] as const) {
+      const refused = await b.api('POST', '/api/end-users', body);
+      expect(refused.status, JSON.stringify(refused.body)).toBe(body.external_id === 'user-1' ? 409 : 400);
+      expect(refused.body.message).toMatch(words);
+    }
+    for (let i = 2; i <= 5; i++) await b.api('POST', '/api/end-users', { external_id: `user-${i}`, display_name: i % 2 ? 'Odd' : 'Even' });
+    const first = await b.api('GET', '/api/end-users?limit=2');
+    expect(first.body.end_users.map((u: any) => u.external_id)).toEqual(['user-5', 'user-4']);
+    const second = await b.api('GET', `/api/end-users?limit=2&cursor=${first.body.next_cursor}`);
+    expect(second.body.end_users.map((u: any) => u.external_id)).toEqual(['user-3', 'user-2']);
+    const third = await b.api('GET', `/api/end-users?limit=2&cursor=${second.body.next_cursor}`);
+    expect(third.body).toMatchObject({ end_users: [{ external_id: 'user-1' }], next_cursor: null });
+    expect((await b.api('GET', '/api/end-users?q=even')).body.end_users.map((u: any) => u.external_id)).toEqual(['user-4', 'user-2']);
+    expect((await b.api('GET', '/api/end-users?cursor=nonsense')).status).toBe(400);
+    // Another owner sees none of them.
+    const other = await owner();
+    expect((await other.b.api('GET', `/api/end-users/${made.body.id}`)).status).toBe(404);
+    expect((await other.b.api('POST', '/api/end-users', { external_id: 'user-1' })).status).toBe(201);
+  });
+
+  it.runIf(target.enabled)(
+    'each end user calls with their own Jira site; cross-user keys, headers, links and request states are refused; deletion takes everything',
+    async () => {
+      const { b } = await owner();
+      const serverId = await callersServer(b);
+      const [ada, bob] = await Promise.all(['ada', 'bob'].map(async (x) => (await b.api('POST', '/api/end-users', { external_id: x })).body));
+      const keyOf = async (u: any) =>
+        (await b.api('POST', `/api/end-users/${u.id}/api-keys`, { server_id: serverId, name: `${u.external_id}'s key` })).body.key;
+      const [adaKey, bobKey] = [await keyOf(ada), await keyOf(bob)];
+      const backend = (await b.api('POST', `/api/servers/${serverId}/api-keys`, { name: 'backend', act_for_end_users: true })).body.key;
+      const plain = (await b.api('POST', `/api/servers/${serverId}/api-keys`, { name: 'plain' })).body.key;
+
+      // Not connected yet: an ordinary tool error with the link, nothing charged, nothing sent.
+      const before = await balanceOf(b);
+      const sent = sandboxes.atlassian.requests.length;
+      const adaClient = await connectV1(svc.url, serverId, adaKey);
+      const missing = failed(
+        (await adaClient.callTool({ name: 'search_issues', arguments: { jql: 'project = DEMO ORDER BY created DESC' } })) as ToolResult,
+      ) as any;
+      expect(missing.code).toBe('account_not_connected');
+      expect(missing.connect_url).toMatch(new RegExp(`^${svc.url}/connect/s/c\\.`));
+      expect(missing.message).toContain(missing.connect_url);
+      expect(await balanceOf(b)).toBe(before);
+      expect(sandboxes.atlassian.requests.length).toBe(sent);
+
+      // The link from a call works only in a browser that already belongs to that person.
+      const stranger = new EndUserBrowser(svc.url);
+      expect((await stranger.open(missing.connect_url)).status).toBe(403);
+
+      // Each connects through a link of the owner's backend, on a site of their own.
+      const linkFor = async (u: any) =>
+        (await b.api('POST', '/api/connect-sessions', { end_user_id: u.id, providers: ['tracker'], return_url: 'https://app.example/done' })).body;
+      const adaLink = await linkFor(ada);
+      expect(adaLink.url).toMatch(/\/connect\/s\//);
+      const adaBrowser = new EndUserBrowser(svc.url);
+      const adaPage = await connectJira(adaBrowser, adaLink.url, 0);
+      expect(adaPage.html).toContain('https://app.example/done');
+      const bobBrowser = new EndUserBrowser(svc.url);
+      await connectJira(bobBrowser, (await linkFor(bob)).url, 1);
+
+      // The backend link was single use: another browser is refused, the same one still sees it.
+      expect((await new EndUserBrowser(svc.url).open(adaLink.url)).status).toBe(409);
+      expect((await adaBrowser.open(adaLink.url)).status).toBe(200);
+      // Ada's browser cannot use Bob's call link either.
+      const bobClient = await connectV1(svc.url, serverId, bobKey);
+      const siteOf = async (client: ClientV1) => {
+        const r = succeeded(
+          (await client.callTool({ name: 'search_issues', arguments: { jql: 'project = DEMO ORDER BY created DESC', max_results: 1 } })) as ToolResult,
+        );
+        return r;
+      };
+      await siteOf(adaClient);
+      await siteOf(bobClient);
+      const [adaSite, bobSite] = sandboxes.atlassian.sites;
+      expect(adaSite.jira.requests.some((r) => r.path.includes('/search'))).toBe(true);
+      const bobCalls = bobSite.jira.requests.length;
+      await siteOf(adaClient);
+      expect(bobSite.jira.requests.length).toBe(bobCalls);
+
+      // The owner's API lists each person's account with its health.
+      const accounts = (await b.api('GET', `/api/end-users/${ada.id}/accounts`)).body.accounts;
+      expect(accounts).toMatchObject([{ kind: 'tracker', auth: 'oauth', state: 'connected' }]);
+      expect((await b.api('GET', '/api/accounts')).body.accounts).toEqual([]);
+
+      // Headers: only a key allowed to name end users may, and only the owner's own.
+      const named = async (key: string, externalId: string) => {
+        const res = await fetch(`${svc.url}/mcp/${serverId}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'x-end-user': externalId },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'tools/call',
+            params: { name: 'search_issues', arguments: { jql: 'project = DEMO ORDER BY created DESC' } },
+          }),
+        });
+        return { status: res.status, body: (await res.json()) as any };
+      };
+      expect((await named(backend, 'bob')).body.result.isError).toBe(false);
+      const refusals = [
+        [plain, 'bob', /may not act for end users/],
+        [backend, 'nobody', /no end user with the external id "nobody"/],
+        [adaKey, 'bob', /acts as its own end user only/],
+      ] as const;
+      for (const [key, who, words] of refusals) {
+        const r = await named(key, who);
+        expect(r.status).toBe(403);
+        expect(r.body.message).toMatch(words);
+      }
+      const otherOwner = await owner();
+      await otherOwner.b.api('POST', '/api/end-users', { external_id: 'carol' });
+      expect((await named(backend, 'carol')).status).toBe(403);
+
+      // The call log, per end user: Ada's calls only, the refused one charged nothing.
+      const adaCalls = (await b.api('GET', `/api/calls?end_user=${ada.id}`)).body.calls;
+      expect(adaCalls.length).toBeGreaterThanOrEqual(3);
+      expect(adaCalls.every((c: any) => c.end_user_id === ada.id)).toBe(true);
+      expect(adaCalls.at(-1)).toMatchObject({ code: 'account_not_connected', outcome: 'rejected', charged: 0 });
+
+      // Deleting Bob revokes his key and removes his account at once.
+      expect((await b.api('DELETE', `/api/end-users/${bob.id}`)).status).toBe(204);
+      const gone = await fetch(`${svc.url}/mcp/${serverId}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${bobKey}` },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+      expect(gone.status).toBe(401);
+      expect((await named(backend, 'bob')).status).toBe(403);
+      expect((await b.api('GET', `/api/end-users/${bob.id}/accounts`)).status).toBe(404);
+      await Promise.all([adaClient.close(), bobClient.close()]);
+    },
+    180_000,
+  );
+
+  it.runIf(target.enabled)('asks a 2025-11-25 client that declared URL elicitation with -32042, and a 2026-07-28 one with input_required', async () => {
+    const { b } = await owner();
+    const serverId = await callersServer(b);
+    const eu = (await b.api('POST', '/api/end-users', { external_id: 'dana' })).body;
+    const key = (await b.api('POST', `/api/end-users/${eu.id}/api-keys`, { server_id: serverId, name: 'dana' })).body.key;
+
+    const client = new ClientV1({ name: 'url-client', version: '1.0.0' }, { capabilities: { elicitation: { url: {} } } });
+    await client.connect(new TransportV1(new URL(`${svc.url}/mcp/${serverId}`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+    const error = await client.callTool({ name: 'search_issues', arguments: { jql: 'x' } }).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(UrlElicitationRequiredError);
+    const [elicitation] = (error as UrlElicitationRequiredError).elicitations;
+    expect(elicitation).toMatchObject({ mode: 'url', url: expect.stringContaining('/connect/s/c.') });
+    await client.close();
+
+    // 2026-07-28, bare: input_required with a request state; the state works once, for this call only.
+    const modern = async (params: Record<string, unknown>, capabilities: Record<string, unknown> = { elicitation: { url: {} } }) => {
+      const res = await fetch(`${svc.url}/mcp/${serverId}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          authorization: `Bearer ${key}`,
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'tools/call',
+          'mcp-name': 'search_issues',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: {
+            ...params,
+            name: 'search_issues',
+            _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': capabilities },
+          },
+        }),
+      });
+      return (await res.json()) as any;
+    };
+    const asked = await modern({ arguments: { jql: 'x' } });
+    expect(asked.result).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: { connect_tracker: { method: 'elicitation/create', params: { mode: 'url' } } },
+    });
+    const state = asked.result.requestState as string;
+    expect(state).not.toContain(eu.id);
+    const again = await modern({ arguments: { jql: 'x' }, requestState: state, inputResponses: { connect_tracker: { action: 'accept' } } });
+    expect(again.result.resultType).toBe('input_required');
+    const replay = await modern({ arguments: { jql: 'x' }, requestState: state, inputResponses: { connect_tracker: { action: 'accept' } } });
+    expect(replay.error.message).toMatch(/used already/);
+    const other = await modern({ arguments: { jql: 'y' }, requestState: again.result.requestState, inputResponses: { connect_tracker: { action: 'accept' } } });
+    expect(other.error.message).toMatch(/another caller or another call/);
+    const tampered = await modern({ arguments: { jql: 'x' }, requestState: `${state.slice(0, -2)}AA` });
+    expect(tampered.error.message).toMatch(/not a state this server gave/);
+    const declined = await modern({ arguments: { jql: 'x' }, inputResponses: { connect_tracker: { action: 'decline' } } });
+    expect(declined.result.structuredContent.error.code).toBe('account_not_connected');
+    // A client without URL support gets the link in an ordinary tool error.
+    const plainResult = await modern({ arguments: { jql: 'x' } }, {});
+    expect(plainResult.result).toMatchObject({ resultType: 'complete', isError: true, structuredContent: { error: { code: 'account_not_connected' } } });
+  });
+});
