@@ -48,6 +48,7 @@ const ALL_LAYERS = [
   'billing',
   'oauth',
   'servers',
+  'mail',
   'pipeline',
   'api',
   'dashboard',
@@ -62,7 +63,7 @@ const toolspecLayer = {
 const domain = {
   regex: `${up}(${layers(['pipeline', 'api', 'dashboard'])}/|mcp/(?!backend\\.ts$)|engine/(?!engine\\.ts$))`,
   message:
-    'Layers: the domain layers (access, accounts, billing, oauth, servers) know nothing of the call pipeline, the API or the dashboard; of MCP only the seam mcp/backend.ts, of the engine only engine/engine.ts.',
+    'Layers: the domain layers (access, accounts, billing, oauth, servers, mail) know nothing of the call pipeline, the API or the dashboard; of MCP only the seam mcp/backend.ts, of the engine only engine/engine.ts.',
 };
 
 export default tseslint.config(
@@ -97,7 +98,7 @@ export default tseslint.config(
     ['runtime/*.ts'],
     [
       {
-        regex: `^\\./(${layers(['access', 'accounts', 'billing', 'oauth', 'servers', 'pipeline', 'mcp', 'api', 'dashboard', 'store'])}/|(service|components|app|main|demo|demo-data|admin|indexes|config)\\.ts$)`,
+        regex: `^\\./(${layers(['access', 'accounts', 'billing', 'oauth', 'servers', 'mail', 'pipeline', 'mcp', 'api', 'dashboard', 'store'])}/|(service|components|app|main|demo|demo-data|admin|indexes|config)\\.ts$)`,
         message:
           'Layers: the shared modules of runtime/ (plugin-api.ts, tool-error.ts, secrets.ts, log.ts...) sit below every layer and import none above the engine.',
       },
@@ -194,7 +195,7 @@ export default tseslint.config(
   ),
   // The domain layers; oauth/routes.ts serves the authorization server's endpoints, so only oauth may use koa.
   boundary(['runtime/oauth/**'], [domain]),
-  boundary(['runtime/access/**', 'runtime/accounts/**', 'runtime/billing/**', 'runtime/servers/**'], [domain, noWeb('a domain layer')]),
+  boundary(['runtime/access/**', 'runtime/accounts/**', 'runtime/billing/**', 'runtime/servers/**', 'runtime/mail/**'], [domain, noWeb('a domain layer')]),
   boundary(
     ['runtime/pipeline/**'],
     [

@@ -11,7 +11,10 @@ import { OAuthApps, oauthEnvName } from './accounts/oauth-apps.ts';
 import { StateWebhooks } from './accounts/state-webhooks.ts';
 import { TokenEndpoint } from './accounts/token-endpoint.ts';
 import { Budgets } from './access/budgets.ts';
+import { EmailLinks } from './access/email-links.ts';
 import { EndUsers } from './access/end-users.ts';
+import { KeyNetworks } from './access/key-networks.ts';
+import { MailLimits } from './access/mail-limits.ts';
 import { ApiKeys } from './access/keys.ts';
 import { OwnerLimits } from './access/owner-limits.ts';
 import { RequestStates } from './access/request-states.ts';
@@ -25,10 +28,14 @@ import { AuditTrail } from './audit/audit-trail.ts';
 import { SERVICE_INFO } from './app.ts';
 import { Credits } from './billing/credits.ts';
 import { Ledger } from './billing/ledger.ts';
-import type { Config } from './config.ts';
+import type { Config, MailConfig } from './config.ts';
 import { Engine } from './engine/engine.ts';
 import { type HttpClient, createHttpClient } from './http/client.ts';
 import type { Logger } from './log.ts';
+import { type AccountAlerts, OwnerAlerts } from './mail/owner-alerts.ts';
+import { LinkMail } from './mail/link-mail.ts';
+import { Outbox } from './mail/outbox.ts';
+import { smtpTransport } from './mail/transport.ts';
 import { Metrics } from './metrics.ts';
 import { LATEST_LEGACY_VERSION } from './mcp/protocol.ts';
 import { callResult } from './mcp/tool-wire.ts';
@@ -106,6 +113,8 @@ function connectedAccounts(
     sandboxes: Sandboxes | undefined;
     ownerLimits: OwnerLimits;
     masterKey: Buffer;
+    /** E-mail alerts (absent when e-mail is off): an owner's account that needs reconnecting. */
+    alerts: AccountAlerts | undefined;
   },
 ): Components['connect'] {
   const connectable = new Set([...c.catalog.current.providers.values()].filter((p) => p.connect).map((p) => oauthEnvName(p.spec.id)));
@@ -146,7 +155,7 @@ export async function buildComponents(
 ): Promise<Components> {
   const ca = config.outboundCaFile ? await readFile(config.outboundCaFile, 'utf8') : undefined;
   const masterKey = parseMasterKey(secrets.masterKey);
-  // The public URL is completed once the port is known (PORT=0 in tests).
+  // The public URL is completed once the port is known (PORT=0 in tests); e-mails read it when written.
   const site = { publicUrl: config.publicUrl, signup: config.signup, startingCredits: config.startingCredits, creditsHelp: config.creditsHelp };
   const sandboxes = config.sandboxes.enabled
     ? new Sandboxes({
@@ -174,18 +183,21 @@ export async function buildComponents(
   // Converting an owner's markdown can take long: in worker threads, off the event loop all owners share.
   const offLoop = new OffLoop({ workers: config.conversionThreads, timeoutMs: CONVERSION_TIMEOUT_MS });
   const engine = new Engine(http, { defaultTimeoutMs: config.upstreamTimeoutMs, offLoop });
+  const vault = new Vault(masterKey);
+  const instance = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const metrics = new Metrics(passwordChecks);
+  const owners = new Owners(store);
   const keys = new ApiKeys(store, config.keyCacheMs);
   const servers = new Servers(store, config.keyCacheMs);
   const tools = new CustomTools(store, catalog, config.keyCacheMs);
-  const vault = new Vault(masterKey);
   const accounts = new Accounts(store, catalog, vault, config.keyCacheMs);
-  const credits = new Credits(store);
   // Shared counters on MongoDB (in the store's time); in memory on the embedded store.
   const sharedCounters = store.kind === 'mongodb' ? store : undefined;
+  const mail = config.mail && buildMail(config.mail, { store, vault, masterKey, owners, keys, servers, site, metrics, instance, logger, sharedCounters });
+  const credits = new Credits(store, mail && ((ownerId, balance) => mail.alerts.creditsCharged(ownerId, balance)));
   // Device cookies (browsers that signed in before) are signed with a key derived from the master key.
   const signInLimits = new SignInLimits({ deviceSecret: createHmac('sha256', masterKey).update('sign-in devices').digest(), shared: sharedCounters });
   const audit = new AuditTrail(store, logger, config.ownerLimits.auditEvents);
-  const instance = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const ownerLimits = new OwnerLimits(config.ownerLimits, sharedCounters);
   const connect = connectedAccounts(config, {
     store,
@@ -201,6 +213,7 @@ export async function buildComponents(
     sandboxes,
     ownerLimits,
     masterKey,
+    alerts: mail?.alerts,
   });
   const endUsers = new EndUsers(store);
   const budgets = new Budgets(store);
@@ -243,7 +256,6 @@ export async function buildComponents(
     onBackgroundError: backgroundFailure(logger, 'ledger housekeeping failed'),
     onHousekeeping: (run) => logger.debug(run, 'ledger housekeeping'),
   });
-  const metrics = new Metrics(passwordChecks);
   const onRateFallback = (window: string, ms: number) =>
     logger.warn(
       { window, ms },
@@ -270,6 +282,7 @@ export async function buildComponents(
     rateLimiter,
     ownerRateLimiter,
     ownerRateWords,
+    keyNetworks: mail?.keyNetworks,
     engine,
     clock: store.clock,
     logger,
@@ -287,7 +300,7 @@ export async function buildComponents(
     http: [http, metadataHttp],
     offLoop,
     tracing: config.tracing && (await startTracing(config.tracing, logger, SERVICE_INFO.version)),
-    owners: new Owners(store),
+    owners,
     endUsers,
     servers,
     keys,
@@ -311,6 +324,7 @@ export async function buildComponents(
     maxBodyBytes: config.maxBodyBytes,
     connect,
     site,
+    mail,
     async tryTool(call) {
       const principal = pipeline.dashboardCaller(call.ownerId, call.serverId);
       const limited = await pipeline.rateLimit(principal);
@@ -321,4 +335,54 @@ export async function buildComponents(
       return { ok: true, result: callResult(outcome, LATEST_LEGACY_VERSION) as { content: unknown[]; isError: boolean } };
     },
   };
+}
+
+/**
+ * E-mail, when SMTP_URL is set: the outbox and its SMTP transport, the single-use links, the address and
+ * password mails, the owners' alerts and the networks keys are used from (what the new-network alert needs).
+ */
+function buildMail(
+  config: MailConfig,
+  c: {
+    store: Store;
+    vault: Vault;
+    masterKey: Buffer;
+    owners: Owners;
+    keys: ApiKeys;
+    servers: Servers;
+    site: ApiDeps['site'];
+    metrics: Metrics;
+    instance: string;
+    logger: Logger;
+    sharedCounters: Store | undefined;
+  },
+): NonNullable<ApiDeps['mail']> & { keyNetworks: KeyNetworks } {
+  const outbox = new Outbox(c.store, {
+    transport: smtpTransport(config.smtpUrl, config.from),
+    vault: c.vault,
+    logger: c.logger,
+    metrics: {
+      sent: (kind) => c.metrics.mailResult(kind, 'sent'),
+      failedAttempt: (kind) => c.metrics.mailResult(kind, 'failed_attempt'),
+      givenUp: (kind) => c.metrics.mailResult(kind, 'given_up'),
+    },
+    instance: c.instance,
+    retryMs: config.retryMs,
+    attempts: config.attempts,
+  });
+  c.metrics.watchMailQueue(() => outbox.queued());
+  const links = new EmailLinks(c.store);
+  const keyNetworks = new KeyNetworks(c.store, (event) => alerts.keyUsedFromNewNetwork(event), c.logger);
+  const alerts: OwnerAlerts = new OwnerAlerts({
+    outbox,
+    owners: c.owners,
+    keys: c.keys,
+    servers: c.servers,
+    networks: keyNetworks,
+    site: c.site,
+    secret: createHmac('sha256', c.masterKey).update('unsubscribe links').digest(),
+    logger: c.logger,
+  });
+  const linkMail = new LinkMail({ outbox, links, owners: c.owners, site: c.site, logger: c.logger });
+  return { outbox, links, alerts, linkMail, limits: new MailLimits(c.sharedCounters), keyNetworks };
 }

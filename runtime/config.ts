@@ -92,11 +92,25 @@ export interface Config {
   creditsHelp: { text: string; url?: string };
   /** OpenTelemetry traces over OTLP/HTTP; undefined (no SDK at all) unless an OTLP endpoint is set. */
   tracing?: TracingConfig;
+  /** E-mail over SMTP (address verification, password reset, owner alerts); undefined: e-mail is off. */
+  mail?: MailConfig;
   /**
    * OAuth apps the operator registered at providers, by the <PROVIDER> of OAUTH_<PROVIDER>_CLIENT_ID and
    * _CLIENT_SECRET (the provider id in upper case, "-" as "_"): owners then connect accounts with a button.
    */
   oauthApps: Map<string, { clientId: string; clientSecret: string }>;
+}
+
+export interface MailConfig {
+  /** smtp:// or smtps:// with an optional user:password (never logged; `smtpShown` is what logs say). */
+  smtpUrl: string;
+  smtpShown: string;
+  /** The From header: an address, or `Name <address>`. */
+  from: string;
+  /** The first retry waits this long; each next one four times longer (at most 2 hours). */
+  retryMs: number;
+  /** A message is given up after this many failed attempts (at once when the server refuses it for good). */
+  attempts: number;
 }
 
 /** What the dashboard says about getting credits when the operator says nothing. */
@@ -166,6 +180,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push(`CREDITS_HELP_TEXT must be one line of at most ${CREDITS_HELP_MAX} characters, without control characters`);
   const helpUrl = env.CREDITS_HELP_URL?.trim() || undefined;
   if (helpUrl !== undefined && !isLinkUrl(helpUrl)) problems.push(`CREDITS_HELP_URL must be an http(s) or mailto: URL (got "${helpUrl}")`);
+  const mail = parseMail(env, problems, int);
   const sandboxes = env.SANDBOXES || 'on';
   if (sandboxes !== 'on' && sandboxes !== 'off') problems.push(`SANDBOXES must be on or off (got "${env.SANDBOXES}")`);
   const keyLimits: Config['rateLimit'] = {
@@ -247,12 +262,47 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     creditsHelp: { text: helpText, url: helpUrl },
     tracing: parseTracingConfig(env, problems),
+    mail,
     oauthApps: parseOAuthApps(env, problems),
   };
   config.publicUrl = env.PUBLIC_URL ? new URL(env.PUBLIC_URL).origin : defaultPublicUrl(config.host, config.port);
   if (config.headersTimeoutMs > config.requestTimeoutMs) problems.push('HEADERS_TIMEOUT_MS must not be larger than REQUEST_TIMEOUT_MS');
   if (problems.length) throw new ConfigError(`Invalid configuration:\n- ${problems.join('\n- ')}`);
   return config;
+}
+
+/** SMTP_URL and MAIL_FROM (both or neither), and how undeliverable mail is retried. */
+function parseMail(
+  env: NodeJS.ProcessEnv,
+  problems: string[],
+  int: (name: string, fallback: number, min: number, max: number) => number,
+): MailConfig | undefined {
+  const retryMs = int('MAIL_RETRY_SECONDS', 10, 1, 3600) * 1000;
+  const attempts = int('MAIL_ATTEMPTS', 8, 1, 50);
+  const url = env.SMTP_URL?.trim();
+  if (!url) {
+    if (env.MAIL_FROM) problems.push('MAIL_FROM is set but SMTP_URL is not: set SMTP_URL (e.g. smtp://127.0.0.1:1025) to send e-mail');
+    return undefined;
+  }
+  let shown = '';
+  try {
+    const u = new URL(url);
+    if ((u.protocol !== 'smtp:' && u.protocol !== 'smtps:') || !u.hostname) throw new Error();
+    shown = `${u.protocol}//${u.host}`;
+  } catch {
+    // The URL may carry a password: never echoed.
+    problems.push('SMTP_URL must be smtp://[user:password@]host[:port] or smtps://... (the value is not shown: it may hold a password)');
+  }
+  const from = env.MAIL_FROM?.trim() ?? '';
+  if (!isMailbox(from)) problems.push(`MAIL_FROM must be an e-mail address or "Name <address>" when SMTP_URL is set (got "${from}")`);
+  return { smtpUrl: url, smtpShown: shown, from, retryMs, attempts };
+}
+
+/** `a@b.c` or `Some Name <a@b.c>`, one line. */
+function isMailbox(text: string): boolean {
+  if (/[\r\n]/.test(text)) return false;
+  const address = /<([^<>]+)>$/.exec(text)?.[1] ?? text;
+  return /^[^\s@<>"]+@[^\s@<>"]+\.[^\s@<>"]+$/.test(address);
 }
 
 const OAUTH_APP_VARIABLE = /^OAUTH_([A-Z][A-Z0-9_]*)_CLIENT_(ID|SECRET)$/;

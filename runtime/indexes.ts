@@ -78,6 +78,13 @@ export const STORE_INDEXES: IndexSpec[] = [
   { collection: 'audit_events', fields: ['action', 'at', '_id'], embedded: false },
   { collection: 'audit_events', fields: ['at', '_id'], embedded: false },
   { collection: 'key_budgets', fields: ['resets_at'] },
+  // E-mail: an owner's links (a new one replaces the older), the outbox's due messages and its week of history,
+  // the networks a key was used from (any at all, and how many new today).
+  { collection: 'email_links', fields: ['owner_id', 'purpose'] },
+  { collection: 'email_links', fields: ['expires_at'], expireAfterSeconds: AT_EXPIRY },
+  { collection: 'mail_outbox', fields: ['state', 'next_at'] },
+  { collection: 'mail_outbox', fields: ['done_at'] },
+  { collection: 'key_networks', fields: ['key_id', 'first_at'] },
 ];
 
 /**

@@ -1,6 +1,6 @@
 // Prometheus metrics at GET /metrics (operator token): tool calls by outcome, credits kept, HTTP latency,
-// password checks, and the process defaults. Counting costs a few microseconds per request; collection happens on scrape.
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+// password checks, e-mail sent, retried and given up, and the process defaults. Counting costs a few microseconds per request; collection happens on scrape.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -16,6 +16,13 @@ export class Metrics {
     help: 'HTTP requests by area (mcp, api, other) and status class',
     labelNames: ['area', 'status'] as const,
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+
+  private readonly mail = new Counter({
+    name: 'tool_server_mail_total',
+    help: 'E-mail by kind (verify_address, password_reset, alert_*) and result: sent, failed_attempt (tried again later), given_up (never delivered)',
+    labelNames: ['kind', 'result'] as const,
     registers: [this.registry],
   });
 
@@ -36,6 +43,23 @@ export class Metrics {
   toolCall(tool: string, outcome: string, creditsKept: number): void {
     this.calls.inc({ tool, outcome });
     if (creditsKept) this.credits.inc(creditsKept);
+  }
+
+  /** Counts what became of an e-mail attempt (mail/outbox.ts). */
+  mailResult(kind: string, result: 'sent' | 'failed_attempt' | 'given_up'): void {
+    this.mail.inc({ kind, result });
+  }
+
+  /** Reports the outbox's length at each scrape (only when e-mail is on). */
+  watchMailQueue(queued: () => Promise<number>): void {
+    new Gauge({
+      name: 'tool_server_mail_queued',
+      help: 'E-mails waiting to be sent (new, or waiting for their next attempt)',
+      registers: [this.registry],
+      async collect() {
+        this.set(await queued());
+      },
+    });
   }
 
   request(path: string, status: number, seconds: number): void {

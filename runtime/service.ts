@@ -7,6 +7,7 @@ import { type Lifecycle, createApp } from './app.ts';
 import { type Components, backgroundFailure, buildComponents, serviceSecrets } from './components.ts';
 import type { Config } from './config.ts';
 import { RATE_LIMIT_INDEXES, sweepExpiredCounters } from './access/rate-limit.ts';
+import { signUpSaid } from './access/signup.ts';
 import { RETIRED_INDEXES, STORE_INDEXES } from './indexes.ts';
 import { type Logger, createLoggers } from './log.ts';
 import type { PluginRegistry } from './plugin-api.ts';
@@ -48,6 +49,8 @@ export interface RunningService {
   logger: Logger;
   /** The service's own provider sandboxes (absent when SANDBOXES=off). */
   sandboxes?: Sandboxes;
+  /** E-mail (absent without SMTP_URL): the outbox, and the alerts the accounts code tells (AccountAlerts). */
+  mail?: Components['mail'];
   /** Writes buffered last-used times of keys and OAuth grants, and waits for the ledger records being written. */
   flush(): Promise<void>;
   /** Runs the hourly sweeps now (retention of sessions, OAuth tokens, audit events, budget counters, connect flows). */
@@ -96,7 +99,9 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const stopTimers = startTimers(c, sweeps, flush, logger);
   catalog.onReload(() => void warnOrphans(c, logger));
   if (config.watchSpecs) catalog.watch();
+  c.mail?.outbox.start();
   logger.info({ port, store: store.kind, tools: catalog.current.tools.size, providers: catalog.current.providers.size }, 'tool server listening');
+  logMailAndSignUp(c, config, logger);
   void warnOrphans(c, logger);
 
   return {
@@ -107,6 +112,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     store,
     logger,
     sandboxes: c.sandboxes,
+    mail: c.mail,
     flush: () => flush(true),
     housekeeping: sweeps,
     connect: c.connect,
@@ -117,6 +123,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       catalog.close();
       await drain(server, lifecycle, config.upstreamTimeoutMs + 5000);
       await flush(true);
+      await c.mail?.outbox.close();
       for (const client of c.http) client.close();
       await c.offLoop.close();
       await c.sandboxes?.close();
@@ -178,6 +185,17 @@ async function housekeepLedger(c: Components, logger: Logger): Promise<void> {
   } catch (err) {
     backgroundFailure(logger, 'ledger housekeeping failed')(err);
   }
+}
+
+/** What e-mail and sign-up are on this service, said once at start (what is off without SMTP_URL, and why). */
+function logMailAndSignUp(c: Components, config: Config, logger: Logger): void {
+  const signup = signUpSaid({ signup: config.signup, publicUrl: c.site.publicUrl, mailOn: Boolean(config.mail) });
+  if (config.mail)
+    logger.info({ smtp: config.mail.smtpShown, from: config.mail.from }, `e-mail on: address verification, password reset by e-mail, e-mail alerts; ${signup}`);
+  else
+    logger.warn(
+      `e-mail off (no SMTP_URL): no address verification, no password reset by e-mail, no e-mail alerts (the dashboard still shows low credits); ${signup}`,
+    );
 }
 
 /** One warning line naming the custom tools whose base tool is gone from the catalog (at start, after each reload). */
@@ -242,6 +260,7 @@ function sweepsOf(c: Components, config: Config, logger: Logger): () => Promise<
       task('connect flow sweep', () => c.connect.flows.sweep()),
       task('connect link sweep', () => c.connect.sessions.sweep()),
       task('request state sweep', () => c.requestStates.sweep()),
+      ...(c.mail ? [task('e-mail link sweep', () => c.mail!.links.sweep()), task('mail outbox sweep', () => c.mail!.outbox.sweep())] : []),
       ...(c.store.kind === 'mongodb' ? [task('rate-limit counter sweep', () => sweepExpiredCounters(c.store))] : []),
     ]);
   };

@@ -162,7 +162,9 @@ describe('dashboard views with the demo data set', () => {
   }, 120_000);
 
   it('renders the signed-out pages', async () => {
-    for (const path of ['/login', '/signup', '/invite', '/login?next=%2Fkeys']) expectPage(await page(path, false));
+    for (const path of ['/login', '/signup', '/invite', '/login?next=%2Fkeys', '/forgot-password', '/reset-password', '/verify-email'])
+      expectPage(await page(path, false));
+    expectPage(await page('/unsubscribe?token=nonsense', false), 400);
     expectPage(await page('/no-such-page', false), 404);
     // An authorization request that names no known client: the consent view's problem page.
     expectPage(await page('/oauth/authorize?client_id=nobody', false), 400);

@@ -38,8 +38,8 @@ wait`;
       cwd: process.cwd(),
       stdio: ['ignore', out, out],
       // The demo gets the suite's network safety net; a free port; its env file where the line expects it; the
-      // shell of a fresh machine (no MONGODB_URL: the test runs export one for the suites that need it).
-      env: { ...withoutMongo(process.env), PORT: '0', DEMO_ENV_FILE: envFile, NODE_OPTIONS: '--import tsx --import ./test/support/loopback-only.ts' },
+      // shell of a fresh machine (no MONGODB_URL or SMTP_URL: the test runs export them for the suites that need them).
+      env: { ...withoutPeers(process.env), PORT: '0', DEMO_ENV_FILE: envFile, NODE_OPTIONS: '--import tsx --import ./test/support/loopback-only.ts' },
     });
     const exited = new Promise<number | null>((resolve) => shell.once('exit', resolve));
     try {
@@ -77,7 +77,7 @@ wait`;
   }, 200_000);
 });
 
-function withoutMongo(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const { MONGODB_URL: _mongo, ...rest } = env;
+function withoutPeers(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { MONGODB_URL: _mongo, SMTP_URL: _smtp, MAILPIT_URL: _mailpit, ...rest } = env;
   return rest;
 }

@@ -1,11 +1,22 @@
 // The suite's network safety net (test/support/loopback-only.ts) is really in place: a name is not
 // resolved and a literal non-loopback address is not connected to, so no test can leak a packet.
+import dns from 'node:dns';
 import net from 'node:net';
+import { createTransport } from 'nodemailer';
 import { describe, expect, it } from 'vitest';
 
 describe('network safety net of the test suite', () => {
   it('resolves no public host name (no DNS query leaves the machine)', async () => {
     await expect(fetch('http://api.atlassian.com/')).rejects.toMatchObject({ cause: { code: 'ENOTFOUND' } });
+  });
+
+  it('asks no DNS server through a resolver either (nodemailer resolves SMTP hosts that way)', async () => {
+    await expect(dns.promises.resolve4('smtp.example.com')).rejects.toMatchObject({ code: 'ENOTFOUND' });
+    await expect(new dns.promises.Resolver().resolve6('smtp.example.com')).rejects.toMatchObject({ code: 'ENOTFOUND' });
+    const mailer = createTransport({ url: 'smtp://smtp.example.com:25', connectionTimeout: 2000 });
+    await expect(mailer.sendMail({ from: 'a@example.com', to: 'b@example.com', text: 'x' })).rejects.toMatchObject({
+      code: expect.stringMatching(/EDNS|ENOTFOUND/),
+    });
   });
 
   it('connects to no literal address outside loopback', () => {

@@ -16,7 +16,28 @@ export interface OwnerDoc extends Doc {
   credit_alert?: number;
   /** The credits of the last grant (operator or starting credits): the default alert is a tenth of it. */
   last_grant?: number;
+  /** Signed up on open sign-up with e-mail on: nothing but verifying the address until it is verified. */
+  must_verify?: boolean;
+  /** When the address was proven (a verification link, or a password reset link used). */
+  email_verified_at?: Date;
+  /** The e-mail alerts the owner turned off (Settings, or an unsubscribe link). */
+  alerts_off?: AlertKind[];
+  /** The low-credit e-mail was sent and the balance has not been topped up since (once per fall below the alert). */
+  credit_alerted?: boolean;
 }
+
+/** The e-mail alerts an owner gets unless they turn them off. */
+export const ALERT_KINDS = ['credits_low', 'account_reconnect', 'key_new_network'] as const;
+export type AlertKind = (typeof ALERT_KINDS)[number];
+/** Each alert as Settings and the e-mails name it. */
+export const ALERT_LABELS: Record<AlertKind, string> = {
+  credits_low: 'My credits fall below my alert',
+  account_reconnect: 'An account needs reconnecting',
+  key_new_network: 'An API key is used from a new network',
+};
+
+/** Whether the owner may do nothing but verify their address yet. */
+export const awaitingVerification = (owner: Pick<OwnerDoc, 'must_verify'>): boolean => owner.must_verify === true;
 
 /** The default alert without any grant on record. */
 export const DEFAULT_CREDIT_ALERT = 20;
@@ -71,11 +92,48 @@ export class Owners {
     return { owner, token: (await this.issueToken(owner._id, 'first token')).token, invite };
   }
 
-  /** Creates an owner who signed up with a password. Throws DuplicateKeyError when the e-mail is taken. */
-  async signUp(email: string, password: string): Promise<OwnerDoc> {
+  /**
+   * Creates an owner who signed up with a password; `mustVerify`: the address is to be verified before anything
+   * else. Throws DuplicateKeyError when the e-mail is taken.
+   */
+  async signUp(email: string, password: string, mustVerify = false): Promise<OwnerDoc> {
     const owner: OwnerDoc = { _id: randomId('own_'), email: normalizeEmail(email), created_at: new Date(), password_hash: await hashPassword(password) };
+    if (mustVerify) owner.must_verify = true;
     await this.owners.insertOne(owner);
     return owner;
+  }
+
+  /**
+   * The address `email` is proven (a link sent to it was used): the owner as it was before, or null when the
+   * owner's address is another by now. `must_verify` is cleared here, so exactly one verification sees it set.
+   */
+  markVerified(ownerId: string, email: string): Promise<OwnerDoc | null> {
+    return this.owners.findOneAndUpdate(
+      { _id: ownerId, email },
+      { $set: { email_verified_at: this.store.clock.date() }, $unset: { must_verify: '' } },
+      { returnDocument: 'before' },
+    );
+  }
+
+  /** The alerts the owner has turned off (the others are on). */
+  async setAlertsOff(ownerId: string, off: AlertKind[]): Promise<void> {
+    await this.owners.updateOne({ _id: ownerId }, { $set: { alerts_off: off } });
+  }
+
+  /** Turns one alert off (an unsubscribe link); false when the owner is gone. */
+  async turnAlertOff(ownerId: string, kind: AlertKind): Promise<boolean> {
+    return (await this.owners.updateOne({ _id: ownerId }, { $addToSet: { alerts_off: kind } })).matched === 1;
+  }
+
+  /** Takes the low-credit alert: true for the one caller that may send it until the balance is topped up. */
+  async claimCreditAlert(ownerId: string): Promise<boolean> {
+    return (await this.owners.updateOne({ _id: ownerId, credit_alerted: { $ne: true } }, { $set: { credit_alerted: true } })).modified === 1;
+  }
+
+  /** After a grant or a new alert: when the balance is at or above the alert, the next fall below it is told again. */
+  async rearmCreditAlert(ownerId: string, balance: number): Promise<void> {
+    const owner = await this.get(ownerId);
+    if (owner?.credit_alerted && balance >= creditAlert(owner).threshold) await this.owners.updateOne({ _id: ownerId }, { $unset: { credit_alerted: '' } });
   }
 
   /** The owner for an e-mail and password, or null; an unknown e-mail costs the same scrypt as a wrong password. */

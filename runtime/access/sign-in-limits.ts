@@ -13,10 +13,9 @@
 // change count per owner the same way. Sign-ups, OAuth client registrations and client ID metadata document
 // fetches count per client address.
 import { createHmac } from 'node:crypto';
-import { RateLimiterRes } from 'rate-limiter-flexible';
 import { randomToken, sameSecret } from '../secrets.ts';
 import type { Store } from '../store/port.ts';
-import { type WindowCounter, windowCounter } from './window-counter.ts';
+import { type WindowCounter, consumed, windowCounter } from './window-counter.ts';
 
 export interface SignInLimitSettings {
   /** Failed sign-ins of one e-mail from one client address. */
@@ -171,16 +170,5 @@ export class SignInLimits {
 
   private deviceSignature(email: string, device: string): string {
     return createHmac('sha256', this.deviceSecret).update(`${email}\0${device}`).digest('base64url');
-  }
-}
-
-/** Counts one event; the seconds to wait when there were too many, else 0. */
-async function consumed(limiter: WindowCounter, key: string): Promise<number> {
-  try {
-    await limiter.consume(key);
-    return 0;
-  } catch (err) {
-    if (err instanceof RateLimiterRes) return Math.max(1, Math.ceil(err.msBeforeNext / 1000));
-    throw err;
   }
 }

@@ -14,6 +14,17 @@ export interface WindowCounter {
   delete(key: string): Promise<unknown>;
 }
 
+/** Counts one event; the seconds to wait when there were too many, else 0. */
+export async function consumed(limiter: WindowCounter, key: string): Promise<number> {
+  try {
+    await limiter.consume(key);
+    return 0;
+  } catch (err) {
+    if (err instanceof RateLimiterRes) return Math.max(1, Math.ceil(err.msBeforeNext / 1000));
+    throw err;
+  }
+}
+
 /** `points` events per `seconds` for each key, counted under `prefix`: in `shared` (MongoDB) when given. */
 export function windowCounter(points: number, seconds: number, prefix: string, shared?: Store): WindowCounter {
   return shared ? new StoreWindowCounter(points, seconds * 1000, prefix, shared) : new RateLimiterMemory({ points, duration: seconds, keyPrefix: prefix });

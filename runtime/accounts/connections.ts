@@ -9,10 +9,13 @@
 // refresh token comes back after its 10-minute leeway, so losing the new one would lose the account.
 //
 // Every change of an account's health (connected, needs_reauth, unreachable) is in the audit trail and goes
-// to the owner's webhook (state-webhooks.ts).
+// to the owner's webhook (state-webhooks.ts); an owner's own account that comes to need its owner is also
+// e-mailed to them (the AccountAlerts seam, when e-mail is on). An end user's is not: only the end user can
+// reconnect it (their next call answers with the connect link), and one e-mail per end user would bury the owner.
 import type { AuditTrail } from '../audit/audit-trail.ts';
 import type { AccountCredentials, Engine } from '../engine/engine.ts';
 import type { Logger } from '../log.ts';
+import type { AccountAlerts } from '../mail/owner-alerts.ts';
 import { Lease } from '../store/lease.ts';
 import type { Store } from '../store/port.ts';
 import { ToolError } from '../tool-error.ts';
@@ -38,6 +41,8 @@ export interface ConnectionsOptions {
   appFor(provider: Provider, sandboxOwner: string | undefined): Promise<OAuthApp | null>;
   audit: AuditTrail;
   webhooks: StateWebhooks;
+  /** E-mail to an owner whose own account needs reconnecting (absent when e-mail is off). */
+  alerts?: AccountAlerts;
   logger: Logger;
   /** The service's public URL (the reconnect links), read when needed: it is completed once the port is known. */
   site: { publicUrl: string };
@@ -184,16 +189,17 @@ export class Connections implements Renewals {
 
   /** Records a change of health and returns the ToolError a call gets for it. */
   private async changeState(doc: AccountDoc, state: AccountState, reason: string): Promise<ToolError> {
-    await this.o.accounts.setState(doc._id, state, reason);
-    await this.stateChanged(doc, state, reason);
+    // The state as the write found it: of two instances that meet the same refusal, one tells of the change.
+    const before = await this.o.accounts.setState(doc._id, state, reason);
+    if (before) await this.stateChanged(before, state, reason);
     return state === 'needs_reauth'
       ? this.needsOwner({ id: doc._id, name: doc.name, kind: doc.kind, reason })
       : new ToolError('provider_error', reason, { retryable: true });
   }
 
   /**
-   * After an account's health was written: when it changed (from `before`), an audit event by the service and
-   * an event to the owner's webhook.
+   * After an account's health was written: when it changed (from `before`), an audit event by the service, an
+   * event to the owner's webhook and, when an owner's own account comes to need its owner, an e-mail to them.
    */
   async stateChanged(before: AccountDoc, state: AccountState, reason: string | null): Promise<void> {
     const previous = accountState(before);
@@ -206,7 +212,16 @@ export class Connections implements Renewals {
       target: { type: 'account', id: before._id, name: before.name },
       changes: { state: { from: previous, to: state }, reason },
     });
-    await this.o.webhooks.accountStateChanged(before, previous, state, reason, this.o.site.publicUrl + reconnectPath(before._id));
+    const reconnectUrl = this.o.site.publicUrl + reconnectPath(before._id);
+    await this.o.webhooks.accountStateChanged(before, previous, state, reason, reconnectUrl);
+    if (state === 'needs_reauth' && !before.end_user_id)
+      await this.o.alerts?.accountNeedsReconnect({
+        ownerId: before.owner_id,
+        account: { id: before._id, name: before.name },
+        provider: this.o.accounts.providersByKind.get(before.kind)?.spec.title ?? before.kind,
+        reason,
+        reconnectUrl,
+      });
   }
 
   /**

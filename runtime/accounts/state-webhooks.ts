@@ -100,6 +100,8 @@ export class StateWebhooks {
   async accountStateChanged(account: AccountDoc, previous: AccountState, state: AccountState, reason: string | null, reconnectUrl: string): Promise<void> {
     await this.enqueue(account.owner_id, 'account.state_changed', {
       account: { id: account._id, name: account.name, kind: account.kind, auth: account.auth ?? 'token' },
+      // An end user's account: the owner's systems know whom to send a connect link.
+      ...(account.end_user_id ? { end_user_id: account.end_user_id } : {}),
       previous_state: previous,
       state,
       state_reason: reason,

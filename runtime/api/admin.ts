@@ -7,12 +7,22 @@ import { ApiError, jsonBody, notFound, str } from './http.ts';
 /** The largest credit grant or debit in one request: balances stay exact integers (far below 2^53). */
 export const MAX_GRANT = 1_000_000_000;
 
-/** Grants (or, negative, debits) credits, and notes a grant's size for the owner's default low-balance alert. */
-export async function grantCredits(d: Pick<ApiDeps, 'credits' | 'owners'>, ownerId: string, amount: number): Promise<number> {
+/**
+ * Grants (or, negative, debits) credits, and notes a grant's size for the owner's default low-balance alert; a
+ * grant that lifts the balance to the alert or above arms the low-credit e-mail again.
+ */
+export async function grantCredits(d: Pick<ApiDeps, 'credits' | 'owners' | 'mail'>, ownerId: string, amount: number): Promise<number> {
   if (amount === 0) return d.credits.balance(ownerId);
   const balance = await d.credits.grant(ownerId, amount);
   await d.owners.noteGrant(ownerId, amount);
+  if (amount > 0) await creditsChanged(d, ownerId, balance);
   return balance;
+}
+
+/** The balance or the alert changed: the low-credit e-mail is armed again when the balance is at or above the alert. */
+export async function creditsChanged(d: Pick<ApiDeps, 'owners' | 'mail'>, ownerId: string, balance: number): Promise<void> {
+  await d.owners.rearmCreditAlert(ownerId, balance);
+  d.mail?.alerts.forget(ownerId);
 }
 
 export function adminRoutes(router: Router, d: ApiDeps, g: Guards): void {

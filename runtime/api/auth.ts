@@ -1,18 +1,20 @@
 // Owners' own account: sign-up, sign-in and sign-out of the dashboard (session cookie), invitations,
-// password change, "sign out everywhere", and management tokens for scripts.
+// password change and reset by e-mail, "sign out everywhere", and management tokens for scripts.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { creditAlert, normalizeEmail, publicOwnerToken, type OwnerDoc } from '../access/owners.ts';
+import { ALERT_KINDS, awaitingVerification, creditAlert, normalizeEmail, publicOwnerToken, type OwnerDoc } from '../access/owners.ts';
+import { LINK_LIFETIME_MS } from '../access/email-links.ts';
 import { PasswordsBusyError, passwordProblem } from '../access/passwords.ts';
 import { SESSION_COOKIE, csrfTokenOf } from '../access/sessions.ts';
 import { DEVICE_COOKIE, DEVICE_COOKIE_SECONDS, type SignInRefusal } from '../access/sign-in-limits.ts';
+import { maySignUp } from '../access/signup.ts';
 import { requestInfo } from '../audit/request-context.ts';
 import { DuplicateKeyError } from '../store/port.ts';
-import { MAX_GRANT, grantCredits } from './admin.ts';
+import { MAX_GRANT, creditsChanged, grantCredits } from './admin.ts';
 import { type ApiDeps, type Guards, crossSiteProblem, me, sessionActor, sessionOwner, withRoom } from './context.ts';
 import { ApiError, jsonBody, notFound, onlyFields, str } from './http.ts';
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+export const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const WRONG_CREDENTIALS = 'Wrong e-mail or password';
 
 /** The outcome of a password check; when the service was too busy to check it, `giveBack` returns the attempt first. */
@@ -71,6 +73,11 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
   router.post('/auth/signup', async (ctx) => {
     notCrossSite(ctx);
     if (d.site.signup !== 'open') throw new ApiError(403, 'Sign-up is by invitation only on this service: ask its operator for an invitation link');
+    if (!maySignUp({ ...d.site, mailOn: Boolean(d.mail) }, ctx.ip))
+      throw new ApiError(
+        403,
+        'Sign-up on this service is for local use only: it has no e-mail to verify addresses, so only a browser on the machine running it may sign up. Ask its operator for an invitation link',
+      );
     const body = await jsonBody(ctx, d.maxBodyBytes);
     onlyFields(body, ['email', 'password']);
     const given = typeof body.email === 'string' ? normalizeEmail(body.email) : body.email;
@@ -80,18 +87,20 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     if (wait) tooMany(ctx, wait, 'Too many sign-ups from this address.');
     let owner: OwnerDoc;
     try {
-      owner = await d.owners.signUp(email, password);
+      // With e-mail on, the address is verified first; the starting credits come with the verification.
+      owner = await d.owners.signUp(email, password, Boolean(d.mail));
     } catch (err) {
       if (err instanceof DuplicateKeyError) throw new ApiError(409, 'An account with this e-mail already exists: sign in instead');
       throw err;
     }
-    await grantCredits(d, owner._id, d.site.startingCredits);
+    if (d.mail) await d.mail.linkMail.sendVerification(owner);
+    else await grantCredits(d, owner._id, d.site.startingCredits);
     const session = await signIn(ctx, owner, 201);
     await d.audit.record(requestInfo(ctx), {
       action: 'owner.create',
       owner_id: owner._id,
       target: ownerTarget(owner),
-      changes: { via: 'sign-up', starting_credits: d.site.startingCredits },
+      changes: { via: 'sign-up', starting_credits: d.site.startingCredits, ...(d.mail ? { address: 'to verify (credits granted then)' } : {}) },
       actor: sessionActor(session),
     });
   });
@@ -134,7 +143,58 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     await d.audit.record(requestInfo(ctx), { action: 'invitation.accept', owner_id: owner._id, target: ownerTarget(owner), actor: sessionActor(session) });
   });
 
-  router.post('/auth/logout', g.ownerRevoking, async (ctx) => {
+  // Password reset: the same answer whether an owner has the address or not, at once; the link (if any) is
+  // written off the request's path. Throttled per address and per client.
+  router.post('/auth/password-reset', async (ctx) => {
+    notCrossSite(ctx);
+    if (!d.mail) throw new ApiError(403, 'Password reset by e-mail is off on this service (it has no e-mail): ask its operator to set a new password for you');
+    const body = await jsonBody(ctx, d.maxBodyBytes);
+    onlyFields(body, ['email']);
+    const given = typeof body.email === 'string' ? normalizeEmail(body.email) : body.email;
+    const email = str({ email: given }, 'email', { required: true, pattern: EMAIL, what: 'an e-mail address' })!;
+    const wait = await d.mail.limits.requestReset(email, ctx.ip);
+    if (wait) tooMany(ctx, wait, 'Too many password reset requests for this address or from yours.');
+    d.mail.linkMail.requestPasswordReset(email);
+    ctx.status = 202;
+    ctx.body = {
+      message: `If an account uses ${email}, a link to choose a new password is on its way. It works once, for ${LINK_LIFETIME_MS.password_reset / 60_000} minutes.`,
+    };
+  });
+
+  router.post('/auth/password-reset/confirm', async (ctx) => {
+    notCrossSite(ctx);
+    if (!d.mail) throw new ApiError(403, 'Password reset by e-mail is off on this service');
+    const body = await jsonBody(ctx, d.maxBodyBytes);
+    onlyFields(body, ['token', 'password', 'revoke_tokens']);
+    const token = str(body, 'token', { required: true })!;
+    const revokeTokens = body.revoke_tokens ?? true;
+    if (typeof revokeTokens !== 'boolean') throw new ApiError(400, '"revoke_tokens" must be true or false');
+    const invalid = 'This password reset link is not valid: it was used already, replaced by a newer one, or has expired. Ask for a new one';
+    // The password is checked before the link is spent, so a refused password leaves the link working.
+    const link = await d.mail.links.peek('password_reset', token);
+    if (!link) throw new ApiError(400, invalid);
+    const password = newPassword(body.password, link.email);
+    if (!(await d.mail.links.use('password_reset', token))) throw new ApiError(400, invalid);
+    await d.owners.setPassword(link.ownerId, password);
+    // The link reached the address: it is proven, as a verification link would have.
+    const before = await d.owners.markVerified(link.ownerId, link.email);
+    if (!before) throw new ApiError(400, invalid);
+    if (before.must_verify) await grantCredits(d, before._id, d.site.startingCredits);
+    // As a password change: whoever knew the old password is signed out everywhere; by default their scripts too.
+    const ended = await d.sessions.endAll(before._id);
+    if (revokeTokens) await d.owners.revokeAllTokens(before._id);
+    const owner = (await d.owners.get(before._id))!;
+    const session = await signIn(ctx, owner, 200);
+    await d.audit.record(requestInfo(ctx), {
+      action: 'password.reset',
+      owner_id: owner._id,
+      target: ownerTarget(owner),
+      changes: { sessions_ended: ended, management_tokens_revoked: revokeTokens },
+      actor: sessionActor(session),
+    });
+  });
+
+  router.post('/auth/logout', g.ownerVerifying, async (ctx) => {
     const session = await sessionOwner(d, ctx);
     if (session) await d.sessions.end(session.sessionId);
     await d.audit.record(requestInfo(ctx), { action: 'signout', owner_id: me(ctx)._id, target: ownerTarget(me(ctx)) });
@@ -147,13 +207,16 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     return {
       id: owner._id,
       email: owner.email,
+      email_verified: !awaitingVerification(owner),
+      email_alerts: Object.fromEntries(ALERT_KINDS.map((kind) => [kind, !owner.alerts_off?.includes(kind)])),
+      mail: d.mail ? 'on' : 'off',
       created_at: owner.created_at,
       balance: await d.credits.balance(owner._id),
       credit_alert: alert.threshold,
       credit_alert_default: alert.fallback,
     };
   };
-  router.get('/me', g.owner, async (ctx) => {
+  router.get('/me', g.ownerVerifying, async (ctx) => {
     ctx.body = await meView(me(ctx));
   });
   // The owner's settings: the balance below which the dashboard warns (null: back to the default).
@@ -166,6 +229,7 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
       throw new ApiError(400, `"credit_alert" must be a whole number of credits from 0 to ${MAX_GRANT}, or null for the default`);
     const before = creditAlert(owner);
     await d.owners.setCreditAlert(owner._id, value);
+    await creditsChanged(d, owner._id, await d.credits.balance(owner._id));
     const updated = { ...owner, credit_alert: value ?? undefined };
     const after = creditAlert(updated);
     if (before.threshold !== after.threshold || before.custom !== after.custom)
@@ -208,7 +272,7 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     ctx.status = 204;
   });
 
-  router.post('/me/sessions/revoke-all', g.ownerRevoking, async (ctx) => {
+  router.post('/me/sessions/revoke-all', g.ownerVerifying, async (ctx) => {
     const ended = await d.sessions.endAll(me(ctx)._id);
     await d.audit.record(requestInfo(ctx), {
       action: 'session.revoke_all',

@@ -1,4 +1,4 @@
-// What every route module gets: the repositories, the two guards and the current owner.
+// What every route module gets: the repositories, the guards and the current owner.
 import type { Context, Next } from 'koa';
 import type { Accounts } from '../accounts/accounts.ts';
 import type { ConnectFlows } from '../accounts/connect-flows.ts';
@@ -7,10 +7,12 @@ import type { Connections } from '../accounts/connections.ts';
 import type { OAuthApps } from '../accounts/oauth-apps.ts';
 import type { StateWebhooks } from '../accounts/state-webhooks.ts';
 import type { Budgets } from '../access/budgets.ts';
+import type { EmailLinks } from '../access/email-links.ts';
 import type { EndUsers } from '../access/end-users.ts';
+import type { MailLimits } from '../access/mail-limits.ts';
 import type { ApiKeys } from '../access/keys.ts';
 import type { OwnerLimits, QuotaKind, Refusal } from '../access/owner-limits.ts';
-import type { OwnerDoc, Owners } from '../access/owners.ts';
+import { type OwnerDoc, type Owners, awaitingVerification } from '../access/owners.ts';
 import { SESSION_COOKIE, type Sessions, csrfTokenOf } from '../access/sessions.ts';
 import type { SignInLimits } from '../access/sign-in-limits.ts';
 import type { AuditTrail } from '../audit/audit-trail.ts';
@@ -18,6 +20,9 @@ import { setActor } from '../audit/request-context.ts';
 import type { Credits } from '../billing/credits.ts';
 import type { Ledger } from '../billing/ledger.ts';
 import type { Engine } from '../engine/engine.ts';
+import type { LinkMail } from '../mail/link-mail.ts';
+import type { OwnerAlerts } from '../mail/owner-alerts.ts';
+import type { Outbox } from '../mail/outbox.ts';
 import type { OAuthClients } from '../oauth/clients.ts';
 import type { OAuthGrants } from '../oauth/grants.ts';
 import type { Sandboxes } from '../sandbox/sandboxes.ts';
@@ -44,6 +49,8 @@ export interface ApiDeps {
   /** What one owner may change, download and keep. */
   ownerLimits: OwnerLimits;
   oauth: { clients: OAuthClients; grants: OAuthGrants };
+  /** E-mail (SMTP_URL): the outbox, single-use links, their e-mails, the owners' alerts; absent when e-mail is off. */
+  mail?: { outbox: Outbox; links: EmailLinks; linkMail: LinkMail; alerts: OwnerAlerts; limits: MailLimits };
   /** Connected accounts: the operator's OAuth apps, connect flows, connections' health, state-change webhooks, end users' connect links. */
   connect: { apps: OAuthApps; flows: ConnectFlows; connections: Connections; webhooks: StateWebhooks; sessions: ConnectSessions };
   /** The owners' end users. */
@@ -72,17 +79,29 @@ type Guard = (ctx: Context, next: Next) => Promise<void>;
 export interface Guards {
   /** The operator token. */
   operator: Guard;
-  /** An owner token; the owner is then `me(ctx)`. A change counts against the owner's writes a minute. */
+  /**
+   * An owner token or session of an owner whose address is verified (or needs none); the owner is then
+   * `me(ctx)`. A change counts against the owner's writes a minute.
+   */
   owner: Guard;
   /**
    * `owner` for changes that take something away (delete, revoke, sign out, change the password): never
    * refused by the writes limit, so that a runaway script of the owner's cannot keep it from stopping a leak.
    */
   ownerRevoking: Guard;
+  /**
+   * Also for an owner who has yet to verify their address: only what verifying needs (who am I, a new link)
+   * and signing out use it. Not counted against the writes limit either (a new link has its own throttle).
+   */
+  ownerVerifying: Guard;
 }
 
 export function guards(d: ApiDeps): Guards {
-  async function ownerGuard(ctx: Context, next: Next, metered: boolean): Promise<void> {
+  /**
+   * `verified`: an owner who must still verify their address is refused (403, saying so); `metered`: a change
+   * counts against the owner's writes a minute.
+   */
+  async function ownerGuard(ctx: Context, next: Next, o: { verified: boolean; metered: boolean }): Promise<void> {
     const token = bearer(ctx);
     let found: OwnerDoc | null = null;
     if (token) {
@@ -104,8 +123,10 @@ export function guards(d: ApiDeps): Guards {
       ctx.set('WWW-Authenticate', 'Bearer');
       throw new ApiError(401, 'Sign in, or send an owner token (Authorization: Bearer mcpo_...)');
     }
+    if (o.verified && awaitingVerification(found))
+      throw new ApiError(403, `Confirm your e-mail address first: open the link we sent to ${found.email} (the dashboard sends a new one)`);
     // Every change an owner makes counts against its writes a minute, whichever token or session makes it.
-    if (metered && !SAFE_METHODS.has(ctx.method)) refuseWhenLimited(ctx, await d.ownerLimits.write(found._id));
+    if (o.metered && !SAFE_METHODS.has(ctx.method)) refuseWhenLimited(ctx, await d.ownerLimits.write(found._id));
     ctx.state.owner = found;
     await next();
   }
@@ -119,8 +140,9 @@ export function guards(d: ApiDeps): Guards {
       setActor(ctx, { type: 'operator' });
       await next();
     },
-    owner: (ctx, next) => ownerGuard(ctx, next, true),
-    ownerRevoking: (ctx, next) => ownerGuard(ctx, next, false),
+    owner: (ctx, next) => ownerGuard(ctx, next, { verified: true, metered: true }),
+    ownerRevoking: (ctx, next) => ownerGuard(ctx, next, { verified: true, metered: false }),
+    ownerVerifying: (ctx, next) => ownerGuard(ctx, next, { verified: false, metered: false }),
   };
 }
 

@@ -8,6 +8,7 @@ import { endUsersRoutes } from './end-users.ts';
 import { adminRoutes } from './admin.ts';
 import { auditRoutes } from './audit.ts';
 import { type ApiDeps, guards } from './context.ts';
+import { emailRoutes } from './email.ts';
 import { apiErrors } from './http.ts';
 import { keysRoutes } from './keys.ts';
 import { oauthRoutes } from './oauth.ts';
@@ -29,6 +30,7 @@ export function createApiRouter(d: ApiDeps): Router {
   const g = guards(d);
   for (const routes of [
     authRoutes,
+    emailRoutes,
     adminRoutes,
     serversRoutes,
     keysRoutes,

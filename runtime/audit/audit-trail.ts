@@ -15,6 +15,8 @@ export const AUDIT_ACTIONS = [
   'signout',
   'session.revoke_all',
   'password.change',
+  'password.reset',
+  'email.verify',
   'invitation.accept',
   'owner.create',
   'owner.update',

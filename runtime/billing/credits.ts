@@ -45,7 +45,11 @@ export class Credits {
   readonly docs: Collection<CreditDoc>;
   private readonly charges = new KeyedGroupCommit<number, ChargeStart | null>((ownerId, costs) => this.take(ownerId, costs));
 
-  constructor(store: Store) {
+  /** `onCharged`: told the balance a charge left (the low-credit e-mail alert); synchronous, it must not wait. */
+  constructor(
+    store: Store,
+    private readonly onCharged?: (ownerId: string, balance: number) => void,
+  ) {
     this.docs = store.collection<CreditDoc>('credits');
   }
 
@@ -98,6 +102,7 @@ export class Credits {
         { $inc: { balance: -total, debited: total }, $set: { unsettled: true } },
       );
       if (!doc) continue;
+      this.onCharged?.(ownerId, doc.balance);
       let from = doc.debited - total;
       for (const i of chosen) {
         starts[i] = from;

@@ -1,6 +1,7 @@
 // What every dashboard page shares: the security headers, the frame of a signed-in page (who, the CSRF token,
 // the banners of credits and of accounts that need their owner), sending a page, the 404 page.
 import type { Context, Next } from 'koa';
+import { awaitingVerification } from '../access/owners.ts';
 import { type ApiDeps, type SignedIn, sessionOwner } from '../api/context.ts';
 import { type AccountsBanner, accountsBanner } from './accounts-banner.ts';
 import { type CreditBanner, creditBanner } from './credits.ts';
@@ -29,8 +30,14 @@ export interface Frame {
 export const signedInPageOf = (d: ApiDeps) => (handler: (ctx: Context, s: SignedIn, frame: Frame) => Promise<void>) => async (ctx: Context) => {
   const s = await sessionOwner(d, ctx);
   if (!s) return ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`);
+  if (awaitingVerification(s.owner)) return verifyNeededPage(d, ctx, s);
   await handler(ctx, s, await frameOf(d, s));
 };
+
+/** An owner who has yet to verify their address can do nothing else: every page says so. */
+export function verifyNeededPage(d: ApiDeps, ctx: Context, s: SignedIn): void {
+  sendPage(ctx, render('verify-needed', { title: 'Confirm your address', csrfToken: s.csrfToken }, { email: s.owner.email, mailOn: Boolean(d.mail) }));
+}
 
 export async function notFoundPage(d: ApiDeps, ctx: Context, s: SignedIn | null): Promise<void> {
   sendPage(ctx, render('not-found', { title: 'Not found', ...(s ? await frameOf(d, s) : {}) }, { path: ctx.path }));

@@ -9,7 +9,8 @@ import { type ApiDeps, type SignedIn, sessionOwner } from '../api/context.ts';
 import { safeNext } from '../api/http.ts';
 import { publicServer, type ServerDoc } from '../servers/servers.ts';
 import { CALLER_ACCOUNT, exposedInputSchema, orphanReason } from '../servers/custom-tools.ts';
-import { creditAlert } from '../access/owners.ts';
+import { ALERT_KINDS, ALERT_LABELS, awaitingVerification, creditAlert } from '../access/owners.ts';
+import { maySignUp, signUpMode } from '../access/signup.ts';
 import { callNames } from '../api/calls.ts';
 import { checkAuthorizationRequest } from '../oauth/authorize.ts';
 import { publicGrant } from '../oauth/grants.ts';
@@ -24,7 +25,7 @@ import { callView, callsView } from './calls.ts';
 import { RATE_DAYS, creditOutlook, outlookShort } from './credits.ts';
 import { type ToolChoice, expiresWithin, restrictionBadges, restrictionForm, toolChoices } from './restrictions-form.ts';
 import { assets, render } from './views.ts';
-import { notFoundPage, securityHeaders, sendPage, signedInPageOf } from './page.ts';
+import { notFoundPage, securityHeaders, sendPage, signedInPageOf, verifyNeededPage } from './page.ts';
 import { connectPages } from './connect.ts';
 import { endUserConnectPages } from './end-user-connect.ts';
 
@@ -55,11 +56,38 @@ export function createDashboardRouter(d: ApiDeps): Router {
   const signedOutPage = (page: string, title: string) => async (ctx: Context) => {
     const next = safeNext(ctx.query.next, d.site.publicUrl);
     if (await sessionOwner(d, ctx)) return ctx.redirect(next);
-    sendPage(ctx, render(page, { title }, { next, signupOpen: d.site.signup === 'open', providers: providerTitles(d.catalog.current, 'and') }));
+    const site = { ...d.site, mailOn: Boolean(d.mail) };
+    sendPage(
+      ctx,
+      render(
+        page,
+        { title },
+        {
+          next,
+          signupOpen: maySignUp(site, ctx.ip),
+          signupMode: signUpMode(site),
+          mailOn: site.mailOn,
+          providers: providerTitles(d.catalog.current, 'and'),
+        },
+      ),
+    );
   };
   router.get('/login', signedOutPage('login', 'Sign in'));
   router.get('/signup', signedOutPage('signup', 'Create your account'));
   router.get('/invite', signedOutPage('invite', 'Set your password'));
+  router.get('/forgot-password', signedOutPage('forgot-password', 'Reset your password'));
+  // Pages of the links in e-mails: their token is in the fragment (or, for unsubscribing, the query), and they
+  // work signed in or out.
+  router.get('/reset-password', (ctx) => sendPage(ctx, render('reset-password', { title: 'Choose a new password' }, { mailOn: Boolean(d.mail) })));
+  router.get('/verify-email', (ctx) => sendPage(ctx, render('verify-email', { title: 'Confirm your address' }, { mailOn: Boolean(d.mail) })));
+  router.get('/unsubscribe', (ctx) => {
+    const target = d.mail?.alerts.readUnsubscribeToken(ctx.query.token);
+    sendPage(
+      ctx,
+      render('unsubscribe', { title: 'Stop e-mail alerts' }, { alert: target ? ALERT_LABELS[target.kind] : null, token: String(ctx.query.token ?? '') }),
+    );
+    if (!target) ctx.status = 400;
+  });
 
   const signedInPage = signedInPageOf(d);
 
@@ -445,6 +473,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
       return;
     }
     if (!s) return ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`);
+    if (awaitingVerification(s.owner)) return verifyNeededPage(d, ctx, s);
     const view = await consentView(d, s, checked.request, `/login?next=${encodeURIComponent(ctx.originalUrl)}`);
     sendPage(ctx, render('consent', { title: `Authorize ${isolated(checked.request.client.client_name)}`, csrfToken: s.csrfToken }, view));
   });
@@ -486,6 +515,8 @@ export function createDashboardRouter(d: ApiDeps): Router {
               help: d.site.creditsHelp,
             },
             tokens: tokens.map((t) => ({ id: t._id, name: t.name, prefix: t.prefix, created_at: t.created_at, last_used_at: t.last_used_at })),
+            mailOn: Boolean(d.mail),
+            alerts: ALERT_KINDS.map((kind) => ({ kind, label: ALERT_LABELS[kind], on: !s.owner.alerts_off?.includes(kind) })),
             webhook,
             deliveries,
           },

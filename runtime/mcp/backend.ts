@@ -52,9 +52,10 @@ export interface CallOptions {
 export interface McpBackend {
   /**
    * Authenticates the bearer key or OAuth access token and authorizes it for the server (the status table: README,
-   * "MCP endpoint"); `endUser` is the X-End-User header, the owner's end user a trusted backend's key acts for.
+   * "MCP endpoint"). `endUser` is the X-End-User header, the owner's end user a trusted backend's key acts for;
+   * `address` is the client's (a key's owner hears of a key used from a new network).
    */
-  authenticate(serverId: string, authorization: string | undefined, endUser?: string): Promise<AuthOutcome>;
+  authenticate(serverId: string, authorization: string | undefined, from?: { endUser?: string; address?: string }): Promise<AuthOutcome>;
   /** Counts `requests` JSON-RPC requests against the key's limits (a batch counts each of its requests). */
   rateLimit(principal: Principal, requests?: number): Promise<RateOutcome>;
   /** The server's tools, in a stable order. */

@@ -110,7 +110,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
 
     const trace = opts.tracing && new RequestTrace(opts.tracing, ctx.params.serverId, ctx.req.headers);
     const endUser = ctx.req.headers['x-end-user'] === undefined ? undefined : ctx.get('x-end-user');
-    const auth = await backend.authenticate(ctx.params.serverId, ctx.get('authorization') || undefined, endUser);
+    const auth = await backend.authenticate(ctx.params.serverId, ctx.get('authorization') || undefined, { endUser, address: ctx.ip });
     trace?.authenticated(auth);
     if (!auth.ok) {
       trace?.refused(auth.status);

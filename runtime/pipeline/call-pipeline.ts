@@ -5,6 +5,7 @@ import type { ConnectSessions } from '../accounts/connect-sessions.ts';
 import type { Budgets } from '../access/budgets.ts';
 import type { EndUsers } from '../access/end-users.ts';
 import { type ApiKeyDoc, ApiKeys } from '../access/keys.ts';
+import type { KeyNetworks } from '../access/key-networks.ts';
 import type { RequestStates } from '../access/request-states.ts';
 import { type Holder, type Restrictions, isExpired, permits, refusal, unlisted } from '../access/restrictions.ts';
 import type { KeyRateLimiter } from '../access/rate-limit.ts';
@@ -65,6 +66,8 @@ export interface CallPipelineDeps {
   ownerRateLimiter: KeyRateLimiter;
   /** The owner's limits in words, for a refusal: "300 requests per 10 s". */
   ownerRateWords: string;
+  /** The networks keys are used from (e-mail alerts); absent when e-mail is off. */
+  keyNetworks?: KeyNetworks;
   engine: Engine;
   /** The store's time: key expiry and budget periods read it, never this host's clock. */
   clock: StoreClock;
@@ -79,7 +82,8 @@ export interface CallPipelineDeps {
 export class CallPipeline implements McpBackend {
   constructor(private readonly d: CallPipelineDeps) {}
 
-  async authenticate(serverId: string, authorization: string | undefined, endUser?: string): Promise<AuthOutcome> {
+  async authenticate(serverId: string, authorization: string | undefined, from: { endUser?: string; address?: string } = {}): Promise<AuthOutcome> {
+    const { endUser, address } = from;
     const m = /^Bearer +(\S+)$/i.exec(authorization ?? '');
     if (m && OAuthGrants.isAccessToken(m[1])) {
       if (endUser !== undefined)
@@ -94,6 +98,7 @@ export class CallPipeline implements McpBackend {
     if (!server || server.owner_id !== key.owner_id || !server.active) return { ok: false, status: 403 };
     if (key.kind === 'global' && !key.linked_server_ids.includes(serverId)) return { ok: false, status: 403 };
     this.d.keys.touch(key._id);
+    if (address) this.d.keyNetworks?.seen(key, address, serverId);
     const caller: Caller = { keyId: key._id, ownerId: key.owner_id, serverId, restrictions: key.restrictions };
     return this.actingAs(caller, key, endUser);
   }

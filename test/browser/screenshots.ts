@@ -1,7 +1,9 @@
 // `npm run screenshots`: the demo data set, a few real MCP calls, then a PNG of every dashboard page and its
 // main states in docs/screenshots/ as a person sees them in Chromium: on a laptop (1440x900, the whole page:
 // `<page>.png`) and on a phone (390x844, the first screen as the phone shows it: `<page>-phone.png`; the rest
-// of each page at that width is checked by test/dashboard-layout.browser.test.ts).
+// of each page at that width is checked by test/dashboard-layout.browser.test.ts). The e-mail pages (forgot and
+// reset password, confirm an address, unsubscribe) are shot with e-mail on: run it with SMTP_URL and MAIL_FROM
+// set (`npm run -s peer:mail -- start` gives an SMTP_URL); without them they are left out, and said so.
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -69,6 +71,32 @@ async function main(): Promise<void> {
   };
   await shot('login', '/login');
   await shot('signup', '/signup');
+  const mail = demo.service.mail;
+  if (mail) {
+    await shot('forgot-password', '/forgot-password', {
+      prepare: async (p) => {
+        await p.getByLabel('E-mail').fill(demo.owner.email);
+        await p.getByRole('button', { name: 'Send me a link' }).click();
+        await p.getByRole('status').waitFor();
+      },
+    });
+    await shot('reset-password', '/reset-password#not-a-real-token');
+    await shot('unsubscribe', `/unsubscribe?token=${mail.alerts.unsubscribeToken(demo.owner.id, 'credits_low')}`);
+    // A new owner's first page until the address is confirmed (a browser of its own).
+    const newcomer = await browser.newPage({ viewport: SIZES.laptop });
+    await newcomer.goto(base + '/signup');
+    await newcomer.fill('#email', `newcomer-${Date.now()}@example.com`);
+    await newcomer.fill('#password', 'a long enough passphrase');
+    await Promise.all([newcomer.waitForURL(base + '/'), newcomer.click('button[type=submit]')]);
+    for (const [size, viewport] of Object.entries(SIZES)) {
+      await newcomer.setViewportSize(viewport);
+      await newcomer.reload();
+      const name = size === 'laptop' ? 'verify-needed.png' : 'verify-needed-phone.png';
+      await newcomer.screenshot({ path: path.join(OUT, name) });
+      console.log(`docs/screenshots/${name}`);
+    }
+    await newcomer.close();
+  } else console.log('e-mail pages left out: set SMTP_URL and MAIL_FROM (npm run -s peer:mail -- start gives an SMTP_URL)');
   await page.goto(base + '/login');
   await page.fill('#email', demo.owner.email);
   await page.fill('#password', demo.owner.password);

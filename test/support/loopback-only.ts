@@ -33,6 +33,24 @@ dns.promises.lookup = (async (hostname: string, options?: unknown) => {
   return (realPromiseLookup as (h: string, o?: unknown) => Promise<unknown>)(hostname, options);
 }) as typeof dns.promises.lookup;
 
+// Resolvers that ask DNS servers themselves (nodemailer resolves an SMTP host with resolve4/resolve6 before it
+// falls back to dns.lookup) never ask: they answer ENOTFOUND at once, for every name (even localhost would be
+// a query to a DNS server), so the lookup above decides.
+for (const method of ['resolve', 'resolve4', 'resolve6', 'resolveAny'] as const) {
+  const refuse = (hostname: string, ...rest: unknown[]) => {
+    const callback = rest[rest.length - 1] as (err: Error) => void;
+    process.nextTick(() => callback(refusedName(hostname)));
+  };
+  dns.Resolver.prototype[method] = refuse as never;
+  (dns as unknown as Record<string, unknown>)[method] = refuse;
+  (dns.promises as unknown as Record<string, unknown>)[method] = async (hostname: string) => {
+    throw refusedName(hostname);
+  };
+  (dns.promises.Resolver.prototype as unknown as Record<string, unknown>)[method] = async (hostname: string) => {
+    throw refusedName(hostname);
+  };
+}
+
 const realConnect = net.Socket.prototype.connect as (...args: unknown[]) => net.Socket;
 net.Socket.prototype.connect = function connect(this: net.Socket, ...args: unknown[]) {
   const first = Array.isArray(args[0]) ? args[0][0] : args[0];

@@ -14,7 +14,8 @@ export interface ServiceProcess {
 }
 
 /**
- * Starts `runtime/main.ts`; the embedded store unless env names MONGODB_URL (the suite's own is not passed on).
+ * Starts `runtime/main.ts`; the embedded store unless env names MONGODB_URL, e-mail off unless it names SMTP_URL
+ * (the suite's own are not passed on).
  * `clockSkewMs`: the process's clock that far off (support/skewed-clock.ts), as on a host out of sync.
  * `program`: node's arguments instead of the sources' (a build of them with its own safety net, test/build.test.ts).
  */
@@ -30,6 +31,8 @@ export function startServiceProcess(env: Record<string, string>, options: { cloc
       LOG_LEVEL: 'warn',
       WATCH_SPECS: 'false',
       MONGODB_URL: '',
+      SMTP_URL: '',
+      MAIL_FROM: '',
       TEST_CLOCK_SKEW_MS: String(options.clockSkewMs ?? 0),
       ...env,
     },

@@ -384,6 +384,18 @@ async function after(el, result) {
   if (then.startsWith('go:')) return location.assign(fill(then.slice(3), result.body));
   if (then === 'next') return location.assign(safeNext(new URLSearchParams(location.search).get('next')));
   const b = result.body ?? {};
+  // A done state shown in place: the element of that id, with the answer's message; the form (unless the element
+  // is in it) or the enclosing [data-hide-when-done] is hidden.
+  if (then.startsWith('show:')) {
+    const done = document.getElementById(then.slice(5));
+    if (!done) return;
+    const message = done.querySelector('[data-message]');
+    if (message && typeof b.message === 'string') message.textContent = b.message;
+    done.hidden = false;
+    if (el instanceof HTMLFormElement && !done.closest('form')) el.hidden = true;
+    el.closest('[data-hide-when-done]')?.setAttribute('hidden', '');
+    return;
+  }
   // The OAuth decision: back to the application (its redirect URI), wherever that is.
   if (then === 'redirect') return location.assign(String(b.redirect_to));
   // Connecting an account: on to the connection's start page (then the provider's consent page).
@@ -836,9 +848,14 @@ function showTryResult(form, answer) {
   out.scrollIntoView({ block: 'nearest' });
 }
 
-// Invitation links carry their one-time token in the fragment (never sent to a server log).
-const inviteToken = document.getElementById('invite-token');
-if (inviteToken instanceof HTMLInputElement) inviteToken.value = location.hash.slice(1);
+// Links in e-mails and invitations carry their one-time token in the fragment (never sent to a server log).
+for (const input of document.querySelectorAll('input[data-from-fragment]')) {
+  if (input instanceof HTMLInputElement) input.value = location.hash.slice(1);
+}
+// A page that exists to post its link's token (address verification) does so at once.
+for (const form of document.querySelectorAll('form[data-autosubmit]')) {
+  if (form instanceof HTMLFormElement) form.requestSubmit();
+}
 
 // A provider's code and state came back in this page's address: it is of no use any more, and leaves the
 // address bar and the history.

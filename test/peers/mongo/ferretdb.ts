@@ -2,22 +2,17 @@
 // is cached under ~/.cache, keyed by the hash of this folder's go.mod, go.sum and main.go) and started on a
 // loopback port with its data in a folder. `peer.ts` keeps one running per checkout for every suite; a suite
 // that stops or pauses its server (test/store-outage.test.ts) launches one of its own.
-import { execFileSync, type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
-import { homedir } from 'node:os';
+import { mkdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PeerError, cacheRoot, goBuild, sleep } from '../peer-process.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const BINARY_NAME = 'ferretdb-peer';
 const READY_TIMEOUT_MS = 60_000;
-
-/** The peer cannot be built or started: the message says why and what to do. */
-export class PeerError extends Error {}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The source of the peer, hashed: a new go.sum (FerretDB upgrade) or main.go gets a new binary. */
 function sourceHash(): string {
@@ -26,49 +21,19 @@ function sourceHash(): string {
   return hash.digest('hex').slice(0, 16);
 }
 
-function cacheRoot(): string {
-  return path.join(process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache'), 'tool-server');
-}
-
-function goVersion(): string | undefined {
-  try {
-    return execFileSync('go', ['version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return undefined;
-  }
-}
-
 export async function ensureBinary(): Promise<string> {
   const dir = path.join(cacheRoot(), `ferretdb-${sourceHash()}`);
   const binary = path.join(dir, BINARY_NAME);
   if (existsSync(binary)) return binary;
-  const go = goVersion();
-  if (!go)
-    throw new PeerError(
-      'Go is not installed (no `go` on PATH). The MongoDB test peer is FerretDB built from the Go module proxy: install Go 1.24 or newer ' +
-        '(https://go.dev/dl/ or your package manager) and run this again. Without it `npm test` skips the MongoDB tests (and fails under CI=true).',
-    );
   await mkdir(dir, { recursive: true });
   const partial = path.join(dir, `${BINARY_NAME}.${process.pid}.partial`);
-  console.error(`peer:mongo: building FerretDB with ${go} into ${dir} (once; a few minutes the first time, seconds with the module cache warm)`);
-  const started = Date.now();
-  // -mod=readonly: go.sum is our lock; a build never changes it. GOTOOLCHAIN=local: an older Go says so instead
-  // of downloading a toolchain. Only the SQLite backend is compiled in.
-  const code = await new Promise<number | null>((resolve) => {
-    const build = spawn('go', ['build', '-mod=readonly', '-trimpath', '-tags', 'ferretdb_no_postgresql', '-o', partial, '.'], {
-      cwd: HERE,
-      env: { ...process.env, GOTOOLCHAIN: 'local' },
-      stdio: ['ignore', process.stderr, process.stderr],
-    });
-    build.once('error', () => resolve(-1));
-    build.once('exit', resolve);
+  // -mod=readonly: go.sum is our lock; a build never changes it. Only the SQLite backend is compiled in.
+  await goBuild('mongo', ['build', '-mod=readonly', '-trimpath', '-tags', 'ferretdb_no_postgresql', '-o', partial, '.'], {
+    cwd: HERE,
+    partial,
+    binary,
+    what: `the MongoDB test peer (FerretDB) into ${dir}`,
   });
-  if (code !== 0) {
-    await rm(partial, { force: true });
-    throw new PeerError(`go build failed (exit ${code}); see its output above`);
-  }
-  await rename(partial, binary); // atomic: a concurrent start sees the whole binary or none
-  console.error(`peer:mongo: built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return binary;
 }
 
