@@ -114,17 +114,21 @@ export class CreditBlocks {
   /** Takes `cost` credits: from the live block in memory, else with the owner's next write. Null: the balance does not cover it. */
   charge(ownerId: string, cost: number): Promise<Charge | null> {
     const owner = this.owners.get(ownerId);
-    const block = owner?.live;
+    const charge = owner && this.handOut(owner, cost);
+    return charge ? Promise.resolve(charge) : this.writes.add(ownerId, cost);
+  }
+
+  /** A range of the live block, if it has one left for `cost` and its lease is not over. */
+  private handOut(owner: OwnerBlocks, cost: number): Charge | null {
+    const block = owner.live;
     const now = this.clock.now();
-    if (block && now < block.until && block.end - block.next >= cost) {
-      const from = block.next;
-      block.next += cost;
-      block.running++;
-      block.lastUsed = now;
-      owner!.use.used(cost);
-      return Promise.resolve({ from, block: block.id });
-    }
-    return this.writes.add(ownerId, cost);
+    if (!block || now >= block.until || block.end - block.next < cost) return null;
+    const from = block.next;
+    block.next += cost;
+    block.running++;
+    block.lastUsed = now;
+    owner.use.used(cost);
+    return { from, block: block.id };
   }
 
   /** A call charged from `charge.block` ended and its record is stored: a refund goes back into its block. */
@@ -156,12 +160,14 @@ export class CreditBlocks {
    */
   private async write(ownerId: string, costs: number[]): Promise<Array<Charge | null>> {
     const owner = this.ownerOf(ownerId);
-    const wanted = costs.flatMap((cost, i) => (cost > 0 ? [i] : []));
+    // Calls that queued while the previous write was under way: the block it took serves them first.
+    const served = costs.map((cost) => (cost > 0 ? this.handOut(owner, cost) : null));
+    const wanted = costs.flatMap((cost, i) => (cost > 0 && !served[i] ? [i] : []));
     if (wanted.length > 0) {
       if (owner.live) this.retire(owner, owner.live);
       owner.use.taking(this.clock.now());
     }
-    let starts = await this.exchange(ownerId, owner, costs, wanted);
+    let starts = (await this.exchange(ownerId, owner, costs, wanted)).map((s, i) => served[i] ?? s);
     if (starts.some((s, i) => s === null && costs[i] > 0) && (await this.othersHoldBlocks(ownerId, owner))) {
       await new Promise((resolve) => setTimeout(resolve, IDLE_MS + 2 * TICK_MS));
       const refused = wanted.filter((i) => starts[i] === null);
