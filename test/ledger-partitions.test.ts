@@ -41,7 +41,15 @@ for (const target of storeTargets('ledger_partitions').filter((t) => t.name !== 
         const block = (await takeBlock(store, owner, KEYS))!;
         for (let k = 0; k < KEYS; k++) {
           const at = new Date(store.clock.now() - ((o * KEYS + k) % 120) * 60_000 - 1000);
-          const call = { id: `call_p${o}_${k}`, cost: 1, server_id: `srv_${o}`, key_id: `key_${o}_${k}`, tool: 'demo_ping', from: block.from + k, block: block.id };
+          const call = {
+            id: `call_p${o}_${k}`,
+            cost: 1,
+            server_id: `srv_${o}`,
+            key_id: `key_${o}_${k}`,
+            tool: 'demo_ping',
+            from: block.from + k,
+            block: block.id,
+          };
           records.push({ ...recordOf(call, owner, 'ok', 'ok', 1, 5), at });
           records.push({ ...recordOf({ ...call, id: `${call.id}_r`, from: undefined }, owner, 'rejected', 'invalid_arguments', 0, 1), at });
         }

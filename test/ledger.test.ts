@@ -79,7 +79,7 @@ for (const target of storeTargets('ledger')) {
       await store.close();
     });
 
-    it("returns a block once, whoever returns it (its process, or settlement after the lease) and however often", async () => {
+    it('returns a block once, whoever returns it (its process, or settlement after the lease) and however often', async () => {
       const { credits, ledger, store } = await setup(10, { maxCallMs: 0 });
       const block = (await takeBlock(store, OWNER, 4, 0))!;
       const back = [{ id: block.id, credits: 4 }];

@@ -131,7 +131,10 @@ export class Budgets {
   private async increment(_id: string, keyId: string, limit: number, amount: number, resetsAt: Date): Promise<boolean> {
     const fits = { _id, spent: { $lte: limit - amount } };
     try {
-      return (await this.budgets.findOneAndUpdate(fits, { $inc: { spent: amount }, $setOnInsert: { key_id: keyId, resets_at: resetsAt } }, { upsert: true })) !== null;
+      return (
+        (await this.budgets.findOneAndUpdate(fits, { $inc: { spent: amount }, $setOnInsert: { key_id: keyId, resets_at: resetsAt } }, { upsert: true })) !==
+        null
+      );
     } catch (err) {
       if (!(err instanceof DuplicateKeyError)) throw err;
       // The period's document exists (full, or just made by a concurrent call): the same test-and-increment on it.
@@ -181,7 +184,8 @@ export class Budgets {
     const ids = new Map(limits.map((l) => [`${l.keyId}/${budgetPeriod(l.limit.per, now).id}`, l.keyId]));
     const out = new Map(limits.map((l) => [l.keyId, 0]));
     if (!ids.size) return out;
-    for (const doc of await this.budgets.find({ _id: { $in: [...ids.keys()] } })) out.set(ids.get(doc._id)!, doc.spent - (this.reserved.get(doc._id)?.held ?? 0));
+    for (const doc of await this.budgets.find({ _id: { $in: [...ids.keys()] } }))
+      out.set(ids.get(doc._id)!, doc.spent - (this.reserved.get(doc._id)?.held ?? 0));
     return out;
   }
 

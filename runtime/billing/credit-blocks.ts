@@ -109,7 +109,16 @@ export class CreditBlocks {
     private readonly credits: Credits,
     private readonly clock: StoreClock,
     private readonly options: CreditBlocksOptions,
-  ) {}
+  ) {
+    credits.holding((ownerId) => this.held(ownerId));
+  }
+
+  /** What this process holds for the owner and has not handed to a call: the unused rest of its blocks and their refunds. */
+  held(ownerId: string): number {
+    let held = 0;
+    for (const block of this.owners.get(ownerId)?.blocks.values() ?? []) held += block.end - block.next + block.refunded;
+    return held;
+  }
 
   /** Takes `cost` credits: from the live block in memory, else with the owner's next write. Null: the balance does not cover it. */
   charge(ownerId: string, cost: number): Promise<Charge | null> {
@@ -155,8 +164,9 @@ export class CreditBlocks {
   /**
    * The owner's one write: gives back the blocks whose calls are over and, for the calls waiting (`costs` > 0),
    * takes a block that covers them plus the owner's next second here. When the balance does not cover them all,
-   * those that fit in order of arrival get their ranges; the others are refused, after waiting once for other
-   * processes' idle blocks to come back (an owner near zero is not refused while its credits sit idle elsewhere).
+   * those that fit in order of arrival get their ranges; the others are refused, after waiting once for blocks to
+   * come back (idle ones of other processes, this one's whose calls are ending): an owner near zero is not refused
+   * while its credits sit in a block.
    */
   private async write(ownerId: string, costs: number[]): Promise<Array<Charge | null>> {
     const owner = this.ownerOf(ownerId);
@@ -168,7 +178,7 @@ export class CreditBlocks {
       owner.use.taking(this.clock.now());
     }
     let starts = (await this.exchange(ownerId, owner, costs, wanted)).map((s, i) => served[i] ?? s);
-    if (starts.some((s, i) => s === null && costs[i] > 0) && (await this.othersHoldBlocks(ownerId, owner))) {
+    if (starts.some((s, i) => s === null && costs[i] > 0) && (await this.credits.blockIds(ownerId)).length > 0) {
       await new Promise((resolve) => setTimeout(resolve, IDLE_MS + 2 * TICK_MS));
       const refused = wanted.filter((i) => starts[i] === null);
       const again = await this.exchange(ownerId, owner, costs, refused);
@@ -231,12 +241,6 @@ export class CreditBlocks {
       if (line) line = await this.credits.line(ownerId);
     }
     return starts;
-  }
-
-  /** Whether the owner's line lists blocks of other processes. */
-  private async othersHoldBlocks(ownerId: string, owner: OwnerBlocks): Promise<boolean> {
-    const ids = await this.credits.blockIds(ownerId);
-    return ids.some((id) => !owner.blocks.has(id));
   }
 
   /** The returns of the owner's finished blocks, each rest recorded first (the records tile the line). */

@@ -58,13 +58,21 @@ const FRESH_LINE = { debited: 0, settled: 0, unsettled: false };
 
 export class Credits {
   readonly docs: Collection<CreditDoc>;
+  /** What this process holds in credit blocks for an owner, not handed to a call (credit-blocks.ts). */
+  private heldHere: (ownerId: string) => number = () => 0;
 
   constructor(store: Store) {
     this.docs = store.collection<CreditDoc>('credits');
   }
 
+  /** What the owner can spend: the line's balance and what this process holds of it in blocks (other instances give theirs back within a second of idleness). */
   async balance(ownerId: string): Promise<number> {
-    return (await this.docs.findOne({ _id: ownerId }))?.balance ?? 0;
+    return ((await this.docs.findOne({ _id: ownerId }))?.balance ?? 0) + this.heldHere(ownerId);
+  }
+
+  /** Told by this process's credit blocks what they hold. */
+  holding(held: (ownerId: string) => number): void {
+    this.heldHere = held;
   }
 
   /** The line's end and balance (null: an owner without credits ever). */

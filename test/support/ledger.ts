@@ -24,7 +24,12 @@ export const LEDGER_OPTIONS: LedgerOptions = {
  * A block of `size` credits taken as a process takes one (Credits.exchange), as a process that then stops leaves
  * it: no record, no return. Its id and where its range starts; null when the balance does not cover it.
  */
-export async function takeBlock(store: Store, ownerId: string, size: number, leaseMs = LEDGER_OPTIONS.blockLeaseMs): Promise<{ id: string; from: number } | null> {
+export async function takeBlock(
+  store: Store,
+  ownerId: string,
+  size: number,
+  leaseMs = LEDGER_OPTIONS.blockLeaseMs,
+): Promise<{ id: string; from: number } | null> {
   const credits = new Credits(store);
   const line = await credits.line(ownerId);
   const id = `b${randomBytes(8).toString('hex')}`;
