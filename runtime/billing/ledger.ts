@@ -410,27 +410,32 @@ export function recordOf(
   };
 }
 
-/** The record of a block's unused rest: refunded, no call (count 0), so that the records tile the line. */
-function restRecord(ownerId: string, blockId: string, from: number, credits: number): CallDoc {
+/** The record of a refunded range of the line that no known call made (a block's unused rest, an interrupted range). */
+export function rangeRecord(ownerId: string, from: number, credits: number, code: string, at: Date): CallDoc {
   return {
-    _id: `rest_${blockId}`,
-    at: new Date(), // stamped when written
+    _id: `${code}_${ownerId}_${from}`,
+    at,
     owner_id: ownerId,
     slot: slotOf(ownerId),
     server_id: '',
     key_id: '',
     tool: '',
     outcome: 'refunded',
-    code: 'unused_credits',
+    code,
     charged: credits,
     credits: 0,
     latency_ms: null,
     from,
     charge_key: chargeKey(ownerId, from),
-    block: blockId,
-    count: 0,
   };
 }
+
+/** The record of a block's unused rest: no call (count 0), so that the records tile the line. Stamped when written. */
+const restRecord = (ownerId: string, blockId: string, from: number, credits: number): CallDoc => ({
+  ...rangeRecord(ownerId, from, credits, 'unused_credits', new Date()),
+  block: blockId,
+  count: 0,
+});
 
 /**
  * A charged record's key: the owner, then its place on the line zero-padded, so that one unique index both keeps

@@ -14,7 +14,7 @@
 import type { StoreClock } from '../store/clock.ts';
 import { DuplicateKeyError, type Collection, type Filter, type Update } from '../store/port.ts';
 import type { BlockEntry, CreditDoc, Credits } from './credits.ts';
-import { type CallDoc, chargeKey, chargeKeysEnd } from './ledger.ts';
+import { type CallDoc, chargeKey, chargeKeysEnd, rangeRecord } from './ledger.ts';
 import { partitionOf, slotOf } from './partitions.ts';
 
 /** Records read at a time while walking an owner's line; owners read at a time. */
@@ -272,20 +272,7 @@ export class Settlement {
 /** The record of a range a stop left without a record (in a block, or charged before blocks). */
 function interruptedRecord(ownerId: string, from: number, credits: number, at: Date, block?: string): CallDoc {
   return {
-    _id: `interrupted_${ownerId}_${from}`,
-    at,
-    owner_id: ownerId,
-    slot: slotOf(ownerId),
-    server_id: '',
-    key_id: '',
-    tool: '',
-    outcome: 'refunded',
-    code: 'interrupted',
-    charged: credits,
-    credits: 0,
-    latency_ms: null,
-    from,
-    charge_key: chargeKey(ownerId, from),
+    ...rangeRecord(ownerId, from, credits, 'interrupted', at),
     message: 'The service stopped while this call was running (which tool it was is not known); its credits were refunded',
     ...(block ? { block } : {}),
   };
