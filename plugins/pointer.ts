@@ -2,22 +2,39 @@
 // object member, so one option can reach e.g. every issue of a search result.
 import { pointerParts, type RequestPlugin, type ResponsePlugin } from '../runtime/plugin-api.ts';
 
+/** Where a value sits: its container and its key there. */
+type Place = [container: Record<string, unknown>, key: string];
+
 /** Calls `fn` for each value the pointer reaches and replaces it with the result (undefined leaves it). */
 export function updateAt(root: unknown, pointer: string, fn: (value: unknown) => unknown): void {
-  walk(root, pointerParts(pointer), fn);
+  for (const [container, key] of placesOf(root, pointer)) {
+    const next = fn(container[key]);
+    if (next !== undefined) container[key] = next;
+  }
 }
 
-function walk(node: unknown, parts: string[], fn: (value: unknown) => unknown): void {
-  if (node === null || typeof node !== 'object' || parts.length === 0) return;
-  const [head, ...rest] = parts;
-  const container = node as Record<string, unknown>;
-  const keys = head === '*' ? Object.keys(container) : Object.hasOwn(container, head) ? [head] : [];
-  for (const key of keys) {
-    if (rest.length === 0) {
-      const next = fn(container[key]);
-      if (next !== undefined) container[key] = next;
-    } else walk(container[key], rest, fn);
+/** updateAt for every pointer with a conversion that takes its time (PluginContext.offLoop), one value after the other. */
+export async function convertEachAt(root: unknown, pointers: string[], fn: (value: unknown) => Promise<unknown> | undefined): Promise<void> {
+  for (const [container, key] of pointers.flatMap((pointer) => placesOf(root, pointer))) {
+    const next = await fn(container[key]);
+    if (next !== undefined) container[key] = next;
   }
+}
+
+function placesOf(root: unknown, pointer: string): Place[] {
+  const places: Place[] = [];
+  const walk = (node: unknown, parts: string[]): void => {
+    if (node === null || typeof node !== 'object' || parts.length === 0) return;
+    const [head, ...rest] = parts;
+    const container = node as Record<string, unknown>;
+    const keys = head === '*' ? Object.keys(container) : Object.hasOwn(container, head) ? [head] : [];
+    for (const key of keys) {
+      if (rest.length === 0) places.push([container, key]);
+      else walk(container[key], rest);
+    }
+  };
+  walk(root, pointerParts(pointer));
+  return places;
 }
 
 export const POINTERS_OPTIONS = {

@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { Accounts, Vault, parseMasterKey } from './accounts/accounts.ts';
 import { Budgets } from './access/budgets.ts';
 import { ApiKeys } from './access/keys.ts';
+import { OwnerLimits } from './access/owner-limits.ts';
 import { Owners } from './access/owners.ts';
 import { passwordChecks } from './access/passwords.ts';
 import { KeyRateLimiter } from './access/rate-limit.ts';
@@ -24,6 +25,7 @@ import { Metrics } from './metrics.ts';
 import { LATEST_LEGACY_VERSION } from './mcp/protocol.ts';
 import { callResult } from './mcp/tool-wire.ts';
 import { METADATA_FETCH_LIMITS, OAuthClients } from './oauth/clients.ts';
+import { OffLoop } from './off-loop.ts';
 import { OAuthGrants } from './oauth/grants.ts';
 import { CallPipeline } from './pipeline/call-pipeline.ts';
 import { Sandboxes } from './sandbox/sandboxes.ts';
@@ -33,6 +35,9 @@ import { Servers } from './servers/servers.ts';
 import { type Store, StoreUnavailableError } from './store/port.ts';
 import type { LiveCatalog } from './toolspec/live.ts';
 import { type Tracing, startTracing } from './tracing/tracing.ts';
+
+/** A conversion (of the largest input the tool specs take: 250,000 characters of a Notion page) is stopped after this long. */
+const CONVERSION_TIMEOUT_MS = 10_000;
 
 /**
  * What background work (flushes, housekeeping, sweeps) does with a failure: logs it, unless the store refused
@@ -58,6 +63,8 @@ export interface Components extends ApiDeps {
   metrics: Metrics;
   /** The outbound clients, closed at shutdown. */
   http: HttpClient[];
+  /** The worker threads of plugins' long work (markdown conversions), stopped at shutdown. */
+  offLoop: OffLoop;
   /** OpenTelemetry traces; undefined (no SDK loaded) unless an OTLP endpoint is configured. Flushed at shutdown. */
   tracing?: Tracing;
 }
@@ -89,6 +96,7 @@ export async function buildComponents(
         secret: createHmac('sha256', masterKey).update('sandbox credentials').digest(),
         idleMs: config.sandboxes.idleMinutes * 60_000,
         maxSets: config.sandboxes.maxSets,
+        maxWriteBytes: config.sandboxes.maxWriteMb * 1_048_576,
         logger,
         catalog,
       })
@@ -104,14 +112,19 @@ export async function buildComponents(
   });
   // OAuth client ID metadata documents: the same guard, no retries, a small document only.
   const metadataHttp = createHttpClient({ ...METADATA_FETCH_LIMITS, allow: config.allowPrivateNetworks, retries: 0, maxRetryAfterMs: 0, ca });
-  const engine = new Engine(http, { defaultTimeoutMs: config.upstreamTimeoutMs });
+  // Converting an owner's markdown can take long: in worker threads, off the event loop all owners share.
+  const offLoop = new OffLoop({ workers: config.conversionThreads, timeoutMs: CONVERSION_TIMEOUT_MS });
+  const engine = new Engine(http, { defaultTimeoutMs: config.upstreamTimeoutMs, offLoop });
   const keys = new ApiKeys(store, config.keyCacheMs);
   const servers = new Servers(store, config.keyCacheMs);
   const tools = new CustomTools(store, catalog, config.keyCacheMs);
   const accounts = new Accounts(store, catalog, new Vault(masterKey), config.keyCacheMs);
   const credits = new Credits(store);
-  const signInLimits = new SignInLimits(undefined, store.mongo);
-  const audit = new AuditTrail(store, logger);
+  // Shared counters on MongoDB (in the store's time); in memory on the embedded store.
+  const sharedCounters = store.kind === 'mongodb' ? store : undefined;
+  // Device cookies (browsers that signed in before) are signed with a key derived from the master key.
+  const signInLimits = new SignInLimits({ deviceSecret: createHmac('sha256', masterKey).update('sign-in devices').digest(), shared: sharedCounters });
+  const audit = new AuditTrail(store, logger, config.ownerLimits.auditEvents);
   const budgets = new Budgets(store, backgroundFailure(logger, 'giving back a budget reservation failed'));
   const oauth = {
     clients: new OAuthClients(store, metadataHttp, (address) => signInLimits.fetchMetadata(address)),
@@ -120,6 +133,7 @@ export async function buildComponents(
       refreshMs: config.oauthRefreshDays * 86_400_000,
       cacheMs: config.keyCacheMs,
       reuseMs: config.oauthRefreshReuseSeconds * 1000,
+      successorSecret: createHmac('sha256', masterKey).update('oauth refresh successors').digest(),
       audit,
     }),
   };
@@ -153,12 +167,19 @@ export async function buildComponents(
     onHousekeeping: (run) => logger.debug(run, 'ledger housekeeping'),
   });
   const metrics = new Metrics(passwordChecks);
-  const rateLimiter = new KeyRateLimiter(config.rateLimit, store.kind === 'mongodb' ? store : undefined, (window, ms) =>
+  const onRateFallback = (window: string, ms: number) =>
     logger.warn(
       { window, ms },
       `rate limits: the store did not answer a reservation in time (or failed): this instance judges calls by its own limits for ${ms / 1000} s (N instances admit up to N times the limit)`,
-    ),
+    );
+  const rateLimiter = new KeyRateLimiter(config.rateLimit, sharedCounters, onRateFallback);
+  const { callsPerBurst, callsPerMinute } = config.ownerLimits;
+  const ownerRateLimiter = new KeyRateLimiter(
+    { burstPoints: callsPerBurst, burstSeconds: config.rateLimit.burstSeconds, minutePoints: callsPerMinute },
+    sharedCounters,
+    onRateFallback,
   );
+  const ownerRateWords = `${callsPerBurst} requests per ${config.rateLimit.burstSeconds} s and ${callsPerMinute} per minute`;
   const pipeline = new CallPipeline({
     keys,
     oauth: oauth.grants,
@@ -169,6 +190,8 @@ export async function buildComponents(
     credits,
     ledger,
     rateLimiter,
+    ownerRateLimiter,
+    ownerRateWords,
     engine,
     clock: store.clock,
     logger,
@@ -180,6 +203,7 @@ export async function buildComponents(
     pipeline,
     metrics,
     http: [http, metadataHttp],
+    offLoop,
     tracing: config.tracing && (await startTracing(config.tracing, logger, SERVICE_INFO.version)),
     owners: new Owners(store),
     servers,
@@ -191,8 +215,13 @@ export async function buildComponents(
     credits,
     ledger,
     engine,
-    sessions: new Sessions(store, { idleMs: config.sessionIdleMinutes * 60_000, maxMs: config.sessionMaxDays * 86_400_000 }),
+    sessions: new Sessions(store, {
+      idleMs: config.sessionIdleMinutes * 60_000,
+      maxMs: config.sessionMaxDays * 86_400_000,
+      perOwner: config.ownerLimits.sessions,
+    }),
     signInLimits,
+    ownerLimits: new OwnerLimits(config.ownerLimits, sharedCounters),
     oauth,
     sandboxes,
     operatorToken: secrets.operatorToken,
@@ -202,7 +231,7 @@ export async function buildComponents(
     async tryTool(call) {
       const principal = pipeline.dashboardCaller(call.ownerId, call.serverId);
       const limited = await pipeline.rateLimit(principal);
-      if (!limited.allowed) return { ok: false, rateLimited: true, headers: limited.headers };
+      if (!limited.allowed) return { ok: false, rateLimited: true, headers: limited.headers, limit: limited.limit };
       const outcome = await pipeline.callTool(principal, call.tool, call.arguments, { signal: call.signal, progress: () => undefined });
       if (!outcome) return { ok: false, rateLimited: false };
       // As the clients of today get it (the revision most of them speak): content, structuredContent, isError.

@@ -1,9 +1,11 @@
 // Environment -> typed, validated configuration. Every problem is reported at once, by variable name.
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { type AllowList, parseAllowList } from './http/guard.ts';
 import { SLOTS } from './billing/partitions.ts';
 import { DEFAULT_MAX_OFFSET_MS } from './store/clock.ts';
 import { DEFAULT_MONGO_OPTIONS, type MongoOptions, WeakWriteConcernError, writeConcernFor } from './store/mongo-options.ts';
+import type { OwnerLimitSettings } from './access/owner-limits.ts';
 import { type TracingConfig, parseTracingConfig } from './tracing/config.ts';
 
 export interface Config {
@@ -31,6 +33,10 @@ export interface Config {
   upstreamTimeoutMs: number;
   maxResponseBytes: number;
   rateLimit: { burstPoints: number; burstSeconds: number; minutePoints: number };
+  /** What one owner may use, whatever its number of keys, tokens or sessions (runtime/access/owner-limits.ts). */
+  ownerLimits: OwnerLimitSettings;
+  /** Worker threads converting owners' markdown (each one conversion at a time), off the shared event loop. */
+  conversionThreads: number;
   /** tools/list page size. */
   toolsPageSize: number;
   /** How long a key lookup is cached (revocation reaches other instances within this time). */
@@ -81,7 +87,7 @@ export interface Config {
   /** Audit events are kept this long. */
   auditRetentionDays: number;
   /** The service's own provider sandboxes ("Try it with sandbox accounts"): on, or off for a hosted service. */
-  sandboxes: { enabled: boolean; idleMinutes: number; maxSets: number };
+  sandboxes: { enabled: boolean; idleMinutes: number; maxSets: number; maxWriteMb: number };
   /** What the dashboard tells an owner whose credits run low or out: the operator's words and an optional link. */
   creditsHelp: { text: string; url?: string };
   /** OpenTelemetry traces over OTLP/HTTP; undefined (no SDK at all) unless an OTLP endpoint is set. */
@@ -157,6 +163,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (helpUrl !== undefined && !isLinkUrl(helpUrl)) problems.push(`CREDITS_HELP_URL must be an http(s) or mailto: URL (got "${helpUrl}")`);
   const sandboxes = env.SANDBOXES || 'on';
   if (sandboxes !== 'on' && sandboxes !== 'off') problems.push(`SANDBOXES must be on or off (got "${env.SANDBOXES}")`);
+  const keyLimits: Config['rateLimit'] = {
+    burstPoints: int('RATE_LIMIT_BURST', 100, 1, 1_000_000),
+    burstSeconds: int('RATE_LIMIT_BURST_SECONDS', 10, 1, 3600),
+    minutePoints: int('RATE_LIMIT_PER_MINUTE', 1000, 1, 10_000_000),
+  };
   const config: Config = {
     port: int('PORT', 3000, 0, 65535),
     host: env.HOST || '127.0.0.1',
@@ -178,11 +189,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBodyBytes: int('MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     upstreamTimeoutMs: int('UPSTREAM_TIMEOUT_MS', 30_000, 100, 300_000),
     maxResponseBytes: int('MAX_RESPONSE_BYTES', 10 * 1024 * 1024, 1024, 256 * 1024 * 1024),
-    rateLimit: {
-      burstPoints: int('RATE_LIMIT_BURST', 100, 1, 1_000_000),
-      burstSeconds: int('RATE_LIMIT_BURST_SECONDS', 10, 1, 3600),
-      minutePoints: int('RATE_LIMIT_PER_MINUTE', 1000, 1, 10_000_000),
+    rateLimit: keyLimits,
+    ownerLimits: {
+      // Three keys' worth unless set: an operator who raises the per-key limits raises the owner's with them.
+      callsPerBurst: int('OWNER_RATE_LIMIT_BURST', 3 * keyLimits.burstPoints, 1, 10_000_000),
+      callsPerMinute: int('OWNER_RATE_LIMIT_PER_MINUTE', 3 * keyLimits.minutePoints, 1, 100_000_000),
+      writesPerMinute: int('MANAGEMENT_WRITES_PER_MINUTE', 120, 1, 1_000_000),
+      exportsPerMinute: int('EXPORTS_PER_MINUTE', 5, 1, 10_000),
+      quotas: {
+        servers: int('MAX_SERVERS_PER_OWNER', 100, 1, 1_000_000),
+        tools: int('MAX_TOOLS_PER_OWNER', 1000, 1, 10_000_000),
+        keys: int('MAX_KEYS_PER_OWNER', 200, 1, 1_000_000),
+        accounts: int('MAX_ACCOUNTS_PER_OWNER', 100, 1, 1_000_000),
+        tokens: int('MAX_TOKENS_PER_OWNER', 50, 1, 100_000),
+      },
+      sessions: int('MAX_SESSIONS_PER_OWNER', 50, 1, 100_000),
+      auditEvents: int('AUDIT_MAX_EVENTS_PER_OWNER', 10_000, 100, 100_000_000),
     },
+    // Leave a core to the event loop: one thread on two cores, at most four.
+    conversionThreads: int('CONVERSION_THREADS', Math.max(1, Math.min(4, availableParallelism() - 1)), 1, 64),
     toolsPageSize: int('TOOLS_PAGE_SIZE', 100, 1, 1000),
     keyCacheMs: int('KEY_CACHE_MS', 5000, 0, 30_000),
     publicUrl: '',
@@ -208,7 +233,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     oauthRefreshDays: int('OAUTH_REFRESH_TOKEN_DAYS', 30, 1, 365),
     oauthRefreshReuseSeconds: int('OAUTH_REFRESH_REUSE_SECONDS', 60, 0, 3600),
     auditRetentionDays: int('AUDIT_RETENTION_DAYS', 365, 1, 3650),
-    sandboxes: { enabled: sandboxes !== 'off', idleMinutes: int('SANDBOX_IDLE_MINUTES', 30, 1, 1440), maxSets: int('SANDBOX_MAX_SETS', 50, 1, 10_000) },
+    sandboxes: {
+      enabled: sandboxes !== 'off',
+      idleMinutes: int('SANDBOX_IDLE_MINUTES', 30, 1, 1440),
+      maxSets: int('SANDBOX_MAX_SETS', 50, 1, 10_000),
+      maxWriteMb: int('SANDBOX_MAX_WRITE_MB', 5, 1, 10_000),
+    },
     creditsHelp: { text: helpText, url: helpUrl },
     tracing: parseTracingConfig(env, problems),
   };

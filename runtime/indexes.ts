@@ -20,6 +20,8 @@ export const STORE_INDEXES: IndexSpec[] = [
   { collection: 'tools', fields: ['server_id', 'name'], unique: true },
   // The tools bound to an account (its deletion is refused while any is).
   { collection: 'tools', fields: ['account_id'] },
+  // An owner's tools on all its servers (its quota counts them).
+  { collection: 'tools', fields: ['owner_id'] },
   { collection: 'usage', fields: ['owner_id', 'hour'] },
   // Aggregates past USAGE_RETENTION_DAYS, found once an hour (billing/rollup.ts).
   { collection: 'usage', fields: ['hour'] },

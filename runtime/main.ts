@@ -30,8 +30,17 @@ async function main(): Promise<void> {
     });
     return;
   }
-  const service = await startService({ config });
+  // Handled from the first moment (its default action ends the process): a SIGHUP during the start reloads
+  // once the catalog is in use, since the start may have read the folder before the change that prompted it.
+  let ready: Awaited<ReturnType<typeof startService>> | undefined;
+  let hupDuringStart = false;
+  process.on('SIGHUP', () => {
+    if (ready) ready.catalog.reload('SIGHUP').catch(() => undefined);
+    else hupDuringStart = true;
+  });
+  const service = (ready = await startService({ config }));
   console.error(`tool server listening on ${service.url} (store: ${service.store.kind}, ${service.catalog.current.tools.size} tools)`);
+  if (hupDuringStart) service.catalog.reload('SIGHUP').catch(() => undefined);
   const stop = async (signal: string) => {
     service.logger.info({ signal }, 'shutting down');
     await service.close();
@@ -39,8 +48,6 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
-  // The reload logs its outcome: what changed, or every problem while the last good catalog stays in use.
-  process.on('SIGHUP', () => service.catalog.reload('SIGHUP').catch(() => undefined));
 }
 
 main().catch((err) => {

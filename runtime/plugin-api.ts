@@ -64,6 +64,13 @@ export interface PluginContext<Options = Record<string, never>> {
   signal: AbortSignal;
   /** Reports progress of a long call (sent to the client when it asked for progress). */
   progress(message: string): void;
+  /**
+   * Runs `name`, a pure function exported by the plugin module at `module` (`new URL('./x.ts', import.meta.url)`),
+   * with `arg` in a worker thread, off the event loop every owner's requests share: for work that can take long
+   * on an owner's input, such as converting markdown. It waits only behind the calling owner's own jobs. The
+   * argument and the result are copied (structured clone); a ToolError thrown there arrives as one.
+   */
+  offLoop<T>(module: URL, name: string, arg: unknown): Promise<T>;
 }
 
 interface PluginBase {

@@ -1,5 +1,5 @@
 // Random tokens, hashing and the files of generated secrets (master key, operator token).
-import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -11,10 +11,23 @@ const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
  * character is likelier than another.
  */
 export function randomToken(prefix: string, bytes = 32): string {
+  return base62Token(prefix, bytes, (width) => randomBytes(width + 8));
+}
+
+/**
+ * A token of randomToken's shape derived from `input` with `secret` (HMAC-SHA-256 blocks in counter mode): the
+ * same input always gives the same token, and without the secret nobody can tell which.
+ */
+export function derivedToken(prefix: string, secret: Buffer, input: string, bytes = 32): string {
+  let block = 0;
+  return base62Token(prefix, bytes, () => createHmac('sha256', secret).update(`${block++}\0${input}`).digest());
+}
+
+function base62Token(prefix: string, bytes: number, source: (width: number) => Buffer): string {
   const width = Math.ceil((bytes * 8) / Math.log2(62));
   let out = prefix;
   while (out.length < prefix.length + width) {
-    for (const b of randomBytes(width + 8)) {
+    for (const b of source(width)) {
       if (b < 248) out += BASE62[b % 62];
       if (out.length === prefix.length + width) break;
     }

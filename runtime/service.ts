@@ -113,6 +113,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       await drain(server, lifecycle, config.upstreamTimeoutMs + 5000);
       await flush(true);
       for (const client of c.http) client.close();
+      await c.offLoop.close();
       await c.sandboxes?.close();
       // The spans of the last calls, bounded by the export timeout.
       await c.tracing?.shutdown();
@@ -226,6 +227,7 @@ function sweepsOf(c: Components, config: Config, logger: Logger): () => Promise<
       task('session sweep', () => c.sessions.sweep()),
       task('OAuth token sweep', () => c.oauth.grants.sweep()),
       task('audit retention', () => c.audit.sweep(new Date(c.store.clock.now() - config.auditRetentionDays * 86_400_000))),
+      task('audit volume', () => c.audit.trim()),
       task('budget sweep', () => c.budgets.sweep()),
       ...(c.store.kind === 'mongodb' ? [task('rate-limit counter sweep', () => sweepExpiredCounters(c.store))] : []),
     ]);

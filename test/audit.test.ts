@@ -296,4 +296,21 @@ describe('GET /api/audit', () => {
     expect(after).toHaveLength(before - 1);
     expect(after.map((e) => e.id)).not.toContain(oldest.id);
   });
+  it('defuses formulas in what outsiders write (a failed sign-in’s user agent): after whitespace or invisible characters, and quotes ;-separated cells', async () => {
+    const agents = ['\u00A0 =HYPERLINK("http://127.0.0.1:9/x","click")', '\u00AD@SUM(1+1)*cmd', '\u00A0-2+3', 'ok;=1+2;x', '+1\t2'];
+    for (const ua of agents) {
+      const res = await fetch(`${svc.url}/api/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'user-agent': ua },
+        body: JSON.stringify({ email: `nobody-${agents.indexOf(ua)}@example.com`, password: 'a wrong password' }),
+      });
+      expect(res.status).toBe(401);
+    }
+    const csv = (await api('GET', '/api/admin/audit?format=csv&action=signin.fail', { bearer: svc.operatorToken })).text;
+    expect(csv).toContain(',"\'\u00A0 =HYPERLINK(""http://127.0.0.1:9/x"",""click"")",');
+    expect(csv).toContain(",'\u00AD@SUM(1+1)*cmd,");
+    expect(csv).toContain(",'\u00A0-2+3,");
+    expect(csv).toContain(',"ok;=1+2;x",');
+    expect(csv).toContain(',"\'+1\t2",');
+  });
 });

@@ -187,19 +187,68 @@ describe('owner accounts (SIGNUP=open, the default)', () => {
 describe('sign-in throttling', () => {
   let svc: TestService;
   beforeAll(async () => {
-    svc = await startTestService();
+    // The service trusts X-Forwarded-For here, so each test can sign in from addresses of its own.
+    svc = await startTestService({ TRUST_PROXY: 'true' });
   });
   afterAll(() => svc.close());
 
-  it('answers 429 with Retry-After after repeated failures for one e-mail, also for the right password', async () => {
+  const from = (address: string) => ({ 'x-forwarded-for': address });
+  const signUp = async () => {
     const address = email();
-    await new Browser(svc).send('POST', '/api/auth/signup', { email: address, password: PASSWORD });
-    for (let i = 0; i < 5; i++)
-      expect((await new Browser(svc).send('POST', '/api/auth/login', { email: address, password: `wrong ${i} password` })).status).toBe(401);
-    const blocked = await new Browser(svc).send('POST', '/api/auth/login', { email: address, password: PASSWORD });
+    const b = new Browser(svc);
+    expect((await b.send('POST', '/api/auth/signup', { email: address, password: PASSWORD }, from('192.0.2.200'))).status).toBe(201);
+    return { address, deviceCookie: b.setCookies.find((c) => c.startsWith('ts_device='))! };
+  };
+  const login = (address: string, password: string, ip: string, cookie?: string) =>
+    new Browser(svc).send('POST', '/api/auth/login', { email: address, password }, { ...from(ip), ...(cookie ? { cookie } : {}) });
+
+  it('answers 429 with Retry-After after repeated failures for one e-mail from one address, also for the right password', async () => {
+    const { address } = await signUp();
+    for (let i = 0; i < 5; i++) expect((await login(address, `wrong ${i} password`, '192.0.2.1')).status).toBe(401);
+    const blocked = await login(address, PASSWORD, '192.0.2.1');
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect(blocked.body.message).toMatch(/Too many failed sign-ins/);
+    expect(blocked.body.message).toMatch(/^Too many failed sign-ins for this e-mail from your address\. Try again in \d+ minutes?\.$/);
+  });
+
+  it("a stranger's wrong passwords do not keep the owner out: the right password from the owner's address still works", async () => {
+    const { address } = await signUp();
+    for (let i = 0; i < 10; i++) await login(address, `guess ${i} password`, '203.0.113.66');
+    expect((await login(address, PASSWORD, '203.0.113.66')).status).toBe(429);
+    expect((await login(address, PASSWORD, '198.51.100.7')).status).toBe(200);
+  });
+
+  // Every wrong password is a real scrypt check (32 MiB): these take seconds on a busy machine.
+  it(
+    "a guesser spread over many addresses locks out new browsers only; the owner's browser that signed in before still gets in",
+    { timeout: 90_000 },
+    async () => {
+      const { address, deviceCookie } = await signUp();
+      for (let i = 0; i < 20; i++) expect((await login(address, `guess ${i} password`, `203.0.113.${100 + i}`)).status).toBe(401);
+      const newBrowser = await login(address, PASSWORD, '198.51.100.8');
+      expect(newBrowser.status).toBe(429);
+      expect(newBrowser.body.message).toMatch(
+        /^Too many failed sign-ins for this account from browsers that never signed in to it: sign in from a browser you signed in with before/,
+      );
+      const cookie = deviceCookie.split(';')[0];
+      expect(deviceCookie).toMatch(/^ts_device=[\w-]+\.[\w-]+; Path=\/api\/auth; HttpOnly; SameSite=Strict; Max-Age=31536000$/);
+      // From anywhere: the device cookie is what counts, and its own count is untouched by the guesser.
+      expect((await login(address, PASSWORD, '198.51.100.9', cookie)).status).toBe(200);
+      // A device cookie of another e-mail, or a forged one, counts for nothing.
+      const other = await signUp();
+      expect((await login(address, PASSWORD, '198.51.100.9', other.deviceCookie.split(';')[0])).status).toBe(429);
+      expect((await login(address, PASSWORD, '198.51.100.9', `${cookie}x`)).status).toBe(429);
+    },
+  );
+
+  it("refused attempts are not counted against the address's budget", { timeout: 90_000 }, async () => {
+    const { address } = await signUp();
+    const ip = '192.0.2.77';
+    for (let i = 0; i < 5; i++) expect((await login(address, `wrong ${i} password`, ip)).status).toBe(401);
+    // 40 more for the locked e-mail: refused before any check, so the address (30 failures) has spent 5 so far.
+    for (let i = 0; i < 40; i++) expect((await login(address, `wrong ${i} password`, ip)).status).toBe(429);
+    for (let i = 0; i < 25; i++) expect((await login(`nobody-${i}@example.com`, 'some wrong password', ip)).status).toBe(401);
+    expect((await login('nobody-else@example.com', 'some wrong password', ip)).status).toBe(429);
   });
 });
 

@@ -259,7 +259,7 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
       await page.getByRole('button', { name: 'Sign in' }).click();
       await expect.poll(() => page.locator('.form-error').textContent()).not.toBe('');
     }
-    expect(await page.locator('.form-error').textContent()).toMatch(/Too many failed sign-ins\. Try again in \d+ minutes?/);
+    expect(await page.locator('.form-error').textContent()).toMatch(/Too many failed sign-ins for this e-mail from your address\. Try again in \d+ minutes?/);
   });
 
   it('sign-out and a password change really end sessions; another owner cannot reach my server by URL', async () => {

@@ -115,6 +115,33 @@ describe('bad input', () => {
       }
     }
   });
+
+  it('refuses control and invisible characters in every name it takes, naming the character; visible text of any script is fine', async () => {
+    const post = (route: string, body: unknown, token = owner.token) => svc.call('POST', route, { token, body });
+    const hidden = (what: string, code: string, at: number) => `"${what}" must not contain control or invisible characters (U+${code} at character ${at})`;
+    const keyName = '"name" must be a non-empty string of at most 200 characters, without control or invisible characters';
+    const cases: Array<[string, Promise<{ status: number; body: any }>, string]> = [
+      ['server', post('/api/servers', { name: 'Ops \u202E(lanretni)' }), hidden('name', '202E', 5)],
+      [
+        'server rename',
+        svc.call('PATCH', `/api/servers/${server.serverId}`, { token: owner.token, body: { name: 'pay\u200Bments' } }),
+        hidden('name', '200B', 4),
+      ],
+      ['account', post('/api/accounts', { ...accounts.db, name: 'db\u0007' }), hidden('name', '0007', 3)],
+      ['server key', post(`/api/servers/${server.serverId}/api-keys`, { name: 'ci \u2066key\u2069' }), keyName],
+      ['global key', post('/api/api-keys', { name: '\uFEFFglobal' }), keyName],
+      ['management token', post('/api/me/tokens', { name: 'deploy\u202D' }), hidden('name', '202D', 7)],
+      ['invitation', post('/api/admin/owners', { email: 'ada\u200D@example.com' }, svc.operatorToken), hidden('email', '200D', 4)],
+      ['sign-up', post('/api/auth/signup', { email: 'bob\u2028@example.com', password: 'a long enough passphrase' }), hidden('email', '2028', 4)],
+    ];
+    for (const [what, pending, message] of cases) {
+      const res = await pending;
+      expect(res.status, what).toBe(400);
+      expect(res.body.message, what).toBe(message);
+    }
+    expect((await post('/api/servers', { name: 'Zoë · 日本 · مرحبا 🚀' })).status).toBe(201);
+    expect((await post(`/api/servers/${server.serverId}/api-keys`, { name: 'clé “prod”' })).status).toBe(201);
+  });
 });
 
 describe('slow clients', () => {

@@ -45,6 +45,12 @@ beforeAll(async () => {
       res.end();
     } else if (path === '/slow') {
       setTimeout(() => res.end('late'), 1500);
+    } else if (path === '/stall') {
+      // Never reads the body: a large one cannot be handed to the network in full.
+      req.pause();
+    } else if (path === '/hang-up') {
+      req.resume();
+      req.on('end', () => req.socket.destroy());
     } else if (path === '/away') {
       res.writeHead(307, { location: `${other.url}/landing` });
       res.end();
@@ -80,15 +86,30 @@ describe('upstream client', () => {
     expect(flaky.seen.length).toBe(2);
   });
 
-  it('cuts off answers over the size cap, declared or streamed', async () => {
-    await expect(send('/big')).rejects.toMatchObject({ code: 'response_too_large', refund: true });
-    await expect(send('/big-chunked')).rejects.toMatchObject({ code: 'response_too_large' });
+  it('cuts off answers over the size cap, declared or streamed, keeping the credits (the provider answered)', async () => {
+    await expect(send('/big')).rejects.toMatchObject({ code: 'response_too_large', refund: false });
+    await expect(send('/big-chunked')).rejects.toMatchObject({ code: 'response_too_large', refund: false });
   });
 
-  it('times out with a clear, refundable error naming the host only', async () => {
+  it('times out with a clear error naming the host only; the request reached the provider, so its credits are kept', async () => {
     const err = await send('/slow?token=secret', { timeoutMs: 300, retry: false }).catch((e) => e);
-    expect(err).toMatchObject({ code: 'timeout', retryable: true, refund: true });
-    expect(err.message).toBe(`The provider at ${new URL(flaky.url).host} did not answer in time (0.3 s)`);
+    expect(err).toMatchObject({ code: 'timeout', retryable: true, refund: false });
+    expect(err.message).toBe(
+      `The provider at ${new URL(flaky.url).host} did not answer in time (0.3 s); the provider received the request and may have acted on it, so its credits are kept`,
+    );
+  });
+
+  it('refunds a timeout that came before the request was handed to the network in full', async () => {
+    const body = 'x'.repeat(32 * 1024 * 1024);
+    const err = await send('/stall', { method: 'POST', body, headers: { 'content-type': 'text/plain' }, timeoutMs: 500 }).catch((e) => e);
+    expect(err).toMatchObject({ code: 'timeout', refund: true });
+    expect(err.message).toBe(`The provider at ${new URL(flaky.url).host} did not answer in time (0.5 s)`);
+  });
+
+  it('keeps the credits when the connection breaks after the whole request was sent', async () => {
+    const err = await send('/hang-up', { method: 'POST', body: { a: 1 } }).catch((e) => e);
+    expect(err).toMatchObject({ code: 'network_error', refund: false });
+    expect(err.message).toMatch(/^The connection to the provider at 127\.0\.0\.1:\d+ broke after the request was sent \(\w+\); the provider received/);
   });
 
   it('parses JSON answers and keeps text answers as text', async () => {

@@ -406,6 +406,38 @@ describe('registration and redirect URIs', () => {
     expect((await register({ grant_types: ['password'] })).body.error).toBe('invalid_client_metadata');
   });
 
+  it('refuses an application name with control or invisible characters (bidi overrides, zero-width spaces)', async () => {
+    for (const [name, code] of [
+      ['Helper \u202E(rotarepo eht yb deifirev)', 'U+202E'],
+      ['Pay\u200Bpal', 'U+200B'],
+      ['Tab\u0009name', 'U+0009'],
+      ['Isolate \u2066x\u2069', 'U+2066'],
+    ]) {
+      const res = await register({ client_name: name });
+      expect(res.status, name).toBe(400);
+      expect(res.body.error).toBe('invalid_client_metadata');
+      expect(res.body.error_description).toContain(`"client_name" must not contain control or invisible characters (${code}`);
+    }
+  });
+
+  it('shows the application name isolated on the consent page, whatever direction marks a name stored before the rule holds', async () => {
+    const { body } = await register({ client_name: 'Plain app' });
+    // As a client registered before names were checked would be stored.
+    const legacy = 'Helper \u202E(rotarepo eht yb deifirev)';
+    await svc.store.collection('oauth_clients').updateOne({ _id: body.client_id }, { $set: { client_name: legacy } });
+    const login = await fetch(`${svc.url}/api/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: owner.email, password: PASSWORD }),
+    });
+    const cookie = login.headers.getSetCookie()[0].split(';')[0];
+    const url = `${svc.url}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: body.client_id, redirect_uri: redirectUri(), code_challenge: s256(VERIFIER), code_challenge_method: 'S256', resource: mcpUrl() })}`;
+    const page = await (await fetch(url, { headers: { cookie, accept: 'text/html' } })).text();
+    expect(page).toContain(`<h1><bdi class="client-name">${legacy}</bdi> wants to use your tools</h1>`);
+    expect(page).toContain(`<dd><bdi>${legacy}</bdi> <span class="badge warn"`);
+    expect(page).toContain(`<title>Authorize \u2068${legacy}\u2069`);
+  });
+
   it('never redirects to a URI the client did not register (shown as a page instead)', async () => {
     const { body } = await register();
     for (const uri of [`${callback.url}/other`, `${redirectUri()}?x=1`, 'https://evil.example/cb']) {
@@ -413,7 +445,7 @@ describe('registration and redirect URIs', () => {
       const res = await fetch(url, { redirect: 'manual', headers: { accept: 'text/html' } });
       expect(res.status, uri).toBe(400);
       expect(res.headers.get('location')).toBeNull();
-      expect(await res.text()).toContain('is not one that Raw client registered');
+      expect(await res.text()).toContain('is not one that \u2068Raw client\u2069 registered');
     }
   });
 
@@ -527,18 +559,38 @@ describe('codes, tokens and their misuse', () => {
     expect(grants.find((g) => g.id === grantId)?.revoked_reason).toBe('refresh token reused');
   });
 
-  it('two concurrent refreshes of one token both succeed (a client refreshing from two places), and nothing is revoked', async () => {
+  it('two concurrent refreshes of one token both succeed with the same pair (a client refreshing from two places), and nothing is revoked', async () => {
     const t = await tokensFor(clientId);
     const [a, b] = await Promise.all([refresh(clientId, t.refresh_token), refresh(clientId, t.refresh_token)]);
     expect([a.status, b.status]).toEqual([200, 200]);
-    const pairs = (await Promise.all([a.json(), b.json()])) as Array<{ access_token: string; refresh_token: string }>;
-    expect(pairs[0].refresh_token).not.toBe(pairs[1].refresh_token);
-    for (const pair of pairs) expect((await mcp(pair.access_token)).status).toBe(200);
-    // Within the window the same client may present it once more (an answer lost on the way), and both new
-    // refresh tokens rotate on as usual.
-    expect((await refresh(clientId, t.refresh_token)).status).toBe(200);
-    for (const pair of pairs) expect((await refresh(clientId, pair.refresh_token)).status).toBe(200);
+    const pairs = (await Promise.all([a.json(), b.json()])) as Array<{ access_token: string; refresh_token: string; expires_in: number }>;
+    expect(pairs[1].refresh_token).toBe(pairs[0].refresh_token);
+    expect(pairs[1].access_token).toBe(pairs[0].access_token);
+    expect((await mcp(pairs[0].access_token)).status).toBe(200);
+    // Within the window the same client may present it once more (an answer lost on the way): the same pair
+    // again, and it rotates on as usual.
+    const again = (await (await refresh(clientId, t.refresh_token)).json()) as { access_token: string; refresh_token: string };
+    expect(again).toMatchObject({ access_token: pairs[0].access_token, refresh_token: pairs[0].refresh_token });
+    expect((await refresh(clientId, pairs[0].refresh_token)).status).toBe(200);
     expect((await mcp(t.access_token)).status).toBe(200);
+  });
+
+  it('replays of a spent refresh token within the reuse window all get the same successor pair: one live line, never a new branch', async () => {
+    const t = await tokensFor(clientId);
+    const grantId = await grantOf(t.refresh_token);
+    const first = (await (await refresh(clientId, t.refresh_token)).json()) as { access_token: string; refresh_token: string; expires_in: number };
+    const replays = await Promise.all(Array.from({ length: 20 }, () => refresh(clientId, t.refresh_token)));
+    for (const res of replays) {
+      expect(res.status).toBe(200);
+      const pair = (await res.json()) as { access_token: string; refresh_token: string; expires_in: number };
+      expect(pair.access_token).toBe(first.access_token);
+      expect(pair.refresh_token).toBe(first.refresh_token);
+      expect(pair.expires_in).toBeLessThanOrEqual(first.expires_in);
+    }
+    const live = await svc.store.collection('oauth_refresh_tokens').find({ grant_id: grantId, used_at: null });
+    expect(live.map((d) => d._id)).toEqual([sha256(first.refresh_token)]);
+    const access = await svc.store.collection('oauth_access_tokens').find({ grant_id: grantId });
+    expect(access).toHaveLength(2); // the code's pair and the one successor
   });
 
   it("a refresh token presented by another client is refused and stays its client's", async () => {

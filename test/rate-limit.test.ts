@@ -1,10 +1,12 @@
 // Per-key rate limits shared by several instances (three KeyRateLimiters on one MongoDB, as three processes
 // would have): the limit holds across them within 10% and never above, at a small fraction of a store operation
 // per call; and when the store goes down or hangs, each instance falls back to its own limits instead of failing.
+// The exact counters of the owners' writes and of sign-ins keep their windows whatever a host's clock says.
 import { connect, createServer, type Socket } from 'node:net';
 import type { MongoClient } from 'mongodb';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { KeyRateLimiter, RATE_LIMIT_INDEXES } from '../runtime/access/rate-limit.ts';
+import { windowCounter } from '../runtime/access/window-counter.ts';
 import { openMongoStore } from '../runtime/store/mongodb.ts';
 import type { Store } from '../runtime/store/port.ts';
 import { MONGODB_URL, dropTestDatabases, mongoTestUrl } from './support/mongo.ts';
@@ -66,6 +68,35 @@ describe.runIf(Boolean(MONGODB_URL))('rate limits shared through MongoDB', () =>
       break;
     }
   }, 60_000);
+
+  it("window counters run on the store's time: hosts 90 s ahead and behind see one window, neither ended nor stretched", async () => {
+    const { url, dbName } = mongoTestUrl('window_counter');
+    const [onTime, skewed] = [await open(url, dbName), await open(url, dbName)];
+    await onTime.ensureIndexes(RATE_LIMIT_INDEXES);
+    const counters = [onTime, skewed].map((store) => windowCounter(3, 60, 'owner-writes', store));
+    const refusal = async (i: number) =>
+      counters[i].consume('own_1').then(
+        () => null,
+        (res: { msBeforeNext: number }) => res.msBeforeNext,
+      );
+    for (let i = 0; i < 3; i++) expect(await refusal(0)).toBeNull();
+    try {
+      for (const skewMs of [90_000, -90_000]) {
+        // The host's clock only (Date): timers and the monotonic clock the store's time is carried by keep running.
+        vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + skewMs });
+        const waitMs = await refusal(1);
+        vi.useRealTimers();
+        expect(waitMs, `a host ${skewMs / 1000} s off`).toBeGreaterThan(50_000);
+        expect(waitMs).toBeLessThanOrEqual(60_000);
+      }
+    } finally {
+      vi.useRealTimers();
+    }
+    // A refused event is given back, and a success starts the window again (the sign-in's right password).
+    await counters[1].reward('own_1', 1);
+    await counters[1].delete('own_1');
+    expect(await refusal(0)).toBeNull();
+  });
 
   it.each([
     ['closes every connection', 'refuse'],

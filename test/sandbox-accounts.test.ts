@@ -248,7 +248,7 @@ describe('SANDBOXES=off', () => {
       expect((err as Error).message).toContain('SANDBOX_IDLE_MINUTES must be an integer from 1 to 1440 (got "0")');
       expect((err as Error).message).toContain('SANDBOX_MAX_SETS must be an integer from 1 to 10000 (got "x")');
     }
-    expect(loadConfig({}).sandboxes).toEqual({ enabled: true, idleMinutes: 30, maxSets: 50 });
+    expect(loadConfig({}).sandboxes).toEqual({ enabled: true, idleMinutes: 30, maxSets: 50, maxWriteMb: 5 });
   });
 });
 
@@ -269,7 +269,7 @@ describe('a provider written in YAML alone, served from its exchanges', () => {
     expect(res.status).toBe(201);
     setup = res.body;
     client = await connectV2(svc.url, setup.server.id, setup.key.key);
-  }, 60_000);
+  }, 120_000);
   afterAll(async () => {
     await client?.close();
     await svc?.close();

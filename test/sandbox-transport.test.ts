@@ -163,6 +163,47 @@ describe('the sandbox transport', () => {
     expect((await get(`https://${ECHO}/hello`, { sandboxOwner: 'own_a' })).body).toMatchObject({ count: 1 });
   });
 
+  it('bounds what an owner writes into its set: beyond it writes are refused (refunded), reads go on; the next start takes in again', async () => {
+    const bounded = new Sandboxes({
+      secret: Buffer.alloc(32, 3),
+      idleMs: IDLE_MS,
+      maxSets: 2,
+      maxWriteBytes: 1000,
+      logger: pino({ level: 'silent' }),
+      definitions: [fixture],
+    });
+    try {
+      const send = createHttpClient({
+        timeoutMs: 5000,
+        maxResponseBytes: 10_000,
+        allow: parseAllowList(''),
+        retries: 0,
+        maxRetryAfterMs: 0,
+        sandboxes: bounded,
+      });
+      const write = (owner: string) =>
+        send.send({ method: 'POST', url: new URL(`https://${ECHO}/write`), headers: {}, body: { text: 'x'.repeat(400) }, sandboxOwner: owner });
+      const read = (owner: string) => send.send({ method: 'GET', url: new URL(`https://${ECHO}/read`), headers: {}, sandboxOwner: owner });
+      expect((await write('own_a')).status).toBe(200);
+      expect((await write('own_a')).status).toBe(200);
+      expect(await failure(write('own_a'))).toEqual({
+        code: 'sandbox_full',
+        message:
+          'Your sandbox accounts took in 1 KB of data since they started, and may take in 1 KB: nothing more is written to them until they start again from their seed data, after 1 minute unused. Reading still works',
+        retryable: false,
+        provider_status: null,
+      });
+      expect((await read('own_a')).status).toBe(200);
+      // Another owner's set has its own allowance.
+      expect((await write('own_b')).status).toBe(200);
+      await bounded.sweep(Date.now() + IDLE_MS);
+      expect((await write('own_a')).status).toBe(200);
+      send.close();
+    } finally {
+      await bounded.close();
+    }
+  });
+
   it('says so when sandboxes are turned off, and removes its folder when it closes', async () => {
     const off = createHttpClient({ timeoutMs: 5000, maxResponseBytes: 10_000, allow: parseAllowList(''), retries: 0, maxRetryAfterMs: 0 });
     const err = await failure(off.send({ method: 'GET', url: new URL(`https://${ECHO}/hello`), headers: {}, sandboxOwner: 'own_a' }));

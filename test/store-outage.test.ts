@@ -25,11 +25,14 @@ let dataDir: string | undefined;
 let svc: TestService | undefined;
 let upstream: DemoUpstream | undefined;
 afterAll(async () => {
-  peer?.kill('SIGCONT');
-  await svc?.close();
-  peer?.kill('SIGKILL');
-  await upstream?.close();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  try {
+    peer?.kill('SIGCONT');
+    await svc?.close().catch(() => undefined); // a test that failed may leave no store to flush to
+  } finally {
+    peer?.kill('SIGKILL'); // never left running: it is no detached peer of the checkout
+    await upstream?.close();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  }
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -430,6 +430,16 @@ function storeContract(open: () => Promise<Store>): void {
       expect(await things.countDocuments({})).toBe(2);
     });
 
+    it('an upsert of $setOnInsert alone writes a document once and then returns it as it is (concurrent ones too)', async () => {
+      const tokens = store.collection<Doc>('tokens');
+      const write = (expires: number) => tokens.findOneAndUpdate({ _id: 't1' }, { $setOnInsert: { grant: 'g', expires, used: null } }, { upsert: true });
+      const [a, b] = await Promise.all([write(1), write(2)]);
+      expect(b).toEqual(a);
+      await tokens.updateOne({ _id: 't1' }, { $set: { used: 'now' } });
+      expect(await write(3)).toEqual({ ...a, used: 'now' });
+      expect(await tokens.countDocuments({})).toBe(1);
+    });
+
     it('a conditional upsert whose condition fails on an existing _id is a duplicate key', async () => {
       const accounts = store.collection<Doc>('accounts');
       await accounts.insertOne({ _id: 'acct', balance: 1 });

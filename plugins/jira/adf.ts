@@ -3,6 +3,7 @@
 // Built on the `marked` lexer (not marklassian: that one turns single newlines into spaces, drops block HTML,
 // emits empty text nodes for empty code blocks and interprets `<adf>` tags in the caller's text).
 import { Lexer, type Token, type Tokens } from 'marked';
+import { type MarkdownInput, checkConvertedSize, checkNesting } from '../markdown-limits.ts';
 
 export interface AdfMark {
   type: string;
@@ -26,6 +27,17 @@ export interface AdfDoc {
 // ---------------------------------------------------------------------------------------------
 // markdown -> ADF
 // ---------------------------------------------------------------------------------------------
+
+/** The most ADF one conversion may produce (its JSON); Jira gets no more. */
+export const MAX_ADF_CHARS = 1024 * 1024;
+
+/** markdownToAdf within the plugins' markdown limits (plugins/markdown-limits.ts), to be run off the event loop. */
+export function boundedMarkdownToAdf(input: MarkdownInput): AdfDoc {
+  checkNesting(input);
+  const doc = markdownToAdf(input.text);
+  checkConvertedSize(input, doc, MAX_ADF_CHARS, 'Atlassian Document Format');
+  return doc;
+}
 
 /** Converts plain text or markdown into a valid ADF document. A single newline becomes a hardBreak. */
 export function markdownToAdf(text: string): AdfDoc {

@@ -1,19 +1,37 @@
 // Jira Cloud plugins: ADF both ways, users by e-mail, status changes by name, pagination.
-import { type Plugin, type ResponsePlugin, ToolError } from '../../runtime/plugin-api.ts';
-import { convertAt } from '../pointer.ts';
-import { adfToMarkdown, markdownToAdf } from './adf.ts';
+import { type Plugin, type RequestPlugin, type ResponsePlugin, ToolError } from '../../runtime/plugin-api.ts';
+import type { MarkdownInput } from '../markdown-limits.ts';
+import { POINTERS_OPTIONS, convertAt, convertEachAt } from '../pointer.ts';
+import { type AdfDoc, adfToMarkdown } from './adf.ts';
 import { apiGatewayPlugin } from './api-gateway.ts';
 import { offsetPagesPlugin, searchJqlPlugin } from './paging.ts';
 import { transitionToStatusPlugin } from './transitions.ts';
 import { resolveUsersPlugin } from './users.ts';
 
-/** Text or markdown in the request body becomes Atlassian Document Format (Jira v3 rejects plain strings). */
-export const markdownToAdfPlugin = convertAt(
-  'jira.markdown_to_adf',
-  'request',
-  'Converts the strings at the given body pointers from text/markdown to Atlassian Document Format.',
-  (v) => (typeof v === 'string' ? markdownToAdf(v) : undefined),
-);
+const ADF_MODULE = new URL('./adf.ts', import.meta.url);
+
+/**
+ * Text or markdown in the request body becomes Atlassian Document Format (Jira v3 rejects plain strings),
+ * converted off the event loop within the markdown limits (plugins/markdown-limits.ts); `argument` names the
+ * text in their errors.
+ */
+export const markdownToAdfPlugin: RequestPlugin<{ pointers: string[]; argument: string }> = {
+  name: 'jira.markdown_to_adf',
+  hook: 'request',
+  description: 'Converts the strings at the given body pointers from text/markdown to Atlassian Document Format; `argument` names them in errors.',
+  optionsSchema: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['pointers', 'argument'],
+    properties: { ...POINTERS_OPTIONS.properties, argument: { type: 'string', minLength: 1 } },
+  },
+  async apply(request, { options, offLoop }) {
+    const convert = (text: unknown) =>
+      typeof text === 'string' ? offLoop<AdfDoc>(ADF_MODULE, 'boundedMarkdownToAdf', { argument: options.argument, text } satisfies MarkdownInput) : undefined;
+    await convertEachAt(request.body, options.pointers, convert);
+    return request;
+  },
+};
 
 /** ADF in the result becomes readable markdown for the caller. */
 export const adfToMarkdownPlugin = convertAt(

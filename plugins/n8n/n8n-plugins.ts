@@ -143,10 +143,12 @@ export const triggerWebhookPlugin: CallPlugin = {
     } catch (err) {
       if (err instanceof ToolError && err.code === 'timeout') {
         const seconds = (request.timeoutMs ?? 0) / 1000;
-        // The workflow may have started: a retry could run it twice, so it is not marked retryable.
-        throw new ToolError('timeout', `The webhook responded too slowly: no answer from ${url.host} within ${seconds} s`, {
+        // The workflow may have started: a retry could run it twice, so it is not marked retryable. Paid means
+        // paid: once the webhook received the request its credits are kept, whoever chose the timeout.
+        const kept = err.refund ? '' : '; it received the request and may have run the workflow, so its credits are kept';
+        throw new ToolError('timeout', `The webhook responded too slowly: no answer from ${url.host} within ${seconds} s${kept}`, {
           retryable: false,
-          refund: true,
+          refund: err.refund,
           providerStatus: null,
         });
       }

@@ -2,6 +2,7 @@
 // Built on the `marked` lexer (already a dependency, current, ESM, no transitive deps) rather than
 // @tryfabric/martian, which pins remark 9 / unified 9 and @notionhq/client v1 types and only goes one way.
 import { Lexer, type Token, type Tokens } from 'marked';
+import { type MarkdownInput, checkConvertedSize, checkNesting, refused } from '../markdown-limits.ts';
 
 /** Notion's limit on one rich-text object's `text.content`. */
 export const MAX_TEXT_LENGTH = 2000;
@@ -397,6 +398,27 @@ function withinRichTextLimit(b: NotionBlock): NotionBlock[] {
 /** Converts markdown into Notion blocks; nested list items and quote paragraphs go under `children`. */
 export function markdownToBlocks(markdown: string): NotionBlock[] {
   return blocksFrom(Lexer.lex(markdown.replace(/\r\n?/g, '\n'), { gfm: true }));
+}
+
+/** The most blocks a page's content may make (nested ones included): ten of Notion's 100-block requests. */
+export const MAX_CONTENT_BLOCKS = 1000;
+/** The most JSON those blocks may take: about five of Notion's 500 KB requests. */
+export const MAX_CONTENT_CHARS = 2 * 1024 * 1024;
+
+/** markdownToBlocks within the plugins' markdown limits (plugins/markdown-limits.ts), to be run off the event loop. */
+export function boundedMarkdownToBlocks(input: MarkdownInput): NotionBlock[] {
+  checkNesting(input);
+  const blocks = markdownToBlocks(input.text);
+  const count = (list: readonly NotionBlock[]): number => list.reduce((n, b) => n + 1 + count((b[b.type] as BlockBody).children ?? []), 0);
+  const total = count(blocks);
+  if (total > MAX_CONTENT_BLOCKS) {
+    throw refused(
+      input.argument,
+      `makes ${total.toLocaleString('en-US')} Notion blocks, more than the ${MAX_CONTENT_BLOCKS.toLocaleString('en-US')} a page is written with at most: shorten it`,
+    );
+  }
+  checkConvertedSize(input, blocks, MAX_CONTENT_CHARS, 'Notion blocks');
+  return blocks;
 }
 
 // ------------------------------------------------------------------ blocks -> markdown

@@ -13,7 +13,10 @@ import {
 } from '../../runtime/plugin-api.ts';
 import { POINTERS_OPTIONS, convertAt, updateAt } from '../pointer.ts';
 import { BlockWriter, MAX_CHILDREN, batches, countBlocks, kidsOf, readBlockTree, request, twoLevels, type ReadBlock } from './blocks-io.ts';
-import { blocksToMarkdown, markdownToBlocks, type NotionBlockWithChildren } from './markdown.ts';
+import type { MarkdownInput } from '../markdown-limits.ts';
+import { blocksToMarkdown, type NotionBlock, type NotionBlockWithChildren } from './markdown.ts';
+
+const MARKDOWN_MODULE = new URL('./markdown.ts', import.meta.url);
 import { pageProperties, plainRichText, type Schema } from './properties.ts';
 
 type Json = Record<string, unknown>;
@@ -164,7 +167,7 @@ export const createPagePlugin: CallPlugin = {
   name: 'notion.create_page',
   hook: 'call',
   description: 'POSTs the page with title, properties and the first content batch, then appends the remaining content.',
-  async apply(req, { http, args, progress }) {
+  async apply(req, { http, args, progress, offLoop }) {
     const body = bodyOf(req);
     const template = isObject(body.template) ? body.template : undefined;
     const content = typeof args.content === 'string' ? args.content : '';
@@ -177,11 +180,13 @@ export const createPagePlugin: CallPlugin = {
     }
     // "none" is Notion's default: leave it out.
     if (template?.type === 'none') delete body.template;
+    // Converted first, off the event loop: content over the limits is refused before anything is sent.
+    const input: MarkdownInput = { argument: 'content', text: content };
+    const blocks = content.trim() ? await offLoop<NotionBlock[]>(MARKDOWN_MODULE, 'boundedMarkdownToBlocks', input) : [];
     const dataSourceId = isObject(body.parent) && typeof body.parent.data_source_id === 'string' ? body.parent.data_source_id : undefined;
     const schema = dataSourceId ? await dataSourceSchema(http, dataSourceId) : undefined;
     body.properties = pageProperties(String(args.title), isObject(args.properties) ? args.properties : undefined, schema);
 
-    const blocks = content.trim() ? markdownToBlocks(content) : [];
     const [first = [], ...rest] = batches(blocks);
     if (first.length) body.children = first.map(twoLevels);
     const created = await http.send({ ...req, body });

@@ -102,6 +102,11 @@ export class ApiKeys {
     return this.keys.find({ owner_id: ownerId, $or: [{ server_id: serverId }, { linked_server_ids: serverId }] }, { sort: { created_at: 1 } });
   }
 
+  /** How many keys of the owner are not revoked (its quota counts them). */
+  countLive(ownerId: string): Promise<number> {
+    return this.keys.countDocuments({ owner_id: ownerId, revoked_at: null });
+  }
+
   listGlobal(ownerId: string): Promise<ApiKeyDoc[]> {
     return this.keys.find({ owner_id: ownerId, kind: 'global' }, { sort: { created_at: 1 } });
   }

@@ -115,6 +115,11 @@ export class Owners {
     return { doc, token };
   }
 
+  /** How many management tokens the owner has (revoked ones are deleted; its quota counts them). */
+  countTokens(ownerId: string): Promise<number> {
+    return this.tokens.countDocuments({ owner_id: ownerId });
+  }
+
   listTokens(ownerId: string): Promise<OwnerTokenDoc[]> {
     return this.tokens.find({ owner_id: ownerId }, { sort: { created_at: 1 } });
   }

@@ -19,6 +19,8 @@ export interface SessionDoc extends Doc {
 export interface SessionLimits {
   idleMs: number;
   maxMs: number;
+  /** Sessions of one owner at once: a new one beyond it ends the least recently used (a sign-in is never refused for it). */
+  perOwner: number;
 }
 
 /** Sliding the idle expiry is written at most this often per session. */
@@ -44,6 +46,7 @@ export class Sessions {
     const now = this.clock.date();
     const doc: SessionDoc = { _id: sha256(id), owner_id: ownerId, created_at: now, last_seen_at: now, expires_at: this.expiry(now, now) };
     await this.sessions.insertOne(doc);
+    await this.endBeyondLimit(ownerId);
     return { id, doc };
   }
 
@@ -82,6 +85,14 @@ export class Sessions {
   /** Deletes expired sessions (they are refused anyway; this keeps the collection small). */
   sweep(): Promise<number> {
     return this.sessions.deleteMany({ expires_at: { $lte: this.clock.date() } });
+  }
+
+  /** Ends the owner's least recently used sessions beyond its limit. */
+  private async endBeyondLimit(ownerId: string): Promise<void> {
+    const count = await this.sessions.countDocuments({ owner_id: ownerId });
+    if (count <= this.limits.perOwner) return;
+    const oldest = await this.sessions.find({ owner_id: ownerId }, { sort: { last_seen_at: 1, _id: 1 }, limit: count - this.limits.perOwner });
+    await this.sessions.deleteMany({ _id: { $in: oldest.map((s) => s._id) } });
   }
 
   private expiry(created: Date, seen: Date): Date {

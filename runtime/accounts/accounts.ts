@@ -169,6 +169,11 @@ export class Accounts {
     return doc;
   }
 
+  /** How many accounts the owner has (its quota counts them). */
+  count(ownerId: string): Promise<number> {
+    return this.accounts.countDocuments({ owner_id: ownerId });
+  }
+
   list(ownerId: string): Promise<AccountDoc[]> {
     return this.accounts.find({ owner_id: ownerId }, { sort: { created_at: 1 } });
   }

@@ -4,7 +4,7 @@ import type { Context } from 'koa';
 import { publicAccount } from '../accounts/accounts.ts';
 import { requestInfo } from '../audit/request-context.ts';
 import { ToolError } from '../tool-error.ts';
-import { type ApiDeps, type Guards, me } from './context.ts';
+import { type ApiDeps, type Guards, me, withRoom } from './context.ts';
 import { ApiError, jsonBody, notFound, str } from './http.ts';
 
 const accountTarget = (a: { _id: string; name: string }) => ({ type: 'account', id: a._id, name: a.name });
@@ -30,7 +30,13 @@ export function accountsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const { kind, name, ...fields } = await jsonBody(ctx, d.maxBodyBytes);
     d.accounts.providerFor(kind);
     const label = str({ name }, 'name', { required: true })!;
-    const doc = await d.accounts.create(me(ctx)._id, kind as string, label, fields);
+    const doc = await withRoom(
+      d,
+      ctx,
+      'accounts',
+      (owner) => d.accounts.count(owner),
+      () => d.accounts.create(me(ctx)._id, kind as string, label, fields),
+    );
     await d.audit.record(requestInfo(ctx), {
       action: 'account.create',
       owner_id: me(ctx)._id,
@@ -60,7 +66,7 @@ export function accountsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     });
     ctx.body = showAccount(doc);
   });
-  router.delete('/accounts/:id', g.owner, async (ctx) => {
+  router.delete('/accounts/:id', g.ownerRevoking, async (ctx) => {
     const account = await ownAccount(ctx);
     const users = await d.tools.usingAccount(me(ctx)._id, ctx.params.id);
     if (users.length)

@@ -5,10 +5,11 @@ import type { Context } from 'koa';
 import { creditAlert, normalizeEmail, publicOwnerToken, type OwnerDoc } from '../access/owners.ts';
 import { PasswordsBusyError, passwordProblem } from '../access/passwords.ts';
 import { SESSION_COOKIE, csrfTokenOf } from '../access/sessions.ts';
+import { DEVICE_COOKIE, DEVICE_COOKIE_SECONDS, type SignInRefusal } from '../access/sign-in-limits.ts';
 import { requestInfo } from '../audit/request-context.ts';
 import { DuplicateKeyError } from '../store/port.ts';
 import { MAX_GRANT, grantCredits } from './admin.ts';
-import { type ApiDeps, type Guards, crossSiteProblem, me, sessionActor, sessionOwner } from './context.ts';
+import { type ApiDeps, type Guards, crossSiteProblem, me, sessionActor, sessionOwner, withRoom } from './context.ts';
 import { ApiError, jsonBody, notFound, onlyFields, str } from './http.ts';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -29,10 +30,17 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
   const setCookie = (ctx: Context, value: string, maxAgeSeconds: number) =>
     ctx.append('Set-Cookie', `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure ? '; Secure' : ''}`);
 
-  /** Starts a session for the owner and answers with who they are and the CSRF token of the session. */
+  /**
+   * Starts a session for the owner and answers with who they are and the CSRF token of the session. The browser
+   * also gets (or renews) the device cookie of this e-mail: strangers' failed sign-ins never lock it out.
+   */
   const signIn = async (ctx: Context, owner: OwnerDoc, status: number) => {
     const { id, doc } = await d.sessions.start(owner._id);
     setCookie(ctx, id, Math.floor((doc.expires_at.getTime() - Date.now()) / 1000));
+    ctx.append(
+      'Set-Cookie',
+      `${DEVICE_COOKIE}=${d.signInLimits.deviceCookie(owner.email)}; Path=/api/auth; HttpOnly; SameSite=Strict; Max-Age=${DEVICE_COOKIE_SECONDS}${secure ? '; Secure' : ''}`,
+    );
     ctx.status = status;
     ctx.body = { id: owner._id, email: owner.email, csrf_token: csrfTokenOf(id) };
     return id;
@@ -47,6 +55,12 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
   const tooMany = (ctx: Context, seconds: number, what: string): never => {
     ctx.set('Retry-After', String(seconds));
     throw new ApiError(429, `${what} Try again in ${Math.ceil(seconds / 60)} minute${seconds > 60 ? 's' : ''}.`);
+  };
+  const SIGN_IN_REFUSALS: Record<SignInRefusal['reason'], string> = {
+    email_and_address: 'Too many failed sign-ins for this e-mail from your address.',
+    address: 'Too many failed sign-ins from your address.',
+    email: 'Too many failed sign-ins for this account from browsers that never signed in to it: sign in from a browser you signed in with before, or wait.',
+    device: 'Too many failed sign-ins from this browser.',
   };
   const newPassword = (value: unknown, email?: string) => {
     const problem = passwordProblem(value, email);
@@ -89,10 +103,11 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const password = typeof body.password === 'string' ? body.password : '';
     if (!email || !password) throw new ApiError(400, '"email" and "password" are required');
     // Counted before the password is checked: parallel attempts cannot all pass a limit none has counted yet.
-    const wait = await d.signInLimits.attemptSignIn(email, ctx.ip);
-    if (wait) tooMany(ctx, wait, 'Too many failed sign-ins.');
+    const device = d.signInLimits.deviceOf(ctx.cookies.get(DEVICE_COOKIE), email);
+    const refused = await d.signInLimits.attemptSignIn(email, ctx.ip, device);
+    if (refused) tooMany(ctx, refused.waitSeconds, SIGN_IN_REFUSALS[refused.reason]);
     const owner =
-      password.length <= 1024 ? await notChecked(d.owners.checkPassword(email, password), () => d.signInLimits.signInNotChecked(email, ctx.ip)) : null;
+      password.length <= 1024 ? await notChecked(d.owners.checkPassword(email, password), () => d.signInLimits.signInNotChecked(email, ctx.ip, device)) : null;
     if (!owner) {
       const known = await d.owners.byEmail(email);
       await d.audit.record(requestInfo(ctx), {
@@ -102,7 +117,7 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
       });
       throw new ApiError(401, WRONG_CREDENTIALS);
     }
-    await d.signInLimits.signedIn(email, ctx.ip);
+    await d.signInLimits.signedIn(email, ctx.ip, device);
     const session = await signIn(ctx, owner, 200);
     await d.audit.record(requestInfo(ctx), { action: 'signin.ok', owner_id: owner._id, target: ownerTarget(owner), actor: sessionActor(session) });
   });
@@ -119,7 +134,7 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     await d.audit.record(requestInfo(ctx), { action: 'invitation.accept', owner_id: owner._id, target: ownerTarget(owner), actor: sessionActor(session) });
   });
 
-  router.post('/auth/logout', g.owner, async (ctx) => {
+  router.post('/auth/logout', g.ownerRevoking, async (ctx) => {
     const session = await sessionOwner(d, ctx);
     if (session) await d.sessions.end(session.sessionId);
     await d.audit.record(requestInfo(ctx), { action: 'signout', owner_id: me(ctx)._id, target: ownerTarget(me(ctx)) });
@@ -163,7 +178,7 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     ctx.body = await meView(updated);
   });
 
-  router.post('/me/password', g.owner, async (ctx) => {
+  router.post('/me/password', g.ownerRevoking, async (ctx) => {
     const body = await jsonBody(ctx, d.maxBodyBytes);
     onlyFields(body, ['current_password', 'new_password', 'revoke_tokens']);
     const owner = me(ctx);
@@ -193,7 +208,7 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
     ctx.status = 204;
   });
 
-  router.post('/me/sessions/revoke-all', g.owner, async (ctx) => {
+  router.post('/me/sessions/revoke-all', g.ownerRevoking, async (ctx) => {
     const ended = await d.sessions.endAll(me(ctx)._id);
     await d.audit.record(requestInfo(ctx), {
       action: 'session.revoke_all',
@@ -211,12 +226,19 @@ export function authRoutes(router: Router, d: ApiDeps, g: Guards): void {
   router.post('/me/tokens', g.owner, async (ctx) => {
     const body = await jsonBody(ctx, d.maxBodyBytes, true);
     onlyFields(body, ['name']);
-    const { doc, token } = await d.owners.issueToken(me(ctx)._id, str(body, 'name') ?? 'token');
+    const name = str(body, 'name') ?? 'token';
+    const { doc, token } = await withRoom(
+      d,
+      ctx,
+      'tokens',
+      (owner) => d.owners.countTokens(owner),
+      () => d.owners.issueToken(me(ctx)._id, name),
+    );
     await d.audit.record(requestInfo(ctx), { action: 'token.create', owner_id: me(ctx)._id, target: { type: 'token', id: doc._id, name: doc.name } });
     ctx.status = 201;
     ctx.body = { ...publicOwnerToken(doc), token };
   });
-  router.delete('/me/tokens/:id', g.owner, async (ctx) => {
+  router.delete('/me/tokens/:id', g.ownerRevoking, async (ctx) => {
     const revoked = (await d.owners.listTokens(me(ctx)._id)).find((t) => t._id === ctx.params.id);
     if (!(await d.owners.revokeToken(me(ctx)._id, ctx.params.id))) throw notFound('Token');
     await d.audit.record(requestInfo(ctx), {

@@ -4,12 +4,12 @@
 // ledger (runtime/billing/) writes the records.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { csvTable, newestFirstPage } from '../audit/audit-trail.ts';
+import { newestFirstPage } from '../audit/audit-trail.ts';
 import type { CallDoc, CallOutcome } from '../billing/ledger.ts';
 import type { Collection, Filter } from '../store/port.ts';
-import { type ApiDeps, type Guards, me } from './context.ts';
+import { type ApiDeps, type Guards, me, refuseWhenLimited } from './context.ts';
 import { ApiError, notFound } from './http.ts';
-import { type ListPage, asDownload, everyPage, listQueryReader } from './list-query.ts';
+import { type ListPage, listQueryReader, sendDownload } from './list-query.ts';
 
 export const CALL_OUTCOMES: readonly CallOutcome[] = ['ok', 'tool_error', 'refunded', 'rejected'];
 
@@ -81,7 +81,7 @@ const REFUNDED: Record<string, string> = {
   interrupted: 'the service stopped during this call; which tool it was is not known',
   store_unavailable: "the service's store refused or did not answer the call's record when it ended (the provider was reached and may have acted on it)",
   network_error: 'the provider could not be reached (connection refused or reset, or its name did not resolve)',
-  timeout: 'the provider did not answer in time',
+  timeout: 'the provider did not answer in time, and the request had not fully reached it',
   rate_limited: 'the provider refused the request as one too many (HTTP 429)',
   provider_error: 'the provider failed on its side',
   cancelled: 'the client cancelled the call, or went away, before the request reached the provider',
@@ -92,6 +92,7 @@ const REFUNDED: Record<string, string> = {
   internal_error: 'the tool failed inside this service',
   invalid_arguments: 'the tool refused the arguments before sending anything',
   sandbox_unavailable: 'the sandbox could not be started',
+  sandbox_full: 'the sandbox accounts took in as much data as they may until they start again from their seed',
   n8n_wrong_path: "n8n's public API is not at the account's URL",
   n8n_api_disabled: "n8n's public API is turned off",
   n8n_unreachable_api: "no n8n answered at the account's URL",
@@ -103,6 +104,9 @@ const KEPT: Record<string, string> = {
   account_required: 'the tool needs an account and none is bound to it (nothing was sent)',
   invalid_arguments: 'a value the request needs was missing or not usable (nothing was sent)',
   cancelled: 'the client cancelled after the request reached the provider, which may have acted on it',
+  timeout: 'the request reached the provider, which may have acted on it, but no answer came in time (whoever set the timeout)',
+  network_error: 'the connection broke after the request reached the provider, which may have acted on it',
+  response_too_large: 'the provider answered the request, with more than this service accepts',
 };
 
 /** Why a call was refused before any charge. */
@@ -176,37 +180,37 @@ export function callsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const ownerId = me(ctx)._id;
     const q = callsQuery(ctx.query);
     if (q.format) {
-      const all = await everyPage(async (page) => {
-        const { calls, next_cursor } = await listCalls(d.ledger.calls, ownerId, q, page);
-        return { items: calls, next_cursor };
+      refuseWhenLimited(ctx, await d.ownerLimits.export(ownerId));
+      const names = q.format === 'csv' ? await callNames(d, ownerId) : undefined;
+      sendDownload(ctx, q.format, {
+        name: 'calls',
+        read: async (page) => {
+          const { calls, next_cursor } = await listCalls(d.ledger.calls, ownerId, q, page);
+          return { items: calls, next_cursor };
+        },
+        json: { field: 'calls', item: publicCall },
+        csv: {
+          columns: CSV_COLUMNS,
+          row: (c) => [
+            c.at,
+            c._id,
+            c.server_id,
+            names?.servers.get(c.server_id),
+            c.key_id,
+            names?.keys.get(c.key_id),
+            c.tool,
+            c.outcome,
+            c.code,
+            c.charged,
+            c.credits,
+            c.latency_ms,
+            c.provider_status,
+            c.message,
+            c.via,
+            c.count ?? 1,
+          ],
+        },
       });
-      asDownload(ctx, 'calls', q.format);
-      if (q.format === 'json') {
-        ctx.body = { calls: all.map(publicCall) };
-        return;
-      }
-      const names = await callNames(d, ownerId);
-      ctx.body = csvTable(
-        CSV_COLUMNS,
-        all.map((c) => [
-          c.at,
-          c._id,
-          c.server_id,
-          names.servers.get(c.server_id),
-          c.key_id,
-          names.keys.get(c.key_id),
-          c.tool,
-          c.outcome,
-          c.code,
-          c.charged,
-          c.credits,
-          c.latency_ms,
-          c.provider_status,
-          c.message,
-          c.via,
-          c.count ?? 1,
-        ]),
-      );
       return;
     }
     const page = await listCalls(d.ledger.calls, ownerId, q, { limit: q.limit, cursor: q.cursor });

@@ -3,6 +3,7 @@ import type { Context, Next } from 'koa';
 import type { Accounts } from '../accounts/accounts.ts';
 import type { Budgets } from '../access/budgets.ts';
 import type { ApiKeys } from '../access/keys.ts';
+import type { OwnerLimits, QuotaKind, Refusal } from '../access/owner-limits.ts';
 import type { OwnerDoc, Owners } from '../access/owners.ts';
 import { SESSION_COOKIE, type Sessions, csrfTokenOf } from '../access/sessions.ts';
 import type { SignInLimits } from '../access/sign-in-limits.ts';
@@ -34,6 +35,8 @@ export interface ApiDeps {
   engine: Engine;
   sessions: Sessions;
   signInLimits: SignInLimits;
+  /** What one owner may change, download and keep. */
+  ownerLimits: OwnerLimits;
   oauth: { clients: OAuthClients; grants: OAuthGrants };
   /** The service's own provider sandboxes; absent when SANDBOXES=off. */
   sandboxes?: Sandboxes;
@@ -51,7 +54,7 @@ export interface ApiDeps {
 /** What a "Try" came to: the tools/call result as a client gets it, or the rate limit's refusal. */
 export type TryOutcome =
   | { ok: true; result: { content: unknown[]; structuredContent?: unknown; isError: boolean } }
-  | { ok: false; rateLimited: true; headers: Record<string, string> }
+  | { ok: false; rateLimited: true; headers: Record<string, string>; limit?: string }
   | { ok: false; rateLimited: false };
 
 type Guard = (ctx: Context, next: Next) => Promise<void>;
@@ -59,11 +62,43 @@ type Guard = (ctx: Context, next: Next) => Promise<void>;
 export interface Guards {
   /** The operator token. */
   operator: Guard;
-  /** An owner token; the owner is then `me(ctx)`. */
+  /** An owner token; the owner is then `me(ctx)`. A change counts against the owner's writes a minute. */
   owner: Guard;
+  /**
+   * `owner` for changes that take something away (delete, revoke, sign out, change the password): never
+   * refused by the writes limit, so that a runaway script of the owner's cannot keep it from stopping a leak.
+   */
+  ownerRevoking: Guard;
 }
 
 export function guards(d: ApiDeps): Guards {
+  async function ownerGuard(ctx: Context, next: Next, metered: boolean): Promise<void> {
+    const token = bearer(ctx);
+    let found: OwnerDoc | null = null;
+    if (token) {
+      const auth = await d.owners.authenticateToken(token);
+      found = auth?.owner ?? null;
+      if (auth) setActor(ctx, { type: 'token', id: auth.token._id, name: auth.token.name });
+    } else if (ctx.cookies.get(SESSION_COOKIE)) {
+      const session = await sessionOwner(d, ctx);
+      if (session && !SAFE_METHODS.has(ctx.method)) {
+        const refused = crossSiteProblem(ctx, d.site.publicUrl);
+        if (refused) throw new ApiError(403, refused);
+        if (!sameSecret(ctx.get('x-csrf-token'), session.csrfToken))
+          throw new ApiError(403, 'Missing or wrong CSRF token (X-CSRF-Token header): reload the page and try again');
+      }
+      found = session?.owner ?? null;
+      if (session) setActor(ctx, sessionActor(session.sessionId));
+    }
+    if (!found) {
+      ctx.set('WWW-Authenticate', 'Bearer');
+      throw new ApiError(401, 'Sign in, or send an owner token (Authorization: Bearer mcpo_...)');
+    }
+    // Every change an owner makes counts against its writes a minute, whichever token or session makes it.
+    if (metered && !SAFE_METHODS.has(ctx.method)) refuseWhenLimited(ctx, await d.ownerLimits.write(found._id));
+    ctx.state.owner = found;
+    await next();
+  }
   return {
     async operator(ctx, next) {
       const token = bearer(ctx);
@@ -74,35 +109,35 @@ export function guards(d: ApiDeps): Guards {
       setActor(ctx, { type: 'operator' });
       await next();
     },
-    async owner(ctx, next) {
-      const token = bearer(ctx);
-      let found: OwnerDoc | null = null;
-      if (token) {
-        const auth = await d.owners.authenticateToken(token);
-        found = auth?.owner ?? null;
-        if (auth) setActor(ctx, { type: 'token', id: auth.token._id, name: auth.token.name });
-      } else if (ctx.cookies.get(SESSION_COOKIE)) {
-        const session = await sessionOwner(d, ctx);
-        if (session && !SAFE_METHODS.has(ctx.method)) {
-          const refused = crossSiteProblem(ctx, d.site.publicUrl);
-          if (refused) throw new ApiError(403, refused);
-          if (!sameSecret(ctx.get('x-csrf-token'), session.csrfToken))
-            throw new ApiError(403, 'Missing or wrong CSRF token (X-CSRF-Token header): reload the page and try again');
-        }
-        found = session?.owner ?? null;
-        if (session) setActor(ctx, sessionActor(session.sessionId));
-      }
-      if (!found) {
-        ctx.set('WWW-Authenticate', 'Bearer');
-        throw new ApiError(401, 'Sign in, or send an owner token (Authorization: Bearer mcpo_...)');
-      }
-      ctx.state.owner = found;
-      await next();
-    },
+    owner: (ctx, next) => ownerGuard(ctx, next, true),
+    ownerRevoking: (ctx, next) => ownerGuard(ctx, next, false),
   };
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** A refusal of an owner's limit: 429 with Retry-After and the limit in words. */
+export function refuseWhenLimited(ctx: Context, refusal: Refusal | null): void {
+  if (!refusal) return;
+  ctx.set('Retry-After', String(refusal.waitSeconds));
+  throw new ApiError(429, refusal.message);
+}
+
+/**
+ * Creates `needed` things of a kind when the calling owner's quota has room (403 naming the limit otherwise),
+ * counting what it has with `count`.
+ */
+export function withRoom<T>(
+  d: ApiDeps,
+  ctx: Context,
+  kind: QuotaKind,
+  count: (ownerId: string) => Promise<number>,
+  create: () => Promise<T>,
+  needed = 1,
+): Promise<T> {
+  const ownerId = me(ctx)._id;
+  return d.ownerLimits.withRoom(ownerId, kind, needed, () => count(ownerId), create);
+}
 
 /**
  * Why a browser request is not from the service's own pages, or null when it is. The own origin is the

@@ -4,7 +4,7 @@ import type { Context } from 'koa';
 import { requestInfo } from '../audit/request-context.ts';
 import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from '../json-depth.ts';
 import { type CustomToolDoc, orphanReason, publicTool } from '../servers/custom-tools.ts';
-import { type ApiDeps, type Guards, me, ownServer } from './context.ts';
+import { type ApiDeps, type Guards, me, ownServer, withRoom } from './context.ts';
 import { ApiError, jsonBody, notFound, onlyFields } from './http.ts';
 import { checkToolBinding } from './tool-binding.ts';
 
@@ -24,7 +24,13 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     await ownServer(d, ctx, ctx.params.id);
     onlyFields(body, ['name', 'base_tool', 'account_id', 'defaults', 'locked', 'description']);
     const binding = await checkToolBinding(d, me(ctx)._id, body);
-    const tool = await d.tools.create({ owner_id: me(ctx)._id, server_id: ctx.params.id, ...binding });
+    const tool = await withRoom(
+      d,
+      ctx,
+      'tools',
+      (owner) => d.tools.countForOwner(owner),
+      () => d.tools.create({ owner_id: me(ctx)._id, server_id: ctx.params.id, ...binding }),
+    );
     // What was set: the empty defaults, locks and description of a plain binding say nothing.
     const set = Object.entries(bindingView(binding)).filter(([, v]) => v !== null && !(typeof v === 'object' && Object.keys(v as object).length === 0));
     await d.audit.record(requestInfo(ctx), { action: 'tool.create', owner_id: me(ctx)._id, target: toolTarget(tool), changes: Object.fromEntries(set) });
@@ -89,7 +95,7 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
       });
       if (!outcome.ok && outcome.rateLimited) {
         ctx.set(outcome.headers);
-        throw new ApiError(429, 'Too many calls from the dashboard: try again in a few seconds');
+        throw new ApiError(429, `Too many calls from the dashboard (${outcome.limit ?? 'its limit'}): try again in a few seconds`);
       }
       if (!outcome.ok) throw notFound('Tool');
       ctx.body = { tool: doc.name, result: outcome.result, balance: await d.credits.balance(me(ctx)._id) };
@@ -97,7 +103,7 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
       ctx.res.off('close', stop);
     }
   });
-  router.delete('/servers/:id/tools/:toolId', g.owner, async (ctx) => {
+  router.delete('/servers/:id/tools/:toolId', g.ownerRevoking, async (ctx) => {
     const doc = await ownTool(ctx);
     await d.tools.delete(me(ctx)._id, ctx.params.id, doc._id);
     await d.audit.record(requestInfo(ctx), { action: 'tool.delete', owner_id: me(ctx)._id, target: toolTarget(doc) });

@@ -1,10 +1,12 @@
 // JSON in and out for the management API: body reading, field checks, and errors as {error, message}.
 import type { Context, Next } from 'koa';
+import { QuotaExceededError } from '../access/owner-limits.ts';
 import { PasswordsBusyError } from '../access/passwords.ts';
 import { AccountFieldError } from '../accounts/accounts.ts';
 import { RestrictionError } from '../access/restrictions.ts';
 import { CursorError } from '../audit/audit-trail.ts';
 import { BodyTooLargeError, readBody } from '../http/body.ts';
+import { hiddenCharacterProblem } from '../names.ts';
 import { DuplicateKeyError, StoreUnavailableError } from '../store/port.ts';
 
 /** A management-API failure: its HTTP status and a message naming what is wrong. */
@@ -45,6 +47,7 @@ export async function apiErrors(ctx: Context, next: Next): Promise<void> {
     let message = 'Internal error';
     if (err instanceof ApiError) [status, message] = [err.status, err.message];
     else if (err instanceof AccountFieldError || err instanceof RestrictionError || err instanceof CursorError) [status, message] = [400, err.message];
+    else if (err instanceof QuotaExceededError) [status, message] = [403, err.message];
     else if (err instanceof PasswordsBusyError) {
       [status, message] = [503, err.message];
       ctx.set('Retry-After', '1');
@@ -89,6 +92,9 @@ export function str(body: Record<string, unknown>, name: string, o: { required?:
     return undefined;
   }
   if (typeof v !== 'string' || v.trim() === '' || v.length > 200) throw new ApiError(400, `"${name}" must be a non-empty string of at most 200 characters`);
+  // Every such string is a name or an identifier someone reads: no control or invisible characters.
+  const hidden = hiddenCharacterProblem(v);
+  if (hidden) throw new ApiError(400, `"${name}" ${hidden}`);
   if (o.pattern && !o.pattern.test(v)) throw new ApiError(400, `"${name}" must be ${o.what ?? `of the form ${o.pattern}`}`);
   return v;
 }

@@ -5,15 +5,16 @@ import type { Context } from 'koa';
 import { type ApiKeyDoc, type ApiKeys, publicKey } from '../access/keys.ts';
 import { RESTRICTION_MESSAGES, RESTRICTION_PROPERTIES, type RestrictionInput, applyRestrictions, restrictionChanges } from '../access/restrictions.ts';
 import { requestInfo } from '../audit/request-context.ts';
+import { VISIBLE_TEXT_PATTERN } from '../names.ts';
 import { connectSnippets } from '../servers/client-setup.ts';
 import { bodyChecker } from './body-schema.ts';
-import { type ApiDeps, type Guards, me, ownServer } from './context.ts';
+import { type ApiDeps, type Guards, me, ownServer, withRoom } from './context.ts';
 import { ApiError, jsonBody, notFound } from './http.ts';
 
 type KeyBody = RestrictionInput & { name?: string };
 
-const KEY_FIELDS = { name: { type: 'string', minLength: 1, maxLength: 200, pattern: '\\S' }, ...RESTRICTION_PROPERTIES };
-const KEY_MESSAGES = { name: '"name" must be a non-empty string of at most 200 characters', ...RESTRICTION_MESSAGES };
+const KEY_FIELDS = { name: { type: 'string', minLength: 1, maxLength: 200, pattern: VISIBLE_TEXT_PATTERN }, ...RESTRICTION_PROPERTIES };
+const KEY_MESSAGES = { name: '"name" must be a non-empty string of at most 200 characters, without control or invisible characters', ...RESTRICTION_MESSAGES };
 const VALUE_NEVER_CHANGES = '"key": the value of a key never changes; create a new key (and revoke this one) instead';
 const checkServerKey = bodyChecker<KeyBody>({ properties: KEY_FIELDS, required: ['name'] }, KEY_MESSAGES);
 const checkGlobalKey = bodyChecker<KeyBody>({ properties: KEY_FIELDS }, KEY_MESSAGES);
@@ -39,7 +40,13 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
   const created = async (ctx: Context, body: KeyBody, scope: { kind: 'server'; serverId: string; serverName: string } | { kind: 'global' }) => {
     const ownerId = me(ctx)._id;
     const restrictions = applyRestrictions(undefined, body, await toolNames(ownerId, scope.kind === 'server' ? scope.serverId : null));
-    const made = await d.keys.create(ownerId, body.name ?? 'Global key', scope, restrictions);
+    const made = await withRoom(
+      d,
+      ctx,
+      'keys',
+      (owner) => d.keys.countLive(owner),
+      () => d.keys.create(ownerId, body.name ?? 'Global key', scope, restrictions),
+    );
     const { tools, access, expires_at, credit_limit } = publicKey(made.doc);
     await d.audit.record(requestInfo(ctx), {
       action: 'key.create',
@@ -72,7 +79,7 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
       changes: serverId ? { server_id: serverId } : { kind: 'global' },
     });
 
-  router.post('/servers/:id/api-keys/revoke-all', g.owner, async (ctx) => {
+  router.post('/servers/:id/api-keys/revoke-all', g.ownerRevoking, async (ctx) => {
     await ownServer(d, ctx, ctx.params.id);
     // Connected apps hold credentials for the server too: "revoke all" leaves nothing that can call it.
     const keys = await d.keys.revokeAll(me(ctx)._id, ctx.params.id);
@@ -95,7 +102,7 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
     if (!key) throw notFound('API key');
     await changed(ctx, key);
   });
-  router.delete('/servers/:id/api-keys/:keyId', g.owner, async (ctx) => {
+  router.delete('/servers/:id/api-keys/:keyId', g.ownerRevoking, async (ctx) => {
     await ownServer(d, ctx, ctx.params.id);
     const before = await d.keys.get(me(ctx)._id, ctx.params.keyId);
     const doc = await d.keys.revoke(me(ctx)._id, ctx.params.id, ctx.params.keyId);
@@ -121,7 +128,7 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
     if (!key) throw notFound('API key');
     await changed(ctx, key);
   });
-  router.delete('/api-keys/:keyId', g.owner, async (ctx) => {
+  router.delete('/api-keys/:keyId', g.ownerRevoking, async (ctx) => {
     const key = await globalKey(ctx);
     const doc = (await d.keys.revokeGlobal(me(ctx)._id, key._id))!;
     if (!key.revoked_at) await revoked(ctx, doc);
@@ -140,7 +147,7 @@ export function keysRoutes(router: Router, d: ApiDeps, g: Guards): void {
     });
     ctx.body = { id: doc._id, linked_server_ids: doc.linked_server_ids };
   });
-  router.delete('/api-keys/:keyId/servers/:serverId', g.owner, async (ctx) => {
+  router.delete('/api-keys/:keyId/servers/:serverId', g.ownerRevoking, async (ctx) => {
     const key = await globalKey(ctx);
     if (!key.linked_server_ids.includes(ctx.params.serverId)) throw notFound('Link to this server');
     const doc = (await d.keys.unlink(me(ctx)._id, key._id, ctx.params.serverId))!;

@@ -1,6 +1,9 @@
 // What the paged lists of the API (the call log, the audit trail) share: their query string, read parameter by
 // parameter with every problem naming its parameter; and their downloads, which read every page of a filter.
+import { Readable } from 'node:stream';
+import { setImmediate } from 'node:timers/promises';
 import type { Context } from 'koa';
+import { csvLine } from '../audit/audit-trail.ts';
 import { ApiError } from './http.ts';
 
 /** At most this many items in one download; read this many per page. */
@@ -55,21 +58,41 @@ export function listQueryReader(query: Record<string, unknown>, options: { maxLi
   };
 }
 
-/** Every item of a filter, newest first, read page by page (never more than EXPORT_MAX). */
-export async function everyPage<T>(read: (page: { limit: number; cursor?: string }) => Promise<{ items: T[]; next_cursor: string | null }>): Promise<T[]> {
-  const all: T[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await read({ limit: Math.min(EXPORT_PAGE, EXPORT_MAX - all.length), cursor });
-    all.push(...page.items);
-    cursor = page.next_cursor ?? undefined;
-  } while (cursor && all.length < EXPORT_MAX);
-  return all;
+/** A download of every item a filter selects, newest first: how to read a page, and how to write an item. */
+export interface Download<T> {
+  /** The file is named `<name>-<time>.<format>`. */
+  name: string;
+  read(page: { limit: number; cursor?: string }): Promise<{ items: T[]; next_cursor: string | null }>;
+  csv: { columns: string[]; row(item: T): unknown[] };
+  /** The JSON download is `{"<field>": [item, ...]}`. */
+  json: { field: string; item(item: T): unknown };
 }
 
-/** Answers as a file download named `<name>-<time>.<format>` (never cached, like every API answer). */
-export function asDownload(ctx: Context, name: string, format: 'csv' | 'json'): void {
+/**
+ * Answers with a download (never cached, like every API answer), streamed: each page is read when the client
+ * took the previous one (a byte stream, so nothing is read ahead beyond its small buffer), so a download holds
+ * about one page in memory, and other requests get their turn between pages (never more than EXPORT_MAX items).
+ */
+export function sendDownload<T>(ctx: Context, format: 'csv' | 'json', download: Download<T>): void {
   const stamp = new Date().toISOString().slice(0, 19).replace(/:/g, '-');
-  ctx.set('Content-Disposition', `attachment; filename="${name}-${stamp}.${format}"`);
-  if (format === 'csv') ctx.type = 'text/csv; charset=utf-8';
+  ctx.set('Content-Disposition', `attachment; filename="${download.name}-${stamp}.${format}"`);
+  ctx.type = format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8';
+  ctx.body = Readable.from(downloadText(format, download), { objectMode: false });
+}
+
+async function* downloadText<T>(format: 'csv' | 'json', d: Download<T>): AsyncGenerator<string> {
+  yield format === 'csv' ? csvLine(d.csv.columns) : `{${JSON.stringify(d.json.field)}:[`;
+  let sent = 0;
+  let cursor: string | undefined;
+  do {
+    const page = await d.read({ limit: Math.min(EXPORT_PAGE, EXPORT_MAX - sent), cursor });
+    if (format === 'csv') yield page.items.map((item) => csvLine(d.csv.row(item))).join('');
+    else if (page.items.length) yield (sent ? ',' : '') + page.items.map((item) => JSON.stringify(d.json.item(item))).join(',');
+    sent += page.items.length;
+    cursor = page.next_cursor ?? undefined;
+    // A store that answers from memory resolves at once: without this the pages would follow one another
+    // without letting any other request in.
+    await setImmediate();
+  } while (cursor && sent < EXPORT_MAX);
+  if (format === 'json') yield ']}';
 }

@@ -102,7 +102,7 @@ export function oauthRoutes(router: Router, d: ApiDeps, g: Guards): void {
     });
     ctx.body = (await listed([updated]))[0];
   });
-  router.delete('/oauth/grants/:id', g.owner, async (ctx) => {
+  router.delete('/oauth/grants/:id', g.ownerRevoking, async (ctx) => {
     const before = await ownGrant(ctx);
     const grant = (await d.oauth.grants.revokeGrant(me(ctx)._id, ctx.params.id))!;
     if (!before.revoked_at)

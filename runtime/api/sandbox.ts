@@ -42,6 +42,7 @@ async function setUp(d: ApiDeps, sandboxes: Sandboxes, ownerId: string): Promise
   const catalog = d.catalog.current;
   const providers = d.accounts.providersByKind;
   const existing = (await d.accounts.list(ownerId)).filter((a) => a.sandbox);
+  await roomForSandbox(d, sandboxes, ownerId, existing);
   const accounts = new Map<string, AccountDoc>();
   for (const def of sandboxes.definitions) {
     if (!providers.has(def.kind)) continue;
@@ -86,4 +87,17 @@ async function setUp(d: ApiDeps, sandboxes: Sandboxes, ownerId: string): Promise
     example: example ? { name: example.tool, arguments: example.arguments } : null,
     snippets: connectSnippets(url, server!.name, created.key, example && { name: example.tool, arguments: example.arguments }),
   };
+}
+
+/** What a set-up would add must fit the owner's quotas, checked before anything is made (403 naming the limit). */
+async function roomForSandbox(d: ApiDeps, sandboxes: Sandboxes, ownerId: string, existing: AccountDoc[]): Promise<void> {
+  const kinds = sandboxes.definitions.filter((def) => d.accounts.providersByKind.has(def.kind)).map((def) => def.kind);
+  const server = (await d.servers.list(ownerId)).find((s) => s.sandbox);
+  const present = new Set((server ? await d.tools.list(ownerId, server._id) : []).flatMap((t) => [t.base_tool, t.name]));
+  const tools = [...d.catalog.current.tools.values()].filter((base) => kinds.includes(base.provider.spec.account.kind) && !present.has(base.spec.id));
+  const limits = d.ownerLimits;
+  await limits.ensureRoom('accounts', kinds.filter((k) => !existing.some((a) => a.kind === k)).length, () => d.accounts.count(ownerId));
+  await limits.ensureRoom('servers', server ? 0 : 1, () => d.servers.count(ownerId));
+  await limits.ensureRoom('tools', tools.length, () => d.tools.countForOwner(ownerId));
+  await limits.ensureRoom('keys', 1, () => d.keys.countLive(ownerId));
 }

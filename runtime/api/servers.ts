@@ -2,7 +2,7 @@
 import type Router from '@koa/router';
 import { requestInfo } from '../audit/request-context.ts';
 import { SERVER_ID_PATTERN, publicServer } from '../servers/servers.ts';
-import { type ApiDeps, type Guards, me, ownServer } from './context.ts';
+import { type ApiDeps, type Guards, me, ownServer, withRoom } from './context.ts';
 import { ApiError, jsonBody, notFound, onlyFields, str } from './http.ts';
 
 export function serversRoutes(router: Router, d: ApiDeps, g: Guards): void {
@@ -25,7 +25,13 @@ export function serversRoutes(router: Router, d: ApiDeps, g: Guards): void {
     const body = await jsonBody(ctx, d.maxBodyBytes);
     const name = str(body, 'name', { required: true })!;
     const id = str(body, 'id', { pattern: SERVER_ID_PATTERN, what: '1-64 letters, digits, "_" or "-", starting with a letter or digit' });
-    const server = await d.servers.create(me(ctx)._id, name, id);
+    const server = await withRoom(
+      d,
+      ctx,
+      'servers',
+      (owner) => d.servers.count(owner),
+      () => d.servers.create(me(ctx)._id, name, id),
+    );
     await d.audit.record(requestInfo(ctx), { action: 'server.create', owner_id: me(ctx)._id, target: { type: 'server', id: server._id, name } });
     ctx.status = 201;
     ctx.body = publicServer(server);
@@ -56,7 +62,7 @@ export function serversRoutes(router: Router, d: ApiDeps, g: Guards): void {
     });
     ctx.body = publicServer(updated);
   });
-  router.delete('/servers/:id', g.owner, async (ctx) => {
+  router.delete('/servers/:id', g.ownerRevoking, async (ctx) => {
     const server = await ownServer(d, ctx, ctx.params.id);
     // Its keys and connected apps die with it and global keys forget it (a new server may take its id later).
     const keys = await d.keys.revokeAll(me(ctx)._id, ctx.params.id);

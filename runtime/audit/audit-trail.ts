@@ -1,8 +1,11 @@
 // The audit trail: one event per management change and sign-in event (time, actor, action, target, client
-// address, user agent, what changed), newest first, kept AUDIT_RETENTION_DAYS. Never a secret: what changed
-// is scrubbed of any secret-looking field and of anything shaped like one of this service's tokens.
+// address, user agent, what changed), newest first, kept AUDIT_RETENTION_DAYS and, per owner, at most the newest
+// AUDIT_MAX_EVENTS_PER_OWNER (events of nobody signed in, such as strangers' failed sign-ins, a tenth of that
+// on their own, so that they can never push out what the owner did). Never a secret: what changed is scrubbed
+// of any secret-looking field and of anything shaped like one of this service's tokens.
 import type { Logger } from '../log.ts';
 import { randomId } from '../secrets.ts';
+import type { StoreClock } from '../store/clock.ts';
 import type { Collection, Doc, Filter, Store } from '../store/port.ts';
 import type { Actor, RequestInfo } from './request-context.ts';
 
@@ -94,14 +97,29 @@ export function scrub(value: unknown, depth = 0): unknown {
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, SECRET_FIELD.test(k) ? '[redacted]' : scrub(v, depth + 1)]));
 }
 
+/** An owner's events (or nobody's: owner_id null) done by someone signed in, or by nobody signed in (strangers). */
+interface EventGroup {
+  ownerId: string | null;
+  strangers: boolean;
+}
+
 export class AuditTrail {
   private readonly events: Collection<AuditDoc>;
+  private readonly clock: StoreClock;
+  /**
+   * The groups this instance recorded events of since the last housekeeping: how many since the group's last
+   * trim, and that trim (one at a time per group).
+   */
+  private readonly recorded = new Map<string, { group: EventGroup; count: number; trimming: Promise<number> }>();
 
   constructor(
     store: Store,
     private readonly logger: Logger,
+    /** Events kept per owner, newest first; a tenth of it for the events of nobody signed in. */
+    private readonly maxPerOwner = Infinity,
   ) {
     this.events = store.collection<AuditDoc>('audit_events');
+    this.clock = store.clock;
   }
 
   /**
@@ -116,7 +134,8 @@ export class AuditTrail {
     if (changes && JSON.stringify(changes).length > MAX_CHANGES_CHARS) changes = { truncated: true, fields: Object.keys(changes) };
     const doc: AuditDoc = {
       _id: randomId('aud_'),
-      at: new Date(),
+      // The store's time: events of every instance in one order, kept for AUDIT_RETENTION_DAYS by that same clock.
+      at: this.clock.date(),
       owner_id: event.owner_id,
       actor: event.actor ?? request?.actor ?? { type: 'anonymous' },
       action: event.action,
@@ -129,7 +148,50 @@ export class AuditTrail {
       await this.events.insertOne(doc);
     } catch (err) {
       this.logger.error({ err, action: event.action, owner: event.owner_id }, 'audit event not recorded');
+      return;
     }
+    this.counted({ ownerId: doc.owner_id, strangers: doc.actor.type === 'anonymous' });
+  }
+
+  /**
+   * Keeps each group within its limit: trimmed as soon as a tenth of its limit was recorded since its last
+   * trim (in the background), and by the hourly housekeeping (`trim`), so a group holds at most its limit and a
+   * tenth.
+   */
+  private counted(group: EventGroup): void {
+    if (this.maxPerOwner === Infinity) return;
+    const slot = `${group.ownerId}\0${group.strangers}`;
+    const entry = this.recorded.get(slot) ?? { group, count: 0, trimming: Promise.resolve(0) };
+    this.recorded.set(slot, entry);
+    if (++entry.count < Math.ceil(this.limitOf(group) / 10)) return;
+    entry.count = 0;
+    this.trimmed(entry).catch((err) => this.logger.error({ err, owner: group.ownerId }, 'audit trail not trimmed'));
+  }
+
+  /** Trims every group recorded since the last housekeeping to its newest events; how many events were deleted. */
+  async trim(): Promise<number> {
+    const entries = [...this.recorded.values()];
+    this.recorded.clear();
+    let deleted = 0;
+    for (const entry of entries) deleted += await this.trimmed(entry);
+    return deleted;
+  }
+
+  /** Trims a group after its trim under way, if any: two at once could each keep what the other deletes around. */
+  private trimmed(entry: { group: EventGroup; trimming: Promise<number> }): Promise<number> {
+    entry.trimming = entry.trimming.catch(() => 0).then(() => this.trimGroup(entry.group));
+    return entry.trimming;
+  }
+
+  private limitOf(group: EventGroup): number {
+    return group.strangers ? Math.max(1, Math.floor(this.maxPerOwner / 10)) : this.maxPerOwner;
+  }
+
+  private async trimGroup(group: EventGroup): Promise<number> {
+    const filter: Filter = { owner_id: group.ownerId, 'actor.type': group.strangers ? 'anonymous' : { $ne: 'anonymous' } };
+    const [oldestKept] = await this.events.find(filter, { sort: { at: -1, _id: -1 }, skip: this.limitOf(group) - 1, limit: 1 });
+    if (!oldestKept) return 0;
+    return this.events.deleteMany({ $and: [filter, { $or: [{ at: { $lt: oldestKept.at } }, { at: oldestKept.at, _id: { $lt: oldestKept._id } }] }] });
   }
 
   /** One page, newest first; `cursor` is the previous page's next_cursor. */
@@ -212,7 +274,8 @@ export function publicEvent(e: AuditDoc) {
   };
 }
 
-const CSV_COLUMNS = [
+/** The columns of the audit trail's CSV download, one row per event (auditCsvRow). */
+export const AUDIT_CSV_COLUMNS = [
   'at',
   'owner_id',
   'actor_type',
@@ -227,32 +290,35 @@ const CSV_COLUMNS = [
   'changes',
 ];
 
-export function csvOf(events: AuditDoc[]): string {
-  return csvTable(
-    CSV_COLUMNS,
-    events.map((e) => [
-      e.at,
-      e.owner_id,
-      e.actor.type,
-      e.actor.id,
-      e.actor.name,
-      e.action,
-      e.target?.type,
-      e.target?.id,
-      e.target?.name,
-      e.ip,
-      e.user_agent,
-      e.changes,
-    ]),
-  );
-}
+export const auditCsvRow = (e: AuditDoc): unknown[] => [
+  e.at,
+  e.owner_id,
+  e.actor.type,
+  e.actor.id,
+  e.actor.name,
+  e.action,
+  e.target?.type,
+  e.target?.id,
+  e.target?.name,
+  e.ip,
+  e.user_agent,
+  e.changes,
+];
 
-/** RFC 4180 text; a cell a spreadsheet would run as a formula is prefixed with a quote. */
-export function csvTable(columns: string[], rows: unknown[][]): string {
+/**
+ * A cell a spreadsheet would run as a formula: one starting with = + - @ (or their full-width forms), also after
+ * leading whitespace or invisible format characters (a spreadsheet may skip those), or with a tab or CR.
+ */
+const FORMULA = /^[\s\p{Cf}]*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20]|^[\t\r]/u;
+/** Quoted whenever it holds a separator some spreadsheet splits on (the comma, and the semicolon of many locales). */
+const NEEDS_QUOTES = /[",;\t\r\n]/;
+
+/** One RFC 4180 line (ending in CRLF); a cell a spreadsheet would run as a formula is prefixed with a quote. */
+export function csvLine(cells: unknown[]): string {
   const cell = (v: unknown) => {
     let text = v === null || v === undefined ? '' : v instanceof Date ? v.toISOString() : typeof v === 'string' ? v : JSON.stringify(v);
-    if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-    return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+    if (FORMULA.test(text)) text = `'${text}`;
+    return NEEDS_QUOTES.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
   };
-  return [columns.join(','), ...rows.map((r) => r.map(cell).join(','))].join('\r\n') + '\r\n';
+  return cells.map(cell).join(',') + '\r\n';
 }

@@ -1,6 +1,7 @@
 // What the OAuth consent page shows: who asks (and how far that is verified), where the person is sent back,
 // the server(s) it may use with their tools and credit costs, and the request itself to post back.
 import type { ApiDeps, SignedIn } from '../api/context.ts';
+import { isolated } from '../names.ts';
 import { type AuthorizationRequest, REQUEST_FIELDS } from '../oauth/authorize.ts';
 import { restrictionForm, toolChoices } from './restrictions-form.ts';
 
@@ -41,7 +42,7 @@ export async function consentView(d: ApiDeps, s: SignedIn, r: AuthorizationReque
   if (r.serverId && !chosen)
     return {
       ...base,
-      problem: `${r.client.client_name} asks for the server at ${r.resource}, and no server of yours has that address. If another account of yours owns it, sign in with that account.`,
+      problem: `${isolated(r.client.client_name)} asks for the server at ${r.resource}, and no server of yours has that address. If another account of yours owns it, sign in with that account.`,
     };
   const servers = chosen ? [chosen] : await d.servers.list(ownerId);
   if (!servers.length)

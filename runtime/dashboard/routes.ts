@@ -12,6 +12,7 @@ import { creditAlert } from '../access/owners.ts';
 import { callNames } from '../api/calls.ts';
 import { checkAuthorizationRequest } from '../oauth/authorize.ts';
 import { publicGrant } from '../oauth/grants.ts';
+import { isolated } from '../names.ts';
 import { providerTitles } from '../toolspec/catalog.ts';
 import { connectSnippets, oauthSnippet } from '../servers/client-setup.ts';
 import { consentView } from './consent.ts';
@@ -451,7 +452,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
     }
     if (!s) return ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`);
     const view = await consentView(d, s, checked.request, `/login?next=${encodeURIComponent(ctx.originalUrl)}`);
-    sendPage(ctx, render('consent', { title: `Authorize ${checked.request.client.client_name}`, csrfToken: s.csrfToken }, view));
+    sendPage(ctx, render('consent', { title: `Authorize ${isolated(checked.request.client.client_name)}`, csrfToken: s.csrfToken }, view));
   });
 
   router.get(

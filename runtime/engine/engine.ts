@@ -1,7 +1,7 @@
 // Runs a tool from (loaded spec, account credentials, arguments): render each step's request, apply
 // plugins, call the provider through the one HTTP client, map the answer, map failures to ToolError.
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { type HttpClient, type UpstreamResponse, cancelled } from '../http/client.ts';
+import { type HttpClient, type UpstreamResponse, paidAfterAnswer } from '../http/client.ts';
 import { pointerParts } from '../json-pointer.ts';
 import { type BaseResolution, type OutboundRequest, type ProviderHttp, UpstreamStatusError } from '../plugin-api.ts';
 import { sha256 } from '../secrets.ts';
@@ -12,6 +12,7 @@ import type { VerifyWay } from '../toolspec/types.ts';
 import { createArgumentsAjv } from '../toolspec/loader.ts';
 import { type CompiledTemplate, RenderError, truthy } from '../template/template.ts';
 import { renderTree } from '../template/tree.ts';
+import type { OffLoop } from '../off-loop.ts';
 import { ToolError } from '../tool-error.ts';
 import type { OutboundTrace } from '../tracing/outbound.ts';
 import { mapUpstreamError, redactor } from './errors.ts';
@@ -25,6 +26,8 @@ export interface AccountCredentials {
 }
 
 export interface RunOptions {
+  /** Whose call it is: its plugins' work off the event loop waits behind this owner's own only. */
+  owner?: string;
   signal?: AbortSignal;
   progress?: (message: string) => void;
   /** The call's trace, when tracing is on: every provider request of the call becomes a span of it. */
@@ -34,6 +37,8 @@ export interface RunOptions {
 export interface EngineOptions {
   /** Timeout of one upstream request unless the tool sets its own. */
   defaultTimeoutMs: number;
+  /** The worker threads of plugins' long work (PluginContext.offLoop); without them it runs here, on the event loop. */
+  offLoop?: OffLoop;
 }
 
 type View = { args: Record<string, unknown>; account: Record<string, string>; steps: Record<string, UpstreamResponse>; response?: UpstreamResponse };
@@ -101,9 +106,10 @@ export class Engine {
     const redact = facts.redact;
     const view: View = { args, account: facts.publicFields, steps: {} };
     const resolved = account ? await this.resolveBase(provider, account, opts.signal, false, opts.outbound) : undefined;
-    // Once the provider answered one request of this call, a later cancellation still leaves that work paid for.
+    // Once the provider answered one request of this call, a later request that gets no answer (cancelled,
+    // timed out, connection broken) still leaves that work paid for.
     let answered = false;
-    const paidFor = (failure: ToolError) => (failure.code === 'cancelled' && failure.refund && answered ? cancelled(true) : failure);
+    const paidFor = (failure: ToolError) => (answered ? paidAfterAnswer(failure) : failure);
     const http = this.bind(provider, account, opts, tool.spec.annotations.idempotentHint, resolved?.base, undefined, () => {
       answered = true;
     });
@@ -114,6 +120,8 @@ export class Engine {
       toolId: tool.spec.id,
       signal: opts.signal ?? new AbortController().signal,
       progress: opts.progress ?? (() => {}),
+      offLoop: <T>(module: URL, name: string, arg: unknown): Promise<T> =>
+        this.options.offLoop ? this.options.offLoop.run<T>(opts.owner ?? '', { module, name, arg }) : runHere<T>(module, name, arg),
     };
     const applied: string[] = [];
     let last: UpstreamResponse | undefined;
@@ -481,4 +489,10 @@ export function describeSchemaErrors(errors: ErrorObject[], words = ARGUMENT_WOR
     seen.add(text);
   }
   return [...seen].join('; ');
+}
+
+/** An OffLoop job run on this thread (an engine without worker threads). */
+async function runHere<T>(module: URL, name: string, arg: unknown): Promise<T> {
+  const fn = ((await import(module.href)) as Record<string, (arg: unknown) => T | Promise<T>>)[name];
+  return fn(arg);
 }

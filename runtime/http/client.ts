@@ -105,8 +105,13 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     },
   });
 
+  // The provider got the request and answered it: the call is paid for, however large the answer.
   const tooLarge = () =>
-    new ToolError('response_too_large', `The provider's answer is larger than ${options.maxResponseBytes} bytes and was cut off`, { refund: true });
+    new ToolError(
+      'response_too_large',
+      `The provider's answer is larger than ${options.maxResponseBytes} bytes and was cut off; the provider received the request, so its credits are kept`,
+      { refund: false },
+    );
 
   /** One request (and its redirects) through the guarded client, or through a sandbox's own connection. */
   async function exchange(req: UpstreamRequest, sandbox: SandboxLease | undefined): Promise<UpstreamResponse> {
@@ -179,7 +184,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
             refund: true,
           });
         }
-        sandbox = await options.sandboxes.lease(req.sandboxOwner, req.url.hostname);
+        sandbox = await options.sandboxes.lease(req.sandboxOwner, req.url.hostname, bodyBytes(req));
       }
       try {
         return await exchange(req, sandbox);
@@ -192,6 +197,12 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       agents.https.destroy();
     },
   };
+}
+
+/** The size of what a request sends as its body (0 for none). */
+function bodyBytes(req: UpstreamRequest): number {
+  if (req.body === undefined || req.method === 'GET' || req.method === 'DELETE') return 0;
+  return Buffer.byteLength(typeof req.body === 'string' ? req.body : JSON.stringify(req.body));
 }
 
 /** JSON when it says or looks like JSON (some APIs mislabel), else text; null when empty. */
@@ -209,6 +220,9 @@ export function parseBody(raw: Buffer, contentType: string | undefined): unknown
   return text;
 }
 
+/** How a failure after the whole request was sent says why its credits are kept. */
+export const KEPT_AFTER_SENDING = '; the provider received the request and may have acted on it, so its credits are kept';
+
 /**
  * The client cancelled the call. Before the request was sent the credits go back; after, they are kept: the
  * provider got a request it may act on (a webhook runs its workflow whether or not anyone waits for the answer).
@@ -221,7 +235,27 @@ export function cancelled(sent: boolean): ToolError {
     : new ToolError('cancelled', 'The call was cancelled before the request reached the provider', { refund: true });
 }
 
-/** Maps transport failures to tool errors; the text names the host, never the full URL (it may hold secrets). */
+/**
+ * A failure with no answer (timeout, broken connection, cancellation) of a call whose earlier request the provider
+ * already answered: the call reached the provider, so its credits are kept. Anything else is returned as it is.
+ */
+export function paidAfterAnswer(failure: ToolError): ToolError {
+  if (!failure.refund || !NO_ANSWER.has(failure.code)) return failure;
+  if (failure.code === 'cancelled') return cancelled(true);
+  return new ToolError(failure.code, `${failure.message}; an earlier request of this call reached the provider, so its credits are kept`, {
+    retryable: failure.retryable,
+    providerStatus: failure.providerStatus,
+    refund: false,
+  });
+}
+
+const NO_ANSWER = new Set(['timeout', 'network_error', 'cancelled']);
+
+/**
+ * Maps transport failures to tool errors; the text names the host, never the full URL (it may hold secrets).
+ * Paid means paid: once all of the request was handed to the network (`sent`), the provider may act on it, so
+ * no answer (a timeout, whoever chose it, or a connection that broke) keeps the credits; before that they go back.
+ */
 function networkFailure(err: unknown, req: UpstreamRequest, sent = false): ToolError {
   const host = req.url.host;
   const cause = err instanceof RequestError ? (err.cause ?? err) : err;
@@ -232,12 +266,18 @@ function networkFailure(err: unknown, req: UpstreamRequest, sent = false): ToolE
   if (err instanceof RequestError) {
     if (err.name === 'TimeoutError' || err.code === 'ETIMEDOUT') {
       const seconds = (req.timeoutMs ?? 0) / 1000;
-      return new ToolError('timeout', `The provider at ${host} did not answer in time${seconds ? ` (${Number(seconds.toFixed(1))} s)` : ''}`, {
-        retryable: true,
-      });
+      const late = `The provider at ${host} did not answer in time${seconds ? ` (${Number(seconds.toFixed(1))} s)` : ''}`;
+      return new ToolError('timeout', sent ? `${late}${KEPT_AFTER_SENDING}` : late, { retryable: true, refund: !sent });
     }
     if (err.name === 'CancelError' || err.code === 'ERR_CANCELED' || err.name === 'AbortError' || err.code === 'ABORT_ERR') return cancelled(sent);
-    return new ToolError('network_error', `Could not reach the provider at ${host} (${err.code ?? 'network error'})`, { retryable: true });
+    const code = err.code ?? 'network error';
+    if (sent) {
+      return new ToolError('network_error', `The connection to the provider at ${host} broke after the request was sent (${code})${KEPT_AFTER_SENDING}`, {
+        retryable: true,
+        refund: false,
+      });
+    }
+    return new ToolError('network_error', `Could not reach the provider at ${host} (${code})`, { retryable: true });
   }
   return new ToolError('network_error', `Could not reach the provider at ${host}`, { retryable: true });
 }

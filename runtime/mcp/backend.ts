@@ -22,6 +22,8 @@ export interface RateOutcome {
   allowed: boolean;
   /** RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset (and Retry-After when refused). */
   headers: Record<string, string>;
+  /** When refused by a limit other than the credential's own (its owner's across all keys): which, in words. */
+  limit?: string;
 }
 
 /** A tool as a server exposes it (a base tool, or a custom tool built on one). */

@@ -9,7 +9,7 @@ import type { Logger } from '../log.ts';
 import { ToolError } from '../tool-error.ts';
 import { RequestTrace, type SpanCallTrace } from '../tracing/spans.ts';
 import type { Tracing } from '../tracing/tracing.ts';
-import type { McpBackend, Principal, Unavailable } from './backend.ts';
+import type { McpBackend, Principal, RateOutcome, Unavailable } from './backend.ts';
 import {
   type Classified,
   ErrorCode,
@@ -120,7 +120,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     ctx.set(rate.headers);
     if (!rate.allowed) {
       trace?.refused(429);
-      return sendHttpError(ctx, 429, AUTH_BODIES[429]);
+      return sendRateLimited(ctx, rate);
     }
 
     let payload: unknown;
@@ -171,7 +171,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     if (extra > 0) {
       const rate = await backend.rateLimit(exchange.principal, extra);
       ctx.set(rate.headers);
-      if (!rate.allowed) return sendHttpError(ctx, 429, AUTH_BODIES[429]);
+      if (!rate.allowed) return sendRateLimited(ctx, rate);
     }
     const answers = await Promise.all(
       items.map(async (item): Promise<JsonRpcResponse | undefined> => {
@@ -407,6 +407,11 @@ export function sendJson(ctx: Context, status: number, body: unknown): void {
   ctx.body = stringify(body);
 }
 
-function sendHttpError(ctx: Context, status: number, body: { error: string; message: string }): void {
+function sendHttpError(ctx: Context, status: number, body: { error: string; message: string; limit?: string }): void {
   sendJson(ctx, status, body);
+}
+
+/** The spec's 429 body, plus which limit refused when it is not the key's own (its owner's across all keys). */
+function sendRateLimited(ctx: Context, rate: RateOutcome): void {
+  sendHttpError(ctx, 429, rate.limit ? { ...AUTH_BODIES[429], limit: rate.limit } : AUTH_BODIES[429]);
 }

@@ -1,5 +1,6 @@
 // The authorization request (RFC 6749 section 4.1.1 with PKCE and RFC 8707's resource), checked the same way
 // when the consent page is shown and when the owner's decision comes back (the page carries the request).
+import { isolated } from '../names.ts';
 import { type OAuthClient, type OAuthClients } from './clients.ts';
 import { OAuthError } from './errors.ts';
 import { SCOPE } from './grants.ts';
@@ -51,11 +52,14 @@ export async function checkAuthorizationRequest(params: Record<string, unknown>,
   // Exact match against a registered URI; with only one registered, it may be left out.
   if (!redirectUri && client.redirect_uris.length === 1) redirectUri = client.redirect_uris[0];
   if (!redirectUri)
-    return { ok: false, page: `The request has no redirect_uri and ${client.client_name} registered several: the application must say which one to use.` };
+    return {
+      ok: false,
+      page: `The request has no redirect_uri and ${isolated(client.client_name)} registered several: the application must say which one to use.`,
+    };
   if (!client.redirect_uris.includes(redirectUri))
     return {
       ok: false,
-      page: `The redirect_uri ${redirectUri} is not one that ${client.client_name} registered, so you are not sent there. This can be an attempt to steal your authorization.`,
+      page: `The redirect_uri ${redirectUri} is not one that ${isolated(client.client_name)} registered, so you are not sent there. This can be an attempt to steal your authorization.`,
     };
 
   let state: string | undefined;

@@ -2,6 +2,7 @@
 // (RFC 7591, stored here) and client ID metadata documents (the client_id is an https URL whose JSON
 // document we fetch through the outbound guard, size- and time-limited, and cache).
 import type { HttpClient } from '../http/client.ts';
+import { hiddenCharacterProblem } from '../names.ts';
 import { randomId, randomToken, sameSecret, sha256 } from '../secrets.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
 import { ToolError } from '../tool-error.ts';
@@ -249,6 +250,9 @@ function parseMetadata(meta: Record<string, unknown>, registration: OAuthClient[
   const name = meta.client_name;
   if (name !== undefined && (typeof name !== 'string' || !name.trim() || name.length > MAX_NAME))
     throw bad(`"client_name" must be a non-empty string of at most ${MAX_NAME} characters`);
+  // The consent page shows it to the owner: what they read must be what the application registered.
+  const hidden = typeof name === 'string' ? hiddenCharacterProblem(name) : null;
+  if (hidden) throw bad(`"client_name" ${hidden}`);
   const clientUri = meta.client_uri;
   if (clientUri !== undefined && (typeof clientUri !== 'string' || !/^https?:\/\//.test(clientUri) || clientUri.length > 2000))
     throw bad('"client_uri" must be an http(s) URL');

@@ -3,12 +3,14 @@
 // and token is stored only as its SHA-256. A reused code revokes the whole grant; so does a reused refresh
 // token, unless the same client presents it again within the reuse window (RFC 9700 section 4.14.2 allows
 // this: clients that refresh from two places at once, or retry a refresh whose answer was lost, would
-// otherwise be disconnected). A code or token presented by another client is refused and stays usable.
+// otherwise be disconnected). Such a replay gets the very pair the first use got (it is derived from the spent
+// token with a secret of the service), so an authorization stays one line of tokens, never a tree of live
+// branches. A code or token presented by another client is refused and stays usable.
 import { createHash } from 'node:crypto';
 import { type Restrictions, UNRESTRICTED, isExpired, restrictionsView } from '../access/restrictions.ts';
 import type { AuditTrail } from '../audit/audit-trail.ts';
 import type { RequestInfo } from '../audit/request-context.ts';
-import { randomId, randomToken, sha256 } from '../secrets.ts';
+import { derivedToken, randomId, randomToken, sha256 } from '../secrets.ts';
 import type { StoreClock } from '../store/clock.ts';
 import { LastUsedTimes } from '../store/last-used.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
@@ -140,6 +142,8 @@ export class OAuthGrants {
       cacheMs: number;
       /** How long after its first use a refresh token may be presented again by the same client. */
       reuseMs: number;
+      /** Derives the pair a refresh token is exchanged for, so that a replay within the reuse window gets the same pair. */
+      successorSecret: Buffer;
       /** Where revocations a client caused (a reused code or refresh token, RFC 7009) are recorded. */
       audit?: AuditTrail;
     },
@@ -232,7 +236,7 @@ export class OAuthGrants {
 
   /**
    * The refresh_token grant with rotation: the presented token is spent, a new pair comes back. Presented again
-   * by its client within the reuse window of its first use it gets another valid pair (concurrent refreshes,
+   * by its client within the reuse window of its first use it gets that same pair again (concurrent refreshes,
    * a retried refresh whose answer was lost); after the window the reuse revokes the grant.
    */
   async refreshTokens(p: { refreshToken: string; client: OAuthClient; resource?: string; scope?: string; request?: RequestInfo }): Promise<TokenResponse> {
@@ -264,7 +268,7 @@ export class OAuthGrants {
         );
       }
     }
-    return this.issueTokens(grant);
+    return this.issueTokens(grant, p.refreshToken);
   }
 
   /** Whether a bearer token is one of our access tokens (by its prefix), so that it is checked here and not as an API key. */
@@ -345,20 +349,31 @@ export class OAuthGrants {
     ]);
   }
 
-  private async issueTokens(grant: GrantDoc): Promise<TokenResponse> {
-    const accessToken = randomToken(ACCESS_PREFIX);
-    const refreshToken = randomToken(REFRESH_PREFIX);
+  /**
+   * A new pair: random for a code, derived from the refresh token it replaces otherwise. Each token is written
+   * once ($setOnInsert): a replay of that refresh token finds the pair as the first use left it (its expiry,
+   * and its refresh token spent if it was used since), and concurrent refreshes write the same documents.
+   */
+  private async issueTokens(grant: GrantDoc, spentRefreshToken?: string): Promise<TokenResponse> {
+    const next = (prefix: string, kind: string) =>
+      spentRefreshToken === undefined ? randomToken(prefix) : derivedToken(prefix, this.opts.successorSecret, `${kind}\0${spentRefreshToken}`);
+    const accessToken = next(ACCESS_PREFIX, 'access');
+    const refreshToken = next(REFRESH_PREFIX, 'refresh');
     const base = { grant_id: grant._id, client_id: grant.client_id, server_id: grant.server_id, owner_id: grant.owner_id };
     const now = this.clock.now();
     const refreshExpiry = new Date(now + this.opts.refreshMs);
-    await this.access.insertOne({ _id: sha256(accessToken), ...base, expires_at: new Date(now + this.opts.accessMs) });
-    await this.refresh.insertOne({ _id: sha256(refreshToken), ...base, expires_at: refreshExpiry, used_at: null });
+    const access = await this.access.findOneAndUpdate(
+      { _id: sha256(accessToken) },
+      { $setOnInsert: { ...base, expires_at: new Date(now + this.opts.accessMs) } },
+      { upsert: true },
+    );
+    await this.refresh.updateOne({ _id: sha256(refreshToken) }, { $setOnInsert: { ...base, expires_at: refreshExpiry, used_at: null } }, { upsert: true });
     // Sliding expiry: an authorization refreshed within its refresh lifetime stays connected for another one.
     await this.grants.updateOne({ _id: grant._id }, { $max: { idle_expires_at: refreshExpiry } });
     return {
       access_token: accessToken,
       token_type: 'Bearer',
-      expires_in: Math.round(this.opts.accessMs / 1000),
+      expires_in: Math.max(1, Math.round(((access?.expires_at.getTime() ?? now + this.opts.accessMs) - now) / 1000)),
       refresh_token: refreshToken,
       scope: grant.scope,
     };

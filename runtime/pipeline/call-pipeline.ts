@@ -55,6 +55,10 @@ export interface CallPipelineDeps {
   credits: Credits;
   ledger: Ledger;
   rateLimiter: KeyRateLimiter;
+  /** Every credential of an owner together (keys, apps, the dashboard): one key's limits times many keys is not a limit. */
+  ownerRateLimiter: KeyRateLimiter;
+  /** The owner's limits in words, for a refusal: "300 requests per 10 s". */
+  ownerRateWords: string;
   engine: Engine;
   /** The store's time: key expiry and budget periods read it, never this host's clock. */
   clock: StoreClock;
@@ -106,9 +110,19 @@ export class CallPipeline implements McpBackend {
     return caller;
   }
 
-  rateLimit(principal: Caller, requests = 1): Promise<RateOutcome> {
+  /**
+   * The credential's own limits, then its owner's across all its credentials. In that order: requests a
+   * credential's own limit refuses (a runaway agent) never spend what the owner's other keys may use. A refusal
+   * by the owner's limit says so (`limit`); a key's own is the spec's plain 429.
+   */
+  async rateLimit(principal: Caller, requests = 1): Promise<RateOutcome> {
     // The dashboard is no key: its calls count per owner.
-    return this.d.rateLimiter.consume(principal.via ? `${principal.via}:${principal.ownerId}` : principal.keyId, requests);
+    const own = await this.d.rateLimiter.consume(principal.via ? `${principal.via}:${principal.ownerId}` : principal.keyId, requests);
+    if (!own.allowed) return principal.via ? { ...own, limit: 'the limit of your own tries' } : own;
+    const owner = await this.d.ownerRateLimiter.consume(`owner:${principal.ownerId}`, requests);
+    if (!owner.allowed) return { ...owner, limit: `the owner's limit across all its keys and apps (${this.d.ownerRateWords})` };
+    // The headers of the tighter of the two.
+    return Number(owner.headers['RateLimit-Remaining']) < Number(own.headers['RateLimit-Remaining']) ? owner : own;
   }
 
   async listTools(principal: Caller): Promise<ToolListing[]> {
@@ -179,7 +193,7 @@ export class CallPipeline implements McpBackend {
     let outcome: ToolCallResult;
     let failure: ToolError | undefined;
     try {
-      const run = { signal: options.signal, progress: options.progress, outbound: trace.outbound(validated) };
+      const run = { owner: principal.ownerId, signal: options.signal, progress: options.progress, outbound: trace.outbound(validated) };
       outcome = { ok: true, result: await this.d.engine.run(tool.base, validated, account, run) };
     } catch (err) {
       failure = err instanceof ToolError ? err : new ToolError('internal_error', 'The tool failed inside the service', { refund: true });

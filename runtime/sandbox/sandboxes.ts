@@ -1,7 +1,8 @@
 // The service's own provider sandboxes (sandboxes/in-service.ts), so an owner can try every tool without
 // credentials of any provider. One set per owner, each sandbox started on the first request that owner's
 // sandbox accounts send to it, all stopped after `idleMs` without use (the data then starts again from the
-// seed), at most `maxSets` sets at once. Each sandbox listens on a unix socket in a folder only this
+// seed), at most `maxSets` sets at once, each taking in at most `maxWriteBytes` of request bodies between two
+// starts (what an owner writes into it stays in this process's memory). Each sandbox listens on a unix socket in a folder only this
 // process's user can open (0700) and is reached only through the agents lease() hands to the outbound client
 // for requests of accounts the service itself created as sandbox accounts: no TCP port, no opening of the
 // outbound guard, and one owner's requests never reach another owner's set.
@@ -30,7 +31,8 @@ export interface SandboxLease {
 
 /** What the outbound client needs: a lease on an owner's sandbox host, or undefined when no sandbox has that name. */
 export interface SandboxRouter {
-  lease(ownerId: string, hostname: string): Promise<SandboxLease | undefined>;
+  /** `writeBytes`: the size of the request's body, counted against what the owner's set may take in. */
+  lease(ownerId: string, hostname: string, writeBytes?: number): Promise<SandboxLease | undefined>;
 }
 
 export interface SandboxesOptions {
@@ -38,6 +40,8 @@ export interface SandboxesOptions {
   secret: Buffer;
   idleMs: number;
   maxSets: number;
+  /** Request bodies one owner's set takes in between two starts; beyond, its requests with a body are refused. */
+  maxWriteBytes?: number;
   logger: Logger;
   /** The simulators of providers (default: the four of sandboxes/in-service.ts). */
   definitions?: readonly SandboxDefinition[];
@@ -55,6 +59,8 @@ interface OwnerSet {
   ownerId: string;
   lastUsed: number;
   leases: number;
+  /** Bytes of request bodies taken in since the set started. */
+  written: number;
   /** By account kind: one sandbox per provider, whatever reload made its definition. */
   running: Map<string, Promise<Running>>;
 }
@@ -104,11 +110,22 @@ export class Sandboxes implements SandboxRouter {
     return { sets: this.sets.size, sandboxes: [...this.sets.values()].reduce((n, s) => n + s.running.size, 0) };
   }
 
-  async lease(ownerId: string, hostname: string): Promise<SandboxLease | undefined> {
+  async lease(ownerId: string, hostname: string, writeBytes = 0): Promise<SandboxLease | undefined> {
     const host = hostname.toLowerCase().replace(/\.$/, '');
     const def = this.definitions.find((d) => d.hosts.includes(host));
     if (!def) return undefined;
     const set = this.setOf(ownerId);
+    const max = this.options.maxWriteBytes ?? Infinity;
+    if (writeBytes > 0 && set.written + writeBytes > max) {
+      const size = (n: number) => (n < 1_048_576 ? `${Math.ceil(n / 1024)} KB` : `${(n / 1_048_576).toFixed(1)} MB`);
+      const idle = `${this.idleMinutes} minute${this.idleMinutes === 1 ? '' : 's'}`;
+      throw new ToolError(
+        'sandbox_full',
+        `Your sandbox accounts took in ${size(set.written)} of data since they started, and may take in ${size(max)}: nothing more is written to them until they start again from their seed data, after ${idle} unused. Reading still works`,
+        { refund: true },
+      );
+    }
+    set.written += writeBytes;
     set.leases++;
     try {
       const running = await this.started(set, def);
@@ -171,7 +188,7 @@ export class Sandboxes implements SandboxRouter {
         { retryable: true },
       );
     }
-    set = { ownerId, lastUsed: Date.now(), leases: 0, running: new Map() };
+    set = { ownerId, lastUsed: Date.now(), leases: 0, written: 0, running: new Map() };
     this.sets.set(ownerId, set);
     return set;
   }

@@ -98,6 +98,11 @@ export class CustomTools {
     return full;
   }
 
+  /** How many tools the owner has on all its servers (its quota counts them). */
+  countForOwner(ownerId: string): Promise<number> {
+    return this.tools.countDocuments({ owner_id: ownerId });
+  }
+
   list(ownerId: string, serverId: string): Promise<CustomToolDoc[]> {
     return this.tools.find({ owner_id: ownerId, server_id: serverId }, { sort: { name: 1 } });
   }

@@ -27,6 +27,11 @@ export class Servers {
     this.cache = new TtlCache(cacheMs);
   }
 
+  /** How many servers the owner has (its quota counts them). */
+  count(ownerId: string): Promise<number> {
+    return this.servers.countDocuments({ owner_id: ownerId });
+  }
+
   async create(ownerId: string, name: string, id?: string, sandbox = false): Promise<ServerDoc> {
     const doc: ServerDoc = {
       _id: id ?? randomId('srv_', 9),

@@ -4,9 +4,10 @@ import { startPostgrestSandbox, type PostgrestSandbox } from '../../sandboxes/po
 
 let sim: PostgrestSandbox;
 
+// PGlite takes half a minute to start on a busy machine.
 beforeAll(async () => {
   sim = await startPostgrestSandbox();
-});
+}, 90_000);
 afterAll(async () => {
   await sim?.close();
 });
