@@ -79,16 +79,8 @@ interface Rolled {
 async function reportAgainst(ledger: Ledger, line: CreditDoc): Promise<InvariantReport> {
   const owner = line._id;
   const { records, rolled } = await ledger.unrolledThenRolled({ owner_id: owner }, { at: {} }, async (rows): Promise<Rolled> => {
-    const inLiveBlocks = (
-      await Promise.all(
-        Object.values(line.blocks ?? {}).map((b) =>
-          ledger.calls.find(
-            { charge_key: { $gte: chargeKey(owner, b.from), $lt: chargeKey(owner, b.end) } },
-            { projection: { _id: 1, at: 1, charged: 1, outcome: 1 } },
-          ),
-        ),
-      )
-    ).flat();
+    const ranges = Object.values(line.blocks ?? {}).map((b) => ({ charge_key: { $gte: chargeKey(owner, b.from), $lt: chargeKey(owner, b.end) } }));
+    const inLiveBlocks = ranges.length ? await ledger.calls.find({ $or: ranges }, { projection: { _id: 1, at: 1, charged: 1, outcome: 1 } }) : [];
     const totals = await ledger.rollUp.totals.findOne({ _id: owner });
     if (totals) return { kept: totals.credits, debited: totals.debited, notIn: (rs) => rs.filter((c) => c.at >= totals.through), inLiveBlocks };
     const aggregates = await rows.find({ owner_id: owner });
