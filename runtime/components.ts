@@ -70,6 +70,8 @@ export function backgroundFailure(logger: Logger, what: string): (err: unknown) 
 export const MAX_CALL_MS = 15 * 60_000;
 /** A partition's housekeeping lease: renewed every 20 s while a run lasts, so a holder that dies delays its partition by at most a minute. */
 const HOUSEKEEPING_LEASE_MS = 60_000;
+/** A credit block hands out ranges for at most this long (billing/credit-blocks.ts); after a crash its rest comes back MAX_CALL_MS later. */
+const BLOCK_LEASE_MS = 30_000;
 
 export interface Components extends ApiDeps {
   store: Store;
@@ -216,7 +218,7 @@ export async function buildComponents(
     alerts: mail?.alerts,
   });
   const endUsers = new EndUsers(store);
-  const budgets = new Budgets(store);
+  const budgets = new Budgets(store, backgroundFailure(logger, 'giving back a budget reservation failed'));
   const oauth = {
     clients: new OAuthClients(store, metadataHttp, (address) => signInLimits.fetchMetadata(address)),
     grants: new OAuthGrants(store, {
@@ -251,6 +253,7 @@ export async function buildComponents(
     partitions: config.ledgerPartitions ?? (store.kind === 'embedded' ? 1 : 8),
     leaseMs: HOUSEKEEPING_LEASE_MS,
     maxCallMs: MAX_CALL_MS,
+    blockLeaseMs: BLOCK_LEASE_MS,
     settledMs,
     instance,
     onBackgroundError: backgroundFailure(logger, 'ledger housekeeping failed'),

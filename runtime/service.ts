@@ -51,7 +51,7 @@ export interface RunningService {
   sandboxes?: Sandboxes;
   /** E-mail (absent without SMTP_URL): the outbox, and the alerts the accounts code tells (AccountAlerts). */
   mail?: Components['mail'];
-  /** Writes buffered last-used times of keys and OAuth grants, and waits for the ledger records being written. */
+  /** Writes buffered last-used times of keys and OAuth grants, waits for the ledger records being written, gives back credit blocks and budget reservations. */
   flush(): Promise<void>;
   /** Runs the hourly sweeps now (retention of sessions, OAuth tokens, audit events, budget counters, connect flows). */
   housekeeping(): Promise<void>;
@@ -93,8 +93,10 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   if (config.port === 0 && c.site.publicUrl.endsWith(':0')) c.site.publicUrl = `http://${host}:${port}`;
-  // `final`: also the records counting rejections of the minute under way (at shutdown, and when a caller asks).
-  const flush = (final = false) => Promise.all([c.keys.flush(), c.oauth.grants.flush(), c.ledger.flush(final)]).then(() => undefined);
+  // `final`: also the records counting rejections of the minute under way (at shutdown, and when a caller asks),
+  // the budget reservations and the credit blocks this process holds.
+  const flush = (final = false) =>
+    Promise.all([c.keys.flush(), c.oauth.grants.flush(), c.ledger.flush(final), ...(final ? [c.budgets.giveBackIdle(true)] : [])]).then(() => undefined);
   const sweeps = sweepsOf(c, config, logger);
   const stopTimers = startTimers(c, sweeps, flush, logger);
   catalog.onReload(() => void warnOrphans(c, logger));

@@ -6,13 +6,13 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Credits } from '../runtime/billing/credits.ts';
 import { listCalls } from '../runtime/api/calls.ts';
 import type { CallDoc } from '../runtime/billing/ledger.ts';
 import { ConfigError, DEFAULT_CREDITS_HELP, loadConfig } from '../runtime/config.ts';
 import { STORE_INDEXES } from '../runtime/indexes.ts';
 import { storeTargets } from './support/stores.ts';
 import { type Owner, type TestService, createOwner, createServer, startTestService } from './support/service.ts';
+import { takeBlock } from './support/ledger.ts';
 import { rpc } from './support/tool-calls.ts';
 import { DEMO_SPECS, useDemoUpstream } from './support/upstream.ts';
 
@@ -149,7 +149,7 @@ describe('an interrupted call in the log', () => {
     try {
       const who = await createOwner(disk, 50);
       // What a stop in the middle of a call leaves on disk: a charge on the owner's credit line, no record.
-      expect(await new Credits(disk.store).charge(who.id, 3)).not.toBeNull();
+      expect(await takeBlock(disk.store, who.id, 3)).not.toBeNull();
       await disk.close();
       disk = await startTestService(DEMO_SPECS, { onDisk: dir });
       const [call] = (await disk.call('GET', '/api/calls', { token: who.token })).body.calls;

@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Credits } from '../runtime/billing/credits.ts';
 import { chromiumAvailable, launchChromium, watchedPage } from './browser/chromium.ts';
 import { connectV1 } from './support/mcp-clients.ts';
 import { type Owner, type TestService, createServer, startTestService } from './support/service.ts';
+import { takeBlock } from './support/ledger.ts';
 import { rpc } from './support/tool-calls.ts';
 import { DEMO_SPECS, useDemoUpstream } from './support/upstream.ts';
 
@@ -99,7 +99,7 @@ describe.skipIf(!chromiumAvailable)('the dashboard in daily use', () => {
     try {
       const { owner, cookie } = await signedUpOwner(disk);
       // What a stop in the middle of a call leaves: a charge on the credit line, no record. Settled at the next start.
-      expect(await new Credits(disk.store).charge(owner.id, 2)).not.toBeNull();
+      expect(await takeBlock(disk.store, owner.id, 2)).not.toBeNull();
       await disk.close();
       disk = await startTestService({ ...DEMO_SPECS, STARTING_CREDITS: '40' }, { onDisk: dir });
       const { context, page } = await browse(disk, cookie);

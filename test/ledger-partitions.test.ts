@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { Credits } from '../runtime/billing/credits.ts';
 import { type CallDoc, type HousekeepingRun, Ledger, type LedgerOptions, recordOf } from '../runtime/billing/ledger.ts';
 import { STORE_INDEXES } from '../runtime/indexes.ts';
-import { LEDGER_OPTIONS } from './support/ledger.ts';
+import { LEDGER_OPTIONS, takeBlock } from './support/ledger.ts';
 import { storeTargets } from './support/stores.ts';
 
 for (const target of storeTargets('ledger_partitions').filter((t) => t.name !== 'embedded, on disk')) {
@@ -38,10 +38,18 @@ for (const target of storeTargets('ledger_partitions').filter((t) => t.name !== 
       for (let o = 0; o < OWNERS; o++) {
         const owner = `own_p${o}`;
         await credits.grant(owner, 100);
-        let from = (await credits.charge(owner, KEYS))!;
+        const block = (await takeBlock(store, owner, KEYS))!;
         for (let k = 0; k < KEYS; k++) {
           const at = new Date(store.clock.now() - ((o * KEYS + k) % 120) * 60_000 - 1000);
-          const call = { id: `call_p${o}_${k}`, cost: 1, server_id: `srv_${o}`, key_id: `key_${o}_${k}`, tool: 'demo_ping', from: from++ };
+          const call = {
+            id: `call_p${o}_${k}`,
+            cost: 1,
+            server_id: `srv_${o}`,
+            key_id: `key_${o}_${k}`,
+            tool: 'demo_ping',
+            from: block.from + k,
+            block: block.id,
+          };
           records.push({ ...recordOf(call, owner, 'ok', 'ok', 1, 5), at });
           records.push({ ...recordOf({ ...call, id: `${call.id}_r`, from: undefined }, owner, 'rejected', 'invalid_arguments', 0, 1), at });
         }

@@ -36,7 +36,8 @@ export function callsQuery(query: Record<string, unknown>): CallQuery & ListPage
 
 /** What a call-log query selects (each has an index that gives its pages in order: runtime/indexes.ts). */
 export function callConditions(ownerId: string, q: CallQuery): Filter[] {
-  const parts: Filter[] = [{ owner_id: ownerId }];
+  // The unused rest of a credit block (count 0) is no call.
+  const parts: Filter[] = [{ owner_id: ownerId }, { count: { $ne: 0 } }];
   if (q.server) parts.push({ server_id: q.server });
   if (q.key) parts.push({ key_id: q.key });
   if (q.endUser) parts.push({ end_user_id: q.endUser });

@@ -1,49 +1,65 @@
-// Credit balances, kept as a credit line per owner so that a charge costs one update of a document that never
-// grows, on one store or across instances without transactions.
+// Credit balances, kept as a credit line per owner so that the owner's credits cost few writes of one document
+// that stays small, on one store or across instances without transactions.
 //
-// A charge is ONE conditional atomic update of the owner's document: the balance goes down (never below zero,
-// also under concurrency) and `debited`, the total ever taken by charges, goes up by the same amount. The
-// update answers with the new total, so each charge owns the range [from, from + cost) of the owner's credit
-// line. The call's ledger record carries that range: a range with no record is a call still running or one a
-// crash interrupted (settlement.ts finds and refunds those). A refund gives the credits back in one update
-// guarded by the range's start (`refunds`), so it happens once whoever applies it and however often.
+// Credits are taken in blocks (credit-blocks.ts): ONE conditional atomic update of the owner's document takes
+// a block, the balance going down by its size (never below zero, also under concurrency) and `debited`, the
+// end of the line, going up by the same amount, so the block owns the range [from, from + size) of the line.
+// The process that took it hands sub-ranges of it to calls from memory; each call's ledger record carries its
+// range, so a range with no record is a call still running, the unused rest of a live block, or one a crash
+// interrupted (settlement.ts). While the block is live the document lists it in `blocks` (its range and its
+// lease): one entry per live block, whatever the number of calls or refunds. The block's return, the unused
+// rest plus the refunds of its calls, is ONE update that removes its entry: the entry is what makes the return
+// happen once, whoever applies it (the process, or settlement once the lease is over).
 //
-// Charges of one owner that arrive together (in one turn of the event loop, or while the previous update is in
-// flight) share one update (group commit, group-commit.ts).
-//
-// granted - balance = debited - refunded, always (both move in the same updates).
-import type { Collection, Doc, Store } from '../store/port.ts';
-import { KeyedGroupCommit } from './group-commit.ts';
+// granted - balance = debited - what returns and refunds gave back, always (they move in the same updates).
+import type { Collection, Doc, Filter, Store } from '../store/port.ts';
+
+/** A live block in its owner's document: its range of the line, and until when its process hands out sub-ranges (store time). */
+export interface BlockEntry {
+  from: number;
+  end: number;
+  until: Date;
+}
 
 export interface CreditDoc extends Doc {
   /** _id is the owner id. */
   balance: number;
   granted: number;
-  /** The end of the credit line: every credit ever taken by a charge. */
+  /** The end of the credit line: every credit ever taken by a block (or, before blocks, by a charge). */
   debited: number;
   /** Every range below this point is settled: recorded (or recorded as interrupted), its refund applied. */
   settled: number;
-  /** Starts of refunded ranges at or above `settled` whose refund is applied: what makes a refund happen once. */
+  /** Live blocks by id: what their return (one update that removes the entry) has not given back yet. */
+  blocks?: Record<string, BlockEntry>;
+  /**
+   * Starts of ranges charged one by one before blocks whose refund is applied (at or above `settled`): what made
+   * such a refund happen once. Nothing adds to it any more; settlement empties it.
+   */
   refunds?: number[];
   /** settled < debited: settlement has work here (indexed, so it never scans every owner). */
   unsettled: boolean;
   /**
    * Points of the credit line with the time they were read: a range below a point older than any call is not
-   * running. (These two lists may be missing where empty: FerretDB does not store an empty array set on insert.)
+   * running. (These lists may be missing where empty: FerretDB does not store an empty array set on insert.)
    */
   marks?: Array<{ at: Date; debited: number }>;
 }
 
-/** A charge that went through: its range on the owner's credit line starts here. */
-export type ChargeStart = number;
+/** The line as a block's take needs it: its end and balance. */
+export type LineState = Pick<CreditDoc, 'debited' | 'balance'>;
+
+/** A block being returned: its id and the credits it gives back. */
+export interface BlockReturn {
+  id: string;
+  credits: number;
+}
 
 const FRESH_LINE = { debited: 0, settled: 0, unsettled: false };
-/** Attempts at a batch whose total the balance does not cover, each with a fresh read of the balance. */
-const FIT_ATTEMPTS = 4;
 
 export class Credits {
   readonly docs: Collection<CreditDoc>;
-  private readonly charges = new KeyedGroupCommit<number, ChargeStart | null>((ownerId, costs) => this.take(ownerId, costs));
+  /** What this process holds in credit blocks for an owner, not handed to a call (credit-blocks.ts). */
+  private heldHere: (ownerId: string) => number = () => 0;
 
   /** `onCharged`: told the balance a charge left (the low-credit e-mail alert); synchronous, it must not wait. */
   constructor(
@@ -53,8 +69,24 @@ export class Credits {
     this.docs = store.collection<CreditDoc>('credits');
   }
 
+  /** A call was charged (credit-blocks.ts), leaving the owner about `balance`. */
+  charged(ownerId: string, balance: number): void {
+    this.onCharged?.(ownerId, balance);
+  }
+
+  /** What the owner can spend: the line's balance and what this process holds of it in blocks (other instances give theirs back within a second of idleness). */
   async balance(ownerId: string): Promise<number> {
-    return (await this.docs.findOne({ _id: ownerId }))?.balance ?? 0;
+    return ((await this.docs.findOne({ _id: ownerId }))?.balance ?? 0) + this.heldHere(ownerId);
+  }
+
+  /** Told by this process's credit blocks what they hold. */
+  holding(held: (ownerId: string) => number): void {
+    this.heldHere = held;
+  }
+
+  /** The line's end and balance (null: an owner without credits ever). */
+  async line(ownerId: string): Promise<LineState | null> {
+    return (await this.docs.find({ _id: ownerId }, { limit: 1, projection: { debited: 1, balance: 1 } }))[0] ?? null;
   }
 
   /** Adds credits; a negative amount debits, down to zero at most. Returns the new balance. */
@@ -81,43 +113,48 @@ export class Credits {
     }
   }
 
-  /** Takes `cost` credits if the balance allows: the start of the charge's range, or null (nothing taken). */
-  charge(ownerId: string, cost: number): Promise<ChargeStart | null> {
-    return this.charges.add(ownerId, cost);
+  /**
+   * ONE update of the owner's line: returns the blocks `returning` (each only if its entry is still there) and
+   * takes a new block of `size` credits (none when 0) starting at the line's end as `seen`. Matches nothing (null)
+   * when the line's end moved since `seen`, the balance does not cover the block, or an entry is gone: the caller
+   * reads the line again and decides.
+   */
+  async exchange(
+    ownerId: string,
+    seen: LineState,
+    take: { id: string; size: number; until: Date } | null,
+    returning: BlockReturn[],
+  ): Promise<LineState | null> {
+    const back = returning.reduce((sum, r) => sum + r.credits, 0);
+    const size = take?.size ?? 0;
+    const filter: Filter = { _id: ownerId, ...entriesPresent(returning) };
+    if (take) Object.assign(filter, { debited: seen.debited, balance: { $gte: size - back } });
+    const unset = Object.fromEntries(returning.map((r) => [`blocks.${r.id}`, '' as const]));
+    const doc = await this.docs.findOneAndUpdate(filter, {
+      $inc: { balance: back - size, debited: size },
+      ...(take ? { $set: { [`blocks.${take.id}`]: { from: seen.debited, end: seen.debited + size, until: take.until }, unsettled: true } } : {}),
+      ...(returning.length ? { $unset: unset } : {}),
+    });
+    return doc && { debited: doc.debited, balance: doc.balance };
+  }
+
+  /** The ids of the owner's live blocks. */
+  async blockIds(ownerId: string): Promise<string[]> {
+    const doc = (await this.docs.find({ _id: ownerId }, { limit: 1, projection: { blocks: 1 } }))[0];
+    return Object.keys(doc?.blocks ?? {});
+  }
+
+  /** Which of these blocks still have their entry (the others were returned). */
+  async present(ownerId: string, ids: string[]): Promise<Set<string>> {
+    const live = new Set(await this.blockIds(ownerId));
+    return new Set(ids.filter((id) => live.has(id)));
   }
 
   /**
-   * One update for the whole batch when the balance covers it. Otherwise the charges that fit, in order of
-   * arrival, in one update after reading the balance (again if a concurrent update moved it); the rest are refused.
+   * Gives back the credits of a range charged one by one before blocks, once: a no-op when that refund was
+   * applied already (by a retry, or settlement). Returns whether this update applied it.
    */
-  private async take(ownerId: string, costs: number[]): Promise<Array<ChargeStart | null>> {
-    const starts: Array<ChargeStart | null> = costs.map(() => null);
-    let chosen = costs.map((_, i) => i);
-    for (let attempt = 0; attempt < FIT_ATTEMPTS && chosen.length > 0; attempt++) {
-      if (attempt > 0) chosen = fitting(costs, chosen, await this.balance(ownerId));
-      const total = chosen.reduce((sum, i) => sum + costs[i], 0);
-      if (total === 0) break;
-      const doc = await this.docs.findOneAndUpdate(
-        { _id: ownerId, balance: { $gte: total } },
-        { $inc: { balance: -total, debited: total }, $set: { unsettled: true } },
-      );
-      if (!doc) continue;
-      this.onCharged?.(ownerId, doc.balance);
-      let from = doc.debited - total;
-      for (const i of chosen) {
-        starts[i] = from;
-        from += costs[i];
-      }
-      break;
-    }
-    return starts;
-  }
-
-  /**
-   * Gives back the credits of the range starting at `from`, once: a no-op when that refund was applied already
-   * (by this call, a retry, or settlement). Returns whether this update applied it.
-   */
-  async refund(ownerId: string, from: ChargeStart, cost: number): Promise<boolean> {
+  async refund(ownerId: string, from: number, cost: number): Promise<boolean> {
     const { matched } = await this.docs.updateOne(
       { _id: ownerId, settled: { $lte: from }, refunds: { $ne: from } },
       { $inc: { balance: cost }, $push: { refunds: from } },
@@ -126,14 +163,6 @@ export class Credits {
   }
 }
 
-/** Of the charges `among` (indexes into costs, in order of arrival), those that fit in `balance`, first come first served. */
-function fitting(costs: number[], among: number[], balance: number): number[] {
-  const chosen: number[] = [];
-  let left = balance;
-  for (const i of among) {
-    if (costs[i] > left) continue;
-    chosen.push(i);
-    left -= costs[i];
-  }
-  return chosen;
+function entriesPresent(returning: BlockReturn[]): Filter {
+  return Object.fromEntries(returning.map((r) => [`blocks.${r.id}`, { $exists: true }]));
 }

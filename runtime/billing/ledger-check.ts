@@ -1,5 +1,7 @@
 // The ledger's invariant: granted - balance = kept + open, where kept is what recorded calls kept and open is
-// what calls still hold (charged ranges with no record yet, and refunds recorded but not yet applied).
+// what calls and credit blocks still hold (charged ranges with no record yet: calls running, the unused rest of
+// live blocks; and refunds recorded but not given back yet: those of live blocks' calls, which their block
+// returns, and of ranges charged before blocks whose refund is not applied).
 //
 // Exact under live traffic: everything is judged against ONE read of the owner's credit line. Records of ranges
 // charged after that read are left out; records that arrive after it for ranges charged before count the same
@@ -12,7 +14,7 @@
 // them yet (a minute or two); only an owner with no call since its ledger was written by a version without
 // totals is read from its hourly aggregates.
 import type { CreditDoc } from './credits.ts';
-import { type CallDoc, type Ledger, unrolled } from './ledger.ts';
+import { type CallDoc, type Ledger, chargeKey, unrolled } from './ledger.ts';
 
 export interface InvariantReport {
   owner_id: string;
@@ -70,15 +72,25 @@ interface Rolled {
   kept: number;
   debited: number;
   notIn: (records: CallDoc[]) => CallDoc[];
+  /** The records of the line's live blocks (read before the rolled figures, after the records not rolled). */
+  inLiveBlocks: CallDoc[];
 }
 
 async function reportAgainst(ledger: Ledger, line: CreditDoc): Promise<InvariantReport> {
-  const { records, rolled } = await ledger.unrolledThenRolled({ owner_id: line._id }, { at: {} }, async (rows): Promise<Rolled> => {
-    const totals = await ledger.rollUp.totals.findOne({ _id: line._id });
-    if (totals) return { kept: totals.credits, debited: totals.debited, notIn: (rs) => rs.filter((c) => c.at >= totals.through) };
-    const aggregates = await rows.find({ owner_id: line._id });
+  const owner = line._id;
+  const { records, rolled } = await ledger.unrolledThenRolled({ owner_id: owner }, { at: {} }, async (rows): Promise<Rolled> => {
+    const ranges = Object.values(line.blocks ?? {}).map((b) => ({ charge_key: { $gte: chargeKey(owner, b.from), $lt: chargeKey(owner, b.end) } }));
+    const inLiveBlocks = ranges.length ? await ledger.calls.find({ $or: ranges }, { projection: { _id: 1, at: 1, charged: 1, outcome: 1 } }) : [];
+    const totals = await ledger.rollUp.totals.findOne({ _id: owner });
+    if (totals) return { kept: totals.credits, debited: totals.debited, notIn: (rs) => rs.filter((c) => c.at >= totals.through), inLiveBlocks };
+    const aggregates = await rows.find({ owner_id: owner });
     const through = new Map(aggregates.map((r) => [r._id, r.through]));
-    return { kept: total(aggregates, (r) => r.credits), debited: total(aggregates, (r) => r.debited ?? 0), notIn: (rs) => unrolled(rs, through) };
+    return {
+      kept: total(aggregates, (r) => r.credits),
+      debited: total(aggregates, (r) => r.debited ?? 0),
+      notIn: (rs) => unrolled(rs, through),
+      inLiveBlocks,
+    };
   });
   // Ranges charged after the line was read are not part of this snapshot.
   const mine = rolled.notIn(records).filter((c) => c.from === undefined || c.from < line.debited);
@@ -86,10 +98,14 @@ async function reportAgainst(ledger: Ledger, line: CreditDoc): Promise<Invariant
   const refundPending = (from: number) => from >= line.settled && !(line.refunds ?? []).includes(from);
   const kept = rolled.kept + total(mine, (c) => c.credits);
   const recorded = rolled.debited + total(charged, (c) => c.charged);
-  const pending = total(
-    charged.filter((c) => c.outcome === 'refunded' && refundPending(c.from!)),
-    (c) => c.charged,
-  );
+  // A live block's refunded records (counted above: rolled, or read not rolled) wait for the block's return.
+  const counted = new Set(mine.map((c) => c._id));
+  const blockRefunds = rolled.inLiveBlocks.filter((c) => c.outcome === 'refunded' && (counted.has(c._id) || rolled.notIn([c]).length === 0));
+  const pending =
+    total(
+      charged.filter((c) => c.outcome === 'refunded' && c.block === undefined && refundPending(c.from!)),
+      (c) => c.charged,
+    ) + total(blockRefunds, (c) => c.charged);
   const open = line.debited - recorded + pending;
   const difference = line.granted - kept - open - line.balance;
   // Every range below `settled` is recorded (settlement moves it only past recorded ranges), and the ranges

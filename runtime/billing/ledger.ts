@@ -1,17 +1,19 @@
 // The call ledger: one record per tools/call (time, owner, server, key, tool, credits charged and kept,
 // outcome, the error's code and message, latency), written before the answer is sent. A charged call's record
-// carries the start of its range on the owner's credit line (credits.ts): the record is what settles the
-// charge. Kept: nothing more to do. Refunded: the refund follows the record, guarded so it happens once.
+// carries the start of its range on the owner's credit line (credits.ts) and the block it was charged from
+// (credit-blocks.ts): the record is what settles the charge. Kept: nothing more to do. Refunded: the credits go
+// back into the block, which gives them back to the balance with its return.
 //
 // Records of concurrent calls are written together (group commit: one insertMany for those that ended
 // together, each call awaiting its batch), stamped with the store's time (store/clock.ts). Usage is read from
 // hourly aggregates (rollup.ts, kept current every minute) plus the few records not rolled yet, so no page loads
-// a month of records. Around this file: settlement.ts (ranges a crash left without a record), rollup.ts
+// a month of records. Around this file: credit-blocks.ts (charging from blocks), settlement.ts (ranges a crash left without a record), rollup.ts
 // (aggregates, totals, retention), partitions.ts (how the housekeeping is shared out), ledger-check.ts (the
 // invariant, exact under traffic), rejections.ts and log-caps.ts (what keeps one owner from filling the log).
 import { DuplicateKeyError, type Collection, type Doc, type Filter, type Store, StoreUnavailableError } from '../store/port.ts';
 import { Lease } from '../store/lease.ts';
-import type { ChargeStart, Credits } from './credits.ts';
+import { type Charge, CreditBlocks } from './credit-blocks.ts';
+import type { Credits } from './credits.ts';
 import { GroupCommit } from './group-commit.ts';
 import { type InvariantReport, checkLedger } from './ledger-check.ts';
 import { SLOTS, slotOf } from './partitions.ts';
@@ -42,7 +44,9 @@ export interface CallDoc extends Doc {
   credits: number;
   latency_ms: number | null;
   /** Start of the call's range on the owner's credit line; absent when nothing was charged. */
-  from?: ChargeStart;
+  from?: number;
+  /** The block the range belongs to (credit-blocks.ts): its return gives a refund back. Absent on records of older versions. */
+  block?: string;
   /** `<owner>:<from, padded>` (chargeKey), unique: one record per range, even if a call outlived the time after which it counts as interrupted. */
   charge_key?: string;
   /** The error's message as the client got it (it never holds argument values or secrets). */
@@ -53,7 +57,10 @@ export interface CallDoc extends Doc {
   via?: CallVia;
   /** The owner's end user the call acted as (runtime/access/end-users.ts); the credits are still the owner's. */
   end_user_id?: string;
-  /** Rejections counted, not logged one by one (rejections.ts): how many calls this record stands for (1 when absent). */
+  /**
+   * How many calls this record stands for (1 when absent): rejections counted, not logged one by one
+   * (rejections.ts); 0 for the unused rest of a block (restRecord), which is no call.
+   */
   count?: number;
 }
 
@@ -87,7 +94,8 @@ export interface CallCharge {
   key_id: string;
   tool: string;
   cost: number;
-  from?: ChargeStart;
+  from?: number;
+  block?: string;
   via?: CallVia;
   end_user_id?: string;
 }
@@ -109,6 +117,8 @@ export interface LedgerOptions {
   leaseMs: number;
   /** Longer than any call can last: a range without a record older than this is an interrupted call. */
   maxCallMs: number;
+  /** A credit block hands out ranges this long (its lease); settlement returns a block maxCallMs after its lease. */
+  blockLeaseMs: number;
   /**
    * Records are rolled once this old, so that one being written by another instance is never missed (a slow
    * store's write time, with margin); this process's own writes hold the roll-up back until they are stored.
@@ -153,6 +163,7 @@ export class Ledger {
   readonly rolled: Collection<RolledDoc>;
   readonly settlement: Settlement;
   readonly rollUp: RollUp;
+  readonly blocks: CreditBlocks;
   private readonly records = new GroupCommit<CallDoc, void>((docs) => this.insert(docs));
   /** The stamp of the batch of records being written (one at a time), until the store has it. */
   private writing: Date | null = null;
@@ -179,6 +190,11 @@ export class Ledger {
     this.calls = store.collection<CallDoc>('calls');
     this.rolled = store.collection<RolledDoc>('usage');
     this.settlement = new Settlement(this.calls, credits, options.maxCallMs, store.clock);
+    this.blocks = new CreditBlocks(credits, store.clock, {
+      leaseMs: options.blockLeaseMs,
+      recordRest: (ownerId, blockId, from, credits) => this.records.add(restRecord(ownerId, blockId, from, credits)),
+      onBackgroundError: options.onBackgroundError,
+    });
     this.rollUp = new RollUp(store, this, options);
     this.rejections = new RejectionLog(options.rejectionsPerMinute, store.clock);
     this.leases = Array.from({ length: options.partitions }, (_, p) => new Lease(store, `ledger-housekeeping:${p}/${options.partitions}`, options.instance));
@@ -193,9 +209,14 @@ export class Ledger {
     return this.records.add(doc);
   }
 
+  /** Takes `cost` credits of the owner's for a call (from a block: credit-blocks.ts); null when the balance does not cover it. */
+  charge(ownerId: string, cost: number): Promise<Charge | null> {
+    return this.blocks.charge(ownerId, cost);
+  }
+
   /**
-   * Records the outcome of a charged call, then, for a refund, gives its credits back (once, however often
-   * this is retried: credits.refund is guarded by the range).
+   * Records the outcome of a charged call, then ends its charge: a refund goes back into its block. A call whose
+   * record the store did not take keeps its charge until settleUnrecorded has recorded it.
    */
   async finish(doc: CallDoc, refund: boolean): Promise<void> {
     try {
@@ -204,7 +225,11 @@ export class Ledger {
       if (err instanceof StoreUnavailableError && doc.charge_key !== undefined) this.unrecorded.set(doc.charge_key, doc);
       throw err;
     }
-    if (refund && doc.from !== undefined) await retried(() => this.credits.refund(doc.owner_id, doc.from!, doc.charged));
+    this.release(doc, refund);
+  }
+
+  private release(doc: CallDoc, refund: boolean): void {
+    if (doc.block !== undefined && doc.from !== undefined) this.blocks.release(doc.owner_id, { from: doc.from, block: doc.block }, doc.charged, refund);
   }
 
   /**
@@ -215,7 +240,7 @@ export class Ledger {
   settleUnrecorded(): Promise<void> {
     this.settlingUnrecorded ??= (async () => {
       for (const [key, doc] of this.unrecorded) {
-        await this.settlement.settleUnrecorded(doc as CallDoc & { from: number; charge_key: string });
+        this.release(doc, await this.settlement.settleUnrecorded(doc as CallDoc & { from: number; charge_key: string }));
         this.unrecorded.delete(key);
       }
     })().finally(() => {
@@ -255,11 +280,13 @@ export class Ledger {
   }
 
   /**
-   * Writes the records counting rejections of minutes that are over (of every minute with `all`, at shutdown),
-   * waits for the records being written, and settles what the store refused if it can.
+   * Writes the records counting rejections of minutes that are over (of every minute with `all`, at shutdown,
+   * also giving back every credit block whose calls are over), waits for the records being written, and settles
+   * what the store refused if it can.
    */
   async flush(all = false): Promise<void> {
     await Promise.all(this.rejections.due(all).map((doc) => this.records.add(doc)));
+    if (all) await this.blocks.flush();
     await this.records.idle();
     await this.housekeeping;
     if (this.unrecorded.size > 0) await this.settleUnrecorded().catch(() => undefined);
@@ -267,7 +294,8 @@ export class Ledger {
 
   /** The owner's latest calls, newest first. */
   latest(ownerId: string, limit: number, serverId?: string): Promise<CallDoc[]> {
-    return this.calls.find(serverId ? { owner_id: ownerId, server_id: serverId } : { owner_id: ownerId }, { sort: { at: -1 }, limit });
+    const calls = { owner_id: ownerId, count: { $ne: 0 } }; // not the rests of credit blocks
+    return this.calls.find(serverId ? { ...calls, server_id: serverId } : calls, { sort: { at: -1 }, limit });
   }
 
   /**
@@ -379,18 +407,45 @@ export function recordOf(
     charged: call.from === undefined ? 0 : call.cost,
     credits: kept,
     latency_ms: latencyMs,
-    ...(call.from === undefined ? {} : { from: call.from, charge_key: chargeKey(ownerId, call.from) }),
+    ...(call.from === undefined ? {} : { from: call.from, charge_key: chargeKey(ownerId, call.from), block: call.block }),
     ...(error ? { message: error.message, provider_status: error.provider_status ?? null } : {}),
     ...(call.via ? { via: call.via } : {}),
     ...(call.end_user_id ? { end_user_id: call.end_user_id } : {}),
   };
 }
 
+/** The record of a refunded range of the line that no known call made (a block's unused rest, an interrupted range). */
+export function rangeRecord(ownerId: string, from: number, credits: number, code: string, at: Date): CallDoc {
+  return {
+    _id: `${code}_${ownerId}_${from}`,
+    at,
+    owner_id: ownerId,
+    slot: slotOf(ownerId),
+    server_id: '',
+    key_id: '',
+    tool: '',
+    outcome: 'refunded',
+    code,
+    charged: credits,
+    credits: 0,
+    latency_ms: null,
+    from,
+    charge_key: chargeKey(ownerId, from),
+  };
+}
+
+/** The record of a block's unused rest: no call (count 0), so that the records tile the line. Stamped when written. */
+const restRecord = (ownerId: string, blockId: string, from: number, credits: number): CallDoc => ({
+  ...rangeRecord(ownerId, from, credits, 'unused_credits', new Date()),
+  block: blockId,
+  count: 0,
+});
+
 /**
  * A charged record's key: the owner, then its place on the line zero-padded, so that one unique index both keeps
  * one record per range and walks an owner's records in the line's order (settlement.ts).
  */
-export const chargeKey = (ownerId: string, from: ChargeStart) => `${ownerId}:${String(from).padStart(16, '0')}`;
+export const chargeKey = (ownerId: string, from: number) => `${ownerId}:${String(from).padStart(16, '0')}`;
 /** Above every charge key of the owner (';' follows ':'). */
 export const chargeKeysEnd = (ownerId: string) => `${ownerId};`;
 export const hourOf = (at: Date) => new Date(Math.floor(at.getTime() / HOUR) * HOUR);
@@ -443,7 +498,7 @@ export function hourly(c: CallDoc): UsageRow {
     calls,
     credits: c.credits,
     errors: c.outcome === 'ok' ? 0 : calls,
-    refunds: c.outcome === 'refunded' ? 1 : 0,
+    refunds: c.outcome === 'refunded' ? calls : 0,
   };
 }
 

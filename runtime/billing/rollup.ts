@@ -100,7 +100,7 @@ export class RollUp {
 
   /**
    * Rolls what is old enough in the partition's slots, then deletes what retention and the caps allow. Stops
-   * early when the lease is lost. Returns how many records it rolled.
+   * early when the lease is lost. Returns how many records of calls it rolled.
    */
   async run(partition: number, hold: LeaseHold): Promise<number> {
     this.sinceTrim = 0;
@@ -125,7 +125,7 @@ export class RollUp {
           { $set: Object.fromEntries(group.map((slot) => [field(slot), end])) },
         );
         if (moved.matched === 0) throw new LostRace();
-        rolled += records.length;
+        rolled += records.filter((c) => c.count !== 0).length; // calls, not the rests of credit blocks
       }
     } catch (err) {
       if (!(err instanceof LostRace)) throw err;
@@ -178,9 +178,12 @@ export class RollUp {
     return { records: await this.ledger.calls.find({ ...filter, at: { $gte: from, $lt: end } }), end };
   }
 
-  /** A refunded record is rolled only with its refund applied, so that aggregates hold only settled money. */
+  /**
+   * A refunded record charged before blocks is rolled only with its refund applied. (A record of a block is
+   * rolled as it is: its block gives the refund back, and the ledger check counts it pending while the block lives.)
+   */
   private async applyPendingRefunds(records: CallDoc[]): Promise<void> {
-    const refunded = records.filter((c) => c.outcome === 'refunded' && c.from !== undefined);
+    const refunded = records.filter((c) => c.outcome === 'refunded' && c.from !== undefined && c.block === undefined);
     if (refunded.length === 0) return;
     const lines = new Map((await this.ledger.credits.docs.find({ _id: { $in: [...new Set(refunded.map((c) => c.owner_id))] } })).map((d) => [d._id, d]));
     for (const c of refunded) {
@@ -319,7 +322,7 @@ function totalsOf(records: CallDoc[]): Totals {
     calls: sum(records, (c) => c.count ?? 1),
     credits: sum(records, (c) => c.credits),
     errors: sum(records, (c) => (c.outcome === 'ok' ? 0 : (c.count ?? 1))),
-    refunds: records.filter((c) => c.outcome === 'refunded').length,
+    refunds: sum(records, (c) => (c.outcome === 'refunded' ? (c.count ?? 1) : 0)),
     debited: sum(charged, (c) => c.charged),
     refunded: sum(
       charged.filter((c) => c.outcome === 'refunded'),

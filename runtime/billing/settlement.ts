@@ -1,8 +1,10 @@
-// Settlement: what a stop left behind on the owners' credit lines (credits.ts). A range that was charged
-// but has no record belongs to a call still running or to one a crash interrupted; once it is older than any
-// call can last it is refunded and recorded as `interrupted`. A record that says `refunded` whose refund was
-// never applied (a crash between the two writes) gets its refund. Then `settled` moves past everything done, so
-// the next run starts there and reads only the records since.
+// Settlement: what a stop left behind on the owners' credit lines (credits.ts). A credit block whose lease is
+// over, and every call it could have started with it (maxCallMs later), belongs to a process that stopped (or
+// lost the store for that long): the gaps of its range are recorded as `interrupted` and the block is returned
+// (its size less what its records kept), guarded by its entry like the process's own return. Below the live
+// blocks, every range is recorded; `settled` moves past them, so the next run starts there and reads only the
+// records since. Ranges charged one by one before blocks are settled as then: a range with no record older than
+// any call can last is refunded and recorded as `interrupted`, a refund a crash cut off is applied.
 //
 // Safe when several instances run it at once: an interrupted range's record has an id made of its place
 // on the line (a second insert is a duplicate, ignored), refunds are guarded by the range, and `settled` moves
@@ -11,8 +13,8 @@
 // written together. Times are the store's (store/clock.ts): the marks one instance writes, another judges.
 import type { StoreClock } from '../store/clock.ts';
 import { DuplicateKeyError, type Collection, type Filter, type Update } from '../store/port.ts';
-import type { CreditDoc, Credits } from './credits.ts';
-import { type CallDoc, chargeKey, chargeKeysEnd } from './ledger.ts';
+import type { BlockEntry, CreditDoc, Credits } from './credits.ts';
+import { type CallDoc, chargeKey, chargeKeysEnd, rangeRecord } from './ledger.ts';
 import { partitionOf, slotOf } from './partitions.ts';
 
 /** Records read at a time while walking an owner's line; owners read at a time. */
@@ -20,7 +22,7 @@ const PAGE = 1000;
 
 type Mode = 'everything' | 'stale';
 
-/** What a pass over one owner's line found: refunds it applied, and where `settled` moves (with its guard). */
+/** What a pass over one owner's line found: refunds (and blocks returned) it applied, and where `settled` moves (with its guard). */
 interface Pass {
   refunds: number;
   move?: { filter: Filter; update: Update; settledTo: number; end: number };
@@ -85,11 +87,19 @@ export class Settlement {
   private async pass(doc: CreditDoc, mode: Mode, readAt: number): Promise<Pass> {
     const ownerId = doc._id;
     const staleBefore = readAt - this.maxCallMs;
-    // Below `safe` no call can be running: every range there is recorded, or was interrupted.
-    const safe = mode === 'everything' ? doc.debited : (newestMarkBefore(doc.marks ?? [], staleBefore)?.debited ?? doc.settled);
-    // No charge since the last pass, and nothing became old enough to settle: nothing to do until one or the other.
-    if (mode === 'stale' && doc.marks?.at(-1)?.debited === doc.debited && safe <= doc.settled) return { refunds: 0 };
     let refunds = 0;
+    // Blocks of processes that stopped go back first; the others are live, and settlement stays below them.
+    const live: number[] = [];
+    for (const [id, block] of Object.entries(doc.blocks ?? {})) {
+      if (mode === 'everything' || block.until.getTime() <= staleBefore) refunds += await this.returnBlock(ownerId, id, block);
+      else live.push(block.from);
+    }
+    // A live block's records wait for its return (their refunds are in it): `settled` stops at the first.
+    const firstLive = Math.min(...live);
+    // Below `safe` no call can be running: every range there is recorded, or was interrupted.
+    const safe = Math.min(firstLive, mode === 'everything' ? doc.debited : (newestMarkBefore(doc.marks ?? [], staleBefore)?.debited ?? doc.settled));
+    // No charge since the last pass, and nothing became old enough to settle: nothing to do until one or the other.
+    if (mode === 'stale' && doc.marks?.at(-1)?.debited === doc.debited && safe <= doc.settled) return { refunds };
     /** Starts of the refunded ranges walked: below the new `settled` their guard entries are no longer needed. */
     const refunded = [...(doc.refunds ?? [])];
     const interrupted = async (from: number, credits: number) => {
@@ -99,6 +109,10 @@ export class Settlement {
     let pos = doc.settled;
     let running = false;
     for await (const r of this.rangesFrom(ownerId, doc.settled)) {
+      if (r.from >= firstLive) {
+        running = true;
+        break;
+      }
       if (r.from > pos) {
         if (pos >= safe) {
           running = true;
@@ -112,7 +126,8 @@ export class Settlement {
           break;
         }
       }
-      if (r.outcome === 'refunded') {
+      // A block's return gave back the refunds of its calls.
+      if (r.outcome === 'refunded' && r.block === undefined) {
         refunded.push(r.from);
         if (!(doc.refunds ?? []).includes(r.from) && (await this.credits.refund(ownerId, r.from, r.charged))) refunds++;
       }
@@ -139,18 +154,48 @@ export class Settlement {
 
   /** An interrupted range: recorded (once, whoever gets there first) and refunded (once). Returns 1 if this run refunded it. */
   private async interrupted(ownerId: string, from: number, credits: number): Promise<number> {
-    await this.calls
-      .insertOne(interruptedRecord(ownerId, from, credits, this.clock.date()))
-      .catch((err: unknown) => (err instanceof DuplicateKeyError ? undefined : Promise.reject(err)));
+    await this.recordInterrupted(ownerId, from, credits);
     return (await this.credits.refund(ownerId, from, credits)) ? 1 : 0;
+  }
+
+  private async recordInterrupted(ownerId: string, from: number, credits: number, block?: string): Promise<void> {
+    await this.calls
+      .insertOne(interruptedRecord(ownerId, from, credits, this.clock.date(), block))
+      .catch((err: unknown) => (err instanceof DuplicateKeyError ? undefined : Promise.reject(err)));
+  }
+
+  /**
+   * Returns the block of a process that stopped: the gaps of its range (calls it was running, its unused rest:
+   * nothing tells them apart) recorded as interrupted, then what its records did not keep given back, by the
+   * update that removes its entry (once, whoever gets there first). Returns the interrupted records of the block
+   * this run returned (0 if another did).
+   */
+  private async returnBlock(ownerId: string, id: string, block: BlockEntry): Promise<number> {
+    let kept = 0;
+    let gaps = 0;
+    let pos = block.from;
+    const gap = async (end: number) => {
+      await this.recordInterrupted(ownerId, pos, end - pos, id);
+      gaps++;
+    };
+    for await (const r of this.rangesFrom(ownerId, block.from)) {
+      if (r.from >= block.end) break;
+      if (r.from > pos) await gap(r.from);
+      kept += r.credits;
+      pos = r.from + r.charged;
+    }
+    if (pos < block.end) await gap(block.end);
+    const back = [{ id, credits: block.end - block.from - kept }];
+    return (await this.credits.exchange(ownerId, { debited: 0, balance: 0 }, null, back)) ? gaps : 0;
   }
 
   /**
    * The range of a charged call whose record the store did not take (it refused writes, or did not answer in
    * time): recorded as refunded (`store_unavailable`) and refunded, unless the call's own record reached the
-   * store after all, which then decides (kept, or refunded). Returns 1 if this refunded it.
+   * store after all, which then decides (kept, or refunded). Returns whether the call is refunded: its block gives
+   * the credits back (a range charged before blocks is refunded here).
    */
-  async settleUnrecorded(call: CallDoc & { from: number; charge_key: string }): Promise<number> {
+  async settleUnrecorded(call: CallDoc & { from: number; charge_key: string }): Promise<boolean> {
     const record: CallDoc = {
       ...call,
       at: this.clock.date(),
@@ -165,9 +210,10 @@ export class Settlement {
     } catch (err) {
       if (!(err instanceof DuplicateKeyError)) throw err;
       const stored = await this.calls.findOne({ charge_key: call.charge_key });
-      if (stored?.outcome !== 'refunded') return 0;
+      if (stored?.outcome !== 'refunded') return false;
     }
-    return (await this.credits.refund(call.owner_id, call.from, call.charged)) ? 1 : 0;
+    if (call.block === undefined) await this.credits.refund(call.owner_id, call.from, call.charged);
+    return true;
   }
 
   /** The owner's charged records from `start` on, in order of their place on the line, a page at a time. */
@@ -176,7 +222,7 @@ export class Settlement {
     for (;;) {
       const page = (await this.calls.find(
         { charge_key: { $gte: chargeKey(ownerId, next), $lt: chargeKeysEnd(ownerId) } },
-        { sort: { charge_key: 1 }, limit: PAGE, projection: { _id: 1, from: 1, charged: 1, outcome: 1 } },
+        { sort: { charge_key: 1 }, limit: PAGE, projection: { _id: 1, from: 1, charged: 1, credits: 1, outcome: 1, block: 1 } },
       )) as Array<CallDoc & { from: number }>;
       yield* page;
       if (page.length < PAGE) return;
@@ -223,24 +269,12 @@ export class Settlement {
   }
 }
 
-/** The record of a range a stop left without a record. */
-function interruptedRecord(ownerId: string, from: number, credits: number, at: Date): CallDoc {
+/** The record of a range a stop left without a record (in a block, or charged before blocks). */
+function interruptedRecord(ownerId: string, from: number, credits: number, at: Date, block?: string): CallDoc {
   return {
-    _id: `interrupted_${ownerId}_${from}`,
-    at,
-    owner_id: ownerId,
-    slot: slotOf(ownerId),
-    server_id: '',
-    key_id: '',
-    tool: '',
-    outcome: 'refunded',
-    code: 'interrupted',
-    charged: credits,
-    credits: 0,
-    latency_ms: null,
-    from,
-    charge_key: chargeKey(ownerId, from),
+    ...rangeRecord(ownerId, from, credits, 'interrupted', at),
     message: 'The service stopped while this call was running (which tool it was is not known); its credits were refunded',
+    ...(block ? { block } : {}),
   };
 }
 

@@ -234,22 +234,23 @@ export class CallPipeline implements McpBackend {
     const chargedAt = this.d.clock.date();
     const overBudget = await this.d.budgets.reserve(principal.keyId, limit, cost, chargedAt, principal.holder ?? 'key', name);
     if (overBudget) return rejected(overBudget);
-    const from =
+    const charge =
       cost > 0
         ? await trace.step(
             'charge',
-            () => this.d.credits.charge(principal.ownerId, cost),
+            () => this.d.ledger.charge(principal.ownerId, cost),
             (at) => ({ 'toolserver.credits.cost': cost, 'toolserver.charge.accepted': at !== null }),
           )
         : undefined;
-    if (from === null) {
+    if (charge === null) {
       await this.d.budgets.release(principal.keyId, limit, cost, chargedAt);
       const balance = await this.d.credits.balance(principal.ownerId);
       return rejected(
         new ToolError('insufficient_credits', `Insufficient credits: ${name} costs ${cost} credit${cost === 1 ? '' : 's'} and the balance is ${balance}`),
       );
     }
-    call.from = from;
+    call.from = charge?.from;
+    call.block = charge?.block;
     // From here the call holds its charge: its record settles it, written before the answer leaves; after a
     // crash before that, settlement (billing/settlement.ts) finds the range without a record and refunds it.
     let outcome: ToolCallResult;
