@@ -66,8 +66,6 @@ interface Block {
 
 /** One owner's blocks in this process. */
 interface OwnerBlocks {
-  /** The line's balance after this process's last write of it. */
-  lineBalance?: number;
   live: Block | null;
   blocks: Map<string, Block>;
   use: UseRate;
@@ -127,21 +125,13 @@ export class CreditBlocks {
     const owner = this.owners.get(ownerId);
     const charge = owner && this.handOut(owner, cost);
     if (charge) {
-      this.tellCharged(ownerId, owner);
+      this.credits.charged(ownerId);
       return Promise.resolve(charge);
     }
     return this.writes.add(ownerId, cost).then((taken) => {
-      if (taken) this.tellCharged(ownerId, this.owners.get(ownerId));
+      if (taken) this.credits.charged(ownerId);
       return taken;
     });
-  }
-
-  /**
-   * The balance a charge left, as this process knows it (the line at its last write, plus what it holds): exact
-   * with one process; other processes' blocks, given back within a second of idleness, are not counted.
-   */
-  private tellCharged(ownerId: string, owner: OwnerBlocks | undefined): void {
-    if (owner?.lineBalance !== undefined) this.credits.charged(ownerId, owner.lineBalance + this.held(ownerId));
   }
 
   /** A range of the live block, if it has one left for `cost` and its lease is not over. */
@@ -218,9 +208,7 @@ export class CreditBlocks {
       const now = this.clock.now();
       const headroom = line && need > 0 ? owner.use.headroom(line.balance + back - need, Math.max(...chosen.map((i) => costs[i]))) : 0;
       const take = line && need > 0 ? { id: `b${randomBytes(8).toString('hex')}`, size: need + headroom, until: new Date(now + this.options.leaseMs) } : null;
-      const after = await this.credits.exchange(ownerId, line ?? { debited: 0, balance: 0 }, take, returning);
-      if (after) {
-        owner.lineBalance = after.balance;
+      if (await this.credits.exchange(ownerId, line ?? { debited: 0, balance: 0 }, take, returning)) {
         for (const r of returning) owner.blocks.delete(r.id);
         if (take && line) {
           const block: Block = {

@@ -60,6 +60,8 @@ export class Credits {
   readonly docs: Collection<CreditDoc>;
   /** What this process holds in credit blocks for an owner, not handed to a call (credit-blocks.ts). */
   private heldHere: (ownerId: string) => number = () => 0;
+  /** The owner's line balance as this process's last write of it answered (for `charged`). */
+  private readonly lineSeen = new Map<string, number>();
 
   /** `onCharged`: told the balance a charge left (the low-credit e-mail alert); synchronous, it must not wait. */
   constructor(
@@ -69,9 +71,20 @@ export class Credits {
     this.docs = store.collection<CreditDoc>('credits');
   }
 
-  /** A call was charged (credit-blocks.ts), leaving the owner about `balance`. */
-  charged(ownerId: string, balance: number): void {
-    this.onCharged?.(ownerId, balance);
+  /**
+   * A call was charged (credit-blocks.ts): tells `onCharged` the balance as this process knows it (the line as
+   * its last write of it answered, plus what it holds). Exact with one process; other processes' blocks, given
+   * back within a second of idleness, are not counted.
+   */
+  charged(ownerId: string): void {
+    const line = this.lineSeen.get(ownerId);
+    if (this.onCharged && line !== undefined) this.onCharged(ownerId, line + this.heldHere(ownerId));
+  }
+
+  /** The line's balance as a write of it answered, for `charged` (kept only when someone listens). */
+  private seen(ownerId: string, balance: number): number {
+    if (this.onCharged) this.lineSeen.set(ownerId, balance);
+    return balance;
   }
 
   /** What the owner can spend: the line's balance and what this process holds of it in blocks (other instances give theirs back within a second of idleness). */
@@ -97,11 +110,11 @@ export class Credits {
         { $inc: { balance: amount, granted: amount }, $setOnInsert: FRESH_LINE },
         { upsert: true },
       );
-      return doc!.balance;
+      return this.seen(ownerId, doc!.balance) + this.heldHere(ownerId);
     }
     for (;;) {
       const doc = await this.docs.findOneAndUpdate({ _id: ownerId, balance: { $gte: -amount } }, { $inc: { balance: amount, granted: amount } });
-      if (doc) return doc.balance;
+      if (doc) return this.seen(ownerId, doc.balance) + this.heldHere(ownerId);
       // Not enough: take what is there (retry if a concurrent call moved the balance meanwhile).
       const current = await this.docs.findOne({ _id: ownerId });
       if (!current || current.balance === 0) return 0;
@@ -109,7 +122,7 @@ export class Credits {
         { _id: ownerId, balance: current.balance },
         { $inc: { balance: -current.balance, granted: -current.balance } },
       );
-      if (drained) return drained.balance;
+      if (drained) return this.seen(ownerId, drained.balance) + this.heldHere(ownerId);
     }
   }
 
@@ -135,7 +148,7 @@ export class Credits {
       ...(take ? { $set: { [`blocks.${take.id}`]: { from: seen.debited, end: seen.debited + size, until: take.until }, unsettled: true } } : {}),
       ...(returning.length ? { $unset: unset } : {}),
     });
-    return doc && { debited: doc.debited, balance: doc.balance };
+    return doc && { debited: doc.debited, balance: this.seen(ownerId, doc.balance) };
   }
 
   /** The ids of the owner's live blocks. */
