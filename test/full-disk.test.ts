@@ -219,8 +219,11 @@ describe.runIf(CAN_MOUNT)('the embedded store on a full disk', () => {
     }
     // Nothing acknowledged was lost, nothing unacknowledged was kept, every provider request is accounted for.
     expect(recordedOk).toBe(acknowledged);
+    // Each call that reached the provider and could not be recorded is refunded with a record; the killed
+    // process's credit blocks add `interrupted` records of their own (settlement cannot tell a call it was
+    // running from a block's unused rest), refunded as well: the ledger check below holds them to the credit.
     const unrecorded = after.calls.filter((c) => c.code === 'store_unavailable' || c.code === 'interrupted').length;
-    expect(unrecorded).toBe(afterProvider);
+    expect(unrecorded).toBeGreaterThanOrEqual(afterProvider);
     expect(upstream.requests.length).toBe(acknowledged + afterProvider);
     expect(after.check.ok, JSON.stringify(after.check)).toBe(true);
     expect(after.check.owners[0]).toMatchObject({ granted: GRANT, kept: acknowledged, open: 0, difference: 0, unaccounted: 0, balance: GRANT - acknowledged });
