@@ -13,6 +13,11 @@ import { MONGODB_URL, dropTestDatabases, mongoTestUrl } from './support/mongo.ts
 import { connectV1 } from './support/mcp-clients.ts';
 import { type ToolResult, failed, succeeded } from './support/tool-calls.ts';
 import { type TestService, startTestService } from './support/service.ts';
+import { storeTargets } from './support/stores.ts';
+import { EndUsers } from '../runtime/access/end-users.ts';
+import { RequestStates } from '../runtime/access/request-states.ts';
+import { ConnectSessions } from '../runtime/accounts/connect-sessions.ts';
+import { StoreClock } from '../runtime/store/clock.ts';
 
 const targets = [
   { name: 'the embedded store', enabled: true, env: () => ({}) },
@@ -312,3 +317,40 @@ describe.each(targets)('end users on $name', (target) => {
     expect(plainResult.result).toMatchObject({ resultType: 'complete', isError: true, structuredContent: { error: { code: 'account_not_connected' } } });
   });
 });
+
+// Every lifetime of an end user's things is in the store's time: a host whose clock is 40 minutes ahead of the
+// store's (or behind it) still honours a 15-minute request state and a 30-minute link, and stamps in store time.
+for (const target of storeTargets('end_user_clock').filter((t) => t.name !== 'embedded, on disk')) {
+  describe.runIf(target.enabled)(`end users' lifetimes in the store's time: ${target.name}`, () => {
+    it("request states, connect links, browser sessions and end users' stamps read the store's clock", async () => {
+      const store = await target.open();
+      for (const hostAheadMs of [-40 * 60_000, 40 * 60_000]) {
+        const skewed = { ...store, clock: new StoreClock(async () => new Date(Date.now() - hostAheadMs)) };
+        await skewed.clock.measure();
+        const storeNow = skewed.clock.now();
+        const secret = randomBytes(32);
+        const states = new RequestStates(skewed, secret);
+        const state = states.seal('caller\0tools/call\0digest');
+        expect(await states.open('caller\0tools/call\0digest', state)).toBeNull();
+        expect(await states.open('caller\0tools/call\0digest', state)).toMatch(/used already/);
+
+        const links = new ConnectSessions(skewed, secret, { publicUrl: 'http://127.0.0.1:1' });
+        const made = await links.create({ ownerId: 'own_1', endUserId: 'eu_1', providers: null, returnUrl: null });
+        expect(Math.abs(made.expires_at.getTime() - (storeNow + 30 * 60_000))).toBeLessThan(5000);
+        const link = await links.resolve(new URL(made.url).pathname.split('/').pop()!);
+        expect(link.endUserId).toBe('eu_1');
+        const fromCall = await links.resolve(new URL(links.callLink('own_1', 'eu_1', 'tracker')).pathname.split('/').pop()!);
+        expect(fromCall.providers).toEqual(['tracker']);
+        const started = await links.startBrowser('own_1', 'eu_1');
+        expect(await links.browserOf(started.cookie)).toMatchObject({ endUserId: 'eu_1' });
+        // The sweep, by the store's clock, keeps what is still in time.
+        expect(await links.sweep()).toBe(0);
+        expect(await states.sweep()).toBe(0);
+
+        const person = await new EndUsers(skewed).create(`own_${hostAheadMs}`, { external_id: 'x' });
+        expect(Math.abs(person.created_at.getTime() - storeNow)).toBeLessThan(5000);
+      }
+      await store.close();
+    });
+  });
+}

@@ -1,6 +1,7 @@
 // End users: the people an owner's own product serves, known to this service by the owner's id for each
 // (`external_id`, unique per owner). An end user holds accounts of their own (connected through a connect link,
 // runtime/accounts/connect-sessions.ts) and API keys that act as them; credits stay the owner's.
+import type { StoreClock } from '../store/clock.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
 import { DuplicateKeyError } from '../store/port.ts';
 import { randomId } from '../secrets.ts';
@@ -49,9 +50,11 @@ const newestFirst = (a: EndUserDoc, b: EndUserDoc) => b.created_at.getTime() - a
 
 export class EndUsers {
   private readonly endUsers: Collection<EndUserDoc>;
+  private readonly clock: StoreClock;
 
   constructor(store: Store) {
     this.endUsers = store.collection<EndUserDoc>('end_users');
+    this.clock = store.clock;
   }
 
   async create(ownerId: string, input: EndUserInput): Promise<EndUserDoc> {
@@ -61,7 +64,8 @@ export class EndUsers {
       external_id: input.external_id,
       display_name: input.display_name ?? null,
       email: input.email ?? null,
-      created_at: new Date(),
+      // The store's time: the list's order (and its cursors) is the same whichever instance made each one.
+      created_at: this.clock.date(),
     };
     try {
       await this.endUsers.insertOne(doc);
