@@ -14,6 +14,7 @@ import { connectV1 } from './support/mcp-clients.ts';
 import { type ToolResult, failed, succeeded } from './support/tool-calls.ts';
 import { type TestService, startTestService } from './support/service.ts';
 import { storeTargets } from './support/stores.ts';
+import { balanceOf, callersServer, ownerWithCredits } from './support/end-users.ts';
 import { EndUsers } from '../runtime/access/end-users.ts';
 import { RequestStates } from '../runtime/access/request-states.ts';
 import { ConnectSessions } from '../runtime/accounts/connect-sessions.ts';
@@ -73,25 +74,7 @@ describe.each(targets)('end users on $name', (target) => {
     await sandboxes?.close();
   });
 
-  async function owner(credits = 100) {
-    const browser = new HttpBrowser(svc.url);
-    const id = await browser.signUp();
-    await svc.call('POST', `/api/admin/owners/${id}/credits`, { token: svc.operatorToken, body: { amount: credits } });
-    return { id, b: browser };
-  }
-  const balanceOf = async (b: HttpBrowser) => (await b.api('GET', '/api/me')).body.balance as number;
-
-  /** A server with one Jira search tool bound to the caller's own account. */
-  async function callersServer(b: HttpBrowser) {
-    const server = await b.api('POST', '/api/servers', { name: 'Acts as the caller' });
-    const tool = await b.api('POST', `/api/servers/${server.body.id}/tools`, {
-      base_tool: 'tracker_search_issues',
-      name: 'search_issues',
-      account_id: 'end_user',
-    });
-    expect(tool.status, JSON.stringify(tool.body)).toBe(201);
-    return server.body.id as string;
-  }
+  const owner = (credits = 100) => ownerWithCredits(svc, credits);
 
   /** Connects Jira as the end user through a connect link: consent at the sandbox, then the site picker. */
   async function connectJira(eu: EndUserBrowser, link: string, site: number) {
