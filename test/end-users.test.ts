@@ -52,6 +52,8 @@ class EndUserBrowser extends HttpBrowser {
   }
 }
 
+const asText = (r: { status: number; body: unknown }) => ({ status: r.status, text: JSON.stringify(r.body) });
+
 describe.each(targets)('end users on $name', (target) => {
   let sandboxes: OAuthSandboxes;
   let svc: TestService;
@@ -235,6 +237,221 @@ describe.each(targets)('end users on $name', (target) => {
       expect((await named(backend, 'bob')).status).toBe(403);
       expect((await b.api('GET', `/api/end-users/${bob.id}/accounts`)).status).toBe(404);
       await Promise.all([adaClient.close(), bobClient.close()]);
+    },
+    180_000,
+  );
+
+  /** A bare tools/call of `search_issues` (2026-07-28 with URL elicitation declared when `modern`): status and body. */
+  async function rpc(serverId: string, key: string, o: { headers?: Record<string, string>; params?: Record<string, unknown>; modern?: boolean } = {}) {
+    const modern: Record<string, string> = o.modern
+      ? { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'search_issues', accept: 'application/json, text/event-stream' }
+      : {};
+    const meta = o.modern
+      ? { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': { elicitation: { url: {} } } } }
+      : {};
+    const res = await fetch(`${svc.url}/mcp/${serverId}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...modern, ...o.headers },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'search_issues', arguments: { jql: 'project = DEMO ORDER BY created DESC' }, ...meta, ...o.params },
+      }),
+    });
+    return { status: res.status, text: await res.text() };
+  }
+
+  it.runIf(target.enabled)(
+    "no attempt of one end user, or of another owner, reaches another end user's account, links, keys or data, and none leaks it",
+    async () => {
+      const { b } = await owner();
+      const serverId = await callersServer(b);
+      const otherServerId = await callersServer(b, 'Second server');
+      const person = async (externalId: string, extra: Record<string, string> = {}) =>
+        (await b.api('POST', '/api/end-users', { external_id: externalId, ...extra })).body as { id: string; external_id: string };
+      const ada = await person('ada', { display_name: 'Ada Lovelace', email: 'ada@example.com' });
+      const [bob, carl] = [await person('bob'), await person('carl')];
+      const keyOf = async (u: { id: string }, server = serverId) =>
+        (await b.api('POST', `/api/end-users/${u.id}/api-keys`, { server_id: server, name: 'key' })).body.key as string;
+      const [adaKey, bobKey, carlKey] = [await keyOf(ada), await keyOf(bob), await keyOf(carl)];
+      const backend = (await b.api('POST', `/api/servers/${serverId}/api-keys`, { name: 'backend', act_for_end_users: true })).body.key as string;
+      const plain = (await b.api('POST', `/api/servers/${serverId}/api-keys`, { name: 'plain' })).body.key as string;
+      const linkFor = async (u: { id: string }) =>
+        (await b.api('POST', '/api/connect-sessions', { end_user_id: u.id, providers: ['tracker'] })).body.url as string;
+      const adaLink = await linkFor(ada);
+      const adaBrowser = new EndUserBrowser(svc.url);
+      await connectJira(adaBrowser, adaLink, 0);
+      const bobBrowser = new EndUserBrowser(svc.url);
+      await connectJira(bobBrowser, await linkFor(bob), 1);
+      const [adaAccount] = (await b.api('GET', `/api/end-users/${ada.id}/accounts`)).body.accounts as Array<{ id: string }>;
+      const adaSite = sandboxes.atlassian.sites[0];
+
+      // Carl has no account: his call gets a link and a request state, both his own.
+      const carlAsked = JSON.parse((await rpc(serverId, carlKey, { modern: true })).text);
+      const carlState = carlAsked.result.requestState as string;
+      const carlLink = carlAsked.result.inputRequests.connect_tracker.params.url as string;
+      const accept = { inputResponses: { connect_tracker: { action: 'accept' } } };
+
+      // Another owner, with its own server, backend key and an end user whose external id is also "ada".
+      const other = await owner();
+      const theirServer = await callersServer(other.b);
+      const theirBackend = (await other.b.api('POST', `/api/servers/${theirServer}/api-keys`, { name: 'backend', act_for_end_users: true })).body.key as string;
+      await other.b.api('POST', '/api/end-users', { external_id: 'ada' });
+
+      const searchesBefore = adaSite.jira.requests.length;
+      const refusedCall = (r: { status: number; text: string }) =>
+        r.status === 401 || r.status === 403 || /"isError":true|"error":\{"code"/.test(r.text) || r.text.includes('input_required');
+      const tamperedCallLink = (() => {
+        const at = carlLink.indexOf('/c.') + 3;
+        const [body, mac] = carlLink.slice(at).split('.');
+        const claims = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+        return `${carlLink.slice(0, at)}${Buffer.from(JSON.stringify({ ...claims, e: ada.id })).toString('base64url')}.${mac}`;
+      })();
+      // An answer about Ada's account id that is exactly the answer about an id that does not exist (the id echoed aside).
+      const likeUnknown = async (call: (id: string) => Promise<{ status: number; body: unknown }>) => {
+        const [real, made] = [asText(await call(adaAccount.id)), asText(await call('acct_000000000000000000'))];
+        const text = real.text.replaceAll(adaAccount.id, '<id>');
+        return { status: text === made.text.replaceAll('acct_000000000000000000', '<id>') ? real.status : -1, text };
+      };
+      const page = async (browser: EndUserBrowser, url: string) => {
+        const r = await browser.open(url);
+        return { status: r.status, text: r.html };
+      };
+      const attempts: Array<[string, () => Promise<{ status: number; text: string }>, (r: { status: number; text: string }) => boolean]> = [
+        // Keys and headers.
+        ["Ada's key naming Bob", () => rpc(serverId, adaKey, { headers: { 'x-end-user': 'bob' } }), (r) => r.status === 403],
+        ["Bob's key naming Ada", () => rpc(serverId, bobKey, { headers: { 'x-end-user': 'ada' } }), (r) => r.status === 403],
+        ["Carl's key naming Ada", () => rpc(serverId, carlKey, { headers: { 'x-end-user': 'ada' } }), (r) => r.status === 403],
+        ['a key without act_for_end_users naming Ada', () => rpc(serverId, plain, { headers: { 'x-end-user': 'ada' } }), (r) => r.status === 403],
+        ['the backend naming Ada by her eu_ id', () => rpc(serverId, backend, { headers: { 'x-end-user': ada.id } }), (r) => r.status === 403],
+        ['the backend naming "ADA" (ids are exact)', () => rpc(serverId, backend, { headers: { 'x-end-user': 'ADA' } }), (r) => r.status === 403],
+        ['the backend naming "ad" (no prefix match)', () => rpc(serverId, backend, { headers: { 'x-end-user': 'ad' } }), (r) => r.status === 403],
+        ['the backend naming "*"', () => rpc(serverId, backend, { headers: { 'x-end-user': '*' } }), (r) => r.status === 403],
+        ['another owner\'s backend naming its own "ada"', () => rpc(theirServer, theirBackend, { headers: { 'x-end-user': 'ada' } }), refusedCall],
+        [
+          "another owner's backend on this server naming Ada",
+          () => rpc(serverId, theirBackend, { headers: { 'x-end-user': 'ada' } }),
+          (r) => r.status === 401 || r.status === 403,
+        ],
+        ["Ada's key on another owner's server", () => rpc(theirServer, adaKey), (r) => r.status === 401 || r.status === 403],
+        ["Ada's key on her owner's other server", () => rpc(otherServerId, adaKey), (r) => r.status === 401 || r.status === 403],
+        ["Carl's own call (no account of his)", () => rpc(serverId, carlKey), refusedCall],
+        [
+          'arguments naming Ada (the model cannot choose the caller)',
+          () => rpc(serverId, carlKey, { params: { arguments: { jql: 'project = DEMO', end_user: 'ada', user_id: ada.id } } }),
+          refusedCall,
+        ],
+        // Request states.
+        [
+          "Ada retrying with Carl's state",
+          () => rpc(serverId, adaKey, { modern: true, params: { requestState: carlState, ...accept } }),
+          (r) => /another caller or another call/.test(r.text),
+        ],
+        [
+          "the backend as Ada with Carl's state",
+          () => rpc(serverId, backend, { modern: true, headers: { 'x-end-user': 'ada' }, params: { requestState: carlState, ...accept } }),
+          (r) => /another caller or another call/.test(r.text),
+        ],
+        [
+          "Carl's state with other arguments",
+          () => rpc(serverId, carlKey, { modern: true, params: { arguments: { jql: 'project = OTHER' }, requestState: carlState, ...accept } }),
+          (r) => /another caller or another call/.test(r.text),
+        ],
+        [
+          "Carl's state on the other server",
+          () => rpc(otherServerId, carlKey, { modern: true, params: { requestState: carlState, ...accept } }),
+          (r) => r.status === 401 || r.status === 403,
+        ],
+        [
+          "Carl's state, tampered",
+          () => rpc(serverId, carlKey, { modern: true, params: { requestState: `A${carlState.slice(1)}`, ...accept } }),
+          (r) => /not a state this server gave/.test(r.text),
+        ],
+        [
+          'a state made up',
+          () => rpc(serverId, carlKey, { modern: true, params: { requestState: 'e30.AAAA', ...accept } }),
+          (r) => /not a state this server gave/.test(r.text),
+        ],
+        [
+          'a state that is not a string',
+          () => rpc(serverId, carlKey, { modern: true, params: { requestState: { n: 1 }, ...accept } }),
+          (r) => /not a state this server gave/.test(r.text),
+        ],
+        // Connect links.
+        ["Carl's call link in Ada's browser", () => page(adaBrowser, carlLink), (r) => r.status === 403],
+        ["Carl's call link in a fresh browser", () => page(new EndUserBrowser(svc.url), carlLink), (r) => r.status === 403],
+        ["Carl's call link rewritten to name Ada", () => page(adaBrowser, tamperedCallLink), (r) => r.status === 404],
+        ["Ada's link in Bob's browser", () => page(bobBrowser, adaLink), (r) => r.status === 409],
+        ["Ada's link in a fresh browser", () => page(new EndUserBrowser(svc.url), adaLink), (r) => r.status === 409],
+        ["Ada's link with its token changed", () => page(new EndUserBrowser(svc.url), `${adaLink.slice(0, -3)}xyz`), (r) => r.status === 404],
+        [
+          "Bob's browser posting a token to Ada's link",
+          async () => {
+            const r = await bobBrowser.post(`${new URL(adaLink).pathname}/token`, `<input name="csrf" value="${bobBrowser.cookie}">`, {
+              provider: 'tracker',
+              site_url: adaSite.url,
+              email: 'x@example.com',
+              api_token: 'x',
+            });
+            return { status: r.status, text: r.html };
+          },
+          (r) => r.status === 409,
+        ],
+        // Another owner's management API.
+        ['another owner reading Ada', () => other.b.api('GET', `/api/end-users/${ada.id}`).then(asText), (r) => r.status === 404],
+        ["another owner reading Ada's accounts", () => other.b.api('GET', `/api/end-users/${ada.id}/accounts`).then(asText), (r) => r.status === 404],
+        ["another owner reading Ada's keys", () => other.b.api('GET', `/api/end-users/${ada.id}/api-keys`).then(asText), (r) => r.status === 404],
+        [
+          'another owner making a key as Ada',
+          () => other.b.api('POST', `/api/end-users/${ada.id}/api-keys`, { server_id: theirServer, name: 'x' }).then(asText),
+          (r) => r.status === 404,
+        ],
+        [
+          'another owner making a connect link for Ada',
+          () => other.b.api('POST', '/api/connect-sessions', { end_user_id: ada.id }).then(asText),
+          (r) => r.status === 400,
+        ],
+        ['another owner deleting Ada', () => other.b.api('DELETE', `/api/end-users/${ada.id}`).then(asText), (r) => r.status === 404],
+        [
+          "another owner's call log of Ada",
+          () => other.b.api('GET', `/api/calls?end_user=${ada.id}`).then(asText),
+          (r) => r.status === 200 && r.text.includes('"calls":[]'),
+        ],
+        [
+          "another owner's search for Ada",
+          () => other.b.api('GET', '/api/end-users?q=lovelace').then(asText),
+          (r) => r.status === 200 && r.text.includes('"end_users":[]'),
+        ],
+        [
+          "another owner binding a tool to Ada's account",
+          () =>
+            likeUnknown((id) => other.b.api('POST', `/api/servers/${theirServer}/tools`, { base_tool: 'tracker_search_issues', name: 'x', account_id: id })),
+          (r) => r.status === 400 || r.status === 404,
+        ],
+        ["another owner reading Ada's account", () => likeUnknown((id) => other.b.api('GET', `/api/accounts/${id}`)), (r) => r.status === 404],
+        // Her own owner cannot turn her account into everyone's.
+        [
+          "her owner binding a tool to Ada's account",
+          () =>
+            likeUnknown((id) => b.api('POST', `/api/servers/${otherServerId}/tools`, { base_tool: 'tracker_search_issues', name: 'as_ada', account_id: id })),
+          (r) => r.status === 400 || r.status === 404,
+        ],
+        ["her owner's accounts list", () => b.api('GET', '/api/accounts').then(asText), (r) => r.status === 200 && r.text.includes('"accounts":[]')],
+      ];
+      const secrets = [adaAccount.id, adaSite.cloudId, adaSite.url, 'Lovelace', 'ada@example.com'];
+      const problems: string[] = [];
+      for (const [what, attempt, refused] of attempts) {
+        const r = await attempt();
+        if (!refused(r)) problems.push(`${what}: not refused (${r.status} ${r.text.slice(0, 200)})`);
+        for (const secret of secrets) if (r.text.includes(secret)) problems.push(`${what}: the answer names ${secret}`);
+      }
+      expect(problems).toEqual([]);
+      expect(attempts.length).toBeGreaterThanOrEqual(40);
+      // None of them reached Ada's site; her own call still does.
+      expect(adaSite.jira.requests.length).toBe(searchesBefore);
+      expect(JSON.parse((await rpc(serverId, adaKey)).text).result.isError).toBe(false);
+      expect(adaSite.jira.requests.length).toBeGreaterThan(searchesBefore);
     },
     180_000,
   );
