@@ -67,6 +67,7 @@ describe.each(targets)('end users on $name', (target) => {
       MASTER_KEY: randomBytes(32).toString('hex'),
       TOOL_SPECS_DIR: sandboxes.specsDir,
       KEY_CACHE_MS: '0',
+      LEDGER_ROLL_AFTER_SECONDS: '1',
     });
     sandboxes.register(svc.url);
   }, 180_000);
@@ -225,6 +226,23 @@ describe.each(targets)('end users on $name', (target) => {
       expect(adaCalls.length).toBeGreaterThanOrEqual(3);
       expect(adaCalls.every((c: any) => c.end_user_id === ada.id)).toBe(true);
       expect(adaCalls.at(-1)).toMatchObject({ code: 'account_not_connected', outcome: 'rejected', charged: 0 });
+
+      // Usage per end user, the same before and after the roll-up into hourly aggregates, which keep the people a
+      // backend key acted for apart (Bob's calls through it are his, not Ada's).
+      const usageOf = async (u: { id: string }) => (await b.api('GET', `/api/usage?end_user=${u.id}`)).body;
+      const bobsLog = (await b.api('GET', `/api/calls?end_user=${bob.id}`)).body.calls as Array<{ credits: number }>;
+      const expected = (calls: Array<{ credits: number }>) => ({ total_calls: calls.length, total_credits: calls.reduce((n, c) => n + c.credits, 0) });
+      for (let round = 0; round < 2; round++) {
+        expect(await usageOf(ada)).toMatchObject(expected(adaCalls));
+        expect(await usageOf(bob)).toMatchObject(expected(bobsLog));
+        expect((await usageOf(bob)).usage.every((r: any) => r.end_user_id === bob.id)).toBe(true);
+        const rolled = () => svc.store.collection<{ _id: string; end_user_id?: string }>('usage').countDocuments({ end_user_id: bob.id });
+        if (round === 0)
+          await expect
+            .poll(async () => (await svc.call('POST', '/api/admin/ledger/housekeep', { token: svc.operatorToken }), rolled()), { timeout: 20_000 })
+            .toBeGreaterThan(0);
+      }
+      expect((await b.api('GET', '/api/usage?end_user=eu_nobody')).body).toMatchObject({ usage: [], total_calls: 0 });
 
       // Deleting Bob revokes his key and removes his account at once.
       expect((await b.api('DELETE', `/api/end-users/${bob.id}`)).status).toBe(204);
