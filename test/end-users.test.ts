@@ -474,6 +474,43 @@ describe.each(targets)('end users on $name', (target) => {
     180_000,
   );
 
+  it.runIf(target.enabled)("an end user's budget holds whichever key acts as them; it is changed and lifted with PATCH", async () => {
+    const { b } = await owner(1000);
+    const serverId = await callersServer(b);
+    const made = await b.api('POST', '/api/end-users', { external_id: 'dora', credit_limit: { credits: 5, per: 'day' } });
+    expect(made.body.credit_limit).toEqual({ credits: 5, per: 'day' });
+    const dora = made.body as { id: string };
+    const link = (await b.api('POST', '/api/connect-sessions', { end_user_id: dora.id, providers: ['tracker'] })).body.url as string;
+    await connectJira(new EndUserBrowser(svc.url), link, 0);
+    const own = (await b.api('POST', `/api/end-users/${dora.id}/api-keys`, { server_id: serverId, name: 'dora' })).body.key as string;
+    const backend = (await b.api('POST', `/api/servers/${serverId}/api-keys`, { name: 'backend', act_for_end_users: true })).body.key as string;
+    // Her own key and the backend naming her, in turn: the search costs 2, so one call of each fits and the
+    // third is refused, whichever key makes it.
+    const answers: string[] = [];
+    for (let i = 0; i < 4; i++) answers.push((await rpc(serverId, i % 2 ? backend : own, { headers: i % 2 ? { 'x-end-user': 'dora' } : {} })).text);
+    expect(answers.map((t) => JSON.parse(t).result.isError)).toEqual([false, false, true, true]);
+    expect(answers[2]).toMatch(/This end user's budget is 5 credits per day \(UTC\) and 4 credits are spent: search_issues costs 2 credits/);
+    const calls = (await b.api('GET', `/api/calls?end_user=${dora.id}`)).body.calls as Array<{ credits: number; code: string }>;
+    expect(calls.reduce((n, c) => n + c.credits, 0)).toBe(4);
+    expect(calls.filter((c) => c.code === 'budget_exceeded')).toHaveLength(2);
+    // Bad changes are refused by name; lifting the limit lets her call again.
+    for (const [body, words] of [
+      [{}, /Send what changes: display_name, email, credit_limit/],
+      [{ external_id: 'x' }, /Unknown field\(s\): external_id/],
+      [{ credit_limit: { credits: 0, per: 'day' } }, /"credit_limit.credits" must be a whole number/],
+      [{ credit_limit: { credits: 5, per: 'week' } }, /"credit_limit.per" must be "day" or "month"/],
+    ] as const) {
+      const r = await b.api('PATCH', `/api/end-users/${dora.id}`, body);
+      expect(r.status, JSON.stringify(r.body)).toBe(400);
+      expect(r.body.message).toMatch(words);
+    }
+    const lifted = await b.api('PATCH', `/api/end-users/${dora.id}`, { credit_limit: null, display_name: 'Dora' });
+    expect(lifted.body).toMatchObject({ credit_limit: null, display_name: 'Dora', external_id: 'dora' });
+    expect(JSON.parse((await rpc(serverId, own)).text).result.isError).toBe(false);
+    const other = await owner();
+    expect((await other.b.api('PATCH', `/api/end-users/${dora.id}`, { credit_limit: null })).status).toBe(404);
+  });
+
   it.runIf(target.enabled)('asks a 2025-11-25 client that declared URL elicitation with -32042, and a 2026-07-28 one with input_required', async () => {
     const { b } = await owner();
     const serverId = await callersServer(b);
