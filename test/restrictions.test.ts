@@ -184,7 +184,7 @@ describe('the key API', () => {
     expect(await bad({ credit_limit: { credits: 2.5, per: 'day' } })).toBe('"credit_limit.credits" must be a whole number of credits from 1 to 1,000,000,000');
     expect(await bad({ credit_limit: { credits: 5, per: 'week' } })).toBe('"credit_limit.per" must be "day" or "month" (UTC)');
     expect(await bad({ credit_limit: { credits: 5 } })).toContain('"credit_limit.per"');
-    expect(await bad({ scope: 'x' })).toBe('Unknown field(s): scope (allowed: name, tools, access, expires_at, credit_limit)');
+    expect(await bad({ scope: 'x' })).toBe('Unknown field(s): scope (allowed: name, tools, access, expires_at, credit_limit, act_for_end_users)');
     // Several problems at once are all named.
     const both = await bad({ access: 'write', credit_limit: { credits: 0, per: 'day' } });
     expect(both).toContain('"access"');
