@@ -27,7 +27,10 @@ export interface Demo {
 /** The demo's end users and the kinds of sandbox account each connected. */
 const DEMO_END_USERS = [
   { user: { external_id: 'user-1042', display_name: 'Ada Lovelace', email: 'ada@example.com' }, kinds: ['tracker', 'workspace'] },
-  { user: { external_id: 'user-1077', display_name: 'Grace Hopper', email: 'grace@example.com' }, kinds: ['database'] },
+  {
+    user: { external_id: 'user-1077', display_name: 'Grace Hopper', email: 'grace@example.com', credit_limit: { credits: 500, per: 'month' } },
+    kinds: ['database'],
+  },
   { user: { external_id: 'user-2001', display_name: null, email: null }, kinds: [] },
 ];
 

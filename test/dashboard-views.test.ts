@@ -204,7 +204,7 @@ describe('dashboard views with the demo data set', () => {
     expectPage(endUsers);
     expect(endUsers.html).toContain('Atlassian refused the grant');
     expect(endUsers.html).toContain('None connected yet');
-    expect((await page('/end-users?q=GRACE', true)).html).toContain('grace@example.com');
+    expect((await page('/end-users?q=GRACE', true)).html).toContain('Budget: 500 credits a month (UTC)');
     expect((await page('/end-users?q=nobody', true)).html).toContain('No end user matches “nobody”');
     expect((await page('/end-users?cursor=nonsense', true)).html).toContain('start again from the newest');
     expect((await page(`/calls?end_user=${ada.id}`, true)).html).toContain('Ada Lovelace');

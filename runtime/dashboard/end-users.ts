@@ -1,6 +1,6 @@
 // The End users page: the people the owner's product serves, newest first, searched and paged as
 // GET /api/end-users is (the same repository call, the same cursor), each with the accounts they connected and
-// each account's health. Their accounts of the whole page come in one query.
+// each account's health, and their own budget. Their accounts of the whole page come in one query.
 import type { EndUserDoc } from '../access/end-users.ts';
 import { publicAccount } from '../accounts/accounts.ts';
 import type { ApiDeps } from '../api/context.ts';
@@ -30,6 +30,7 @@ export async function endUsersView(d: ApiDeps, ownerId: string, query: Record<st
     email: u.email,
     created_at: u.created_at,
     label: u.display_name ?? u.external_id,
+    budget: u.credit_limit ? `${u.credit_limit.credits.toLocaleString('en-US')} credits a ${u.credit_limit.per} (UTC)` : null,
     accounts: accounts
       .filter((a) => a.end_user_id === u._id)
       .map((a) => {
