@@ -24,6 +24,16 @@ export interface Demo {
   close(): Promise<void>;
 }
 
+/** The demo's end users and the kinds of sandbox account each connected. */
+const DEMO_END_USERS = [
+  { user: { external_id: 'user-1042', display_name: 'Ada Lovelace', email: 'ada@example.com' }, kinds: ['tracker', 'workspace'] },
+  {
+    user: { external_id: 'user-1077', display_name: 'Grace Hopper', email: 'grace@example.com', credit_limit: { credits: 500, per: 'month' } },
+    kinds: ['database'],
+  },
+  { user: { external_id: 'user-2001', display_name: null, email: null }, kinds: [] },
+];
+
 export async function startDemo(env: NodeJS.ProcessEnv = process.env): Promise<Demo> {
   const [jira, n8n, notion, postgrest] = await Promise.all([startJiraSandbox(), startN8nSandbox(), startNotionSandbox(), startPostgrestSandbox()]);
   const sandboxAccounts: Record<string, Record<string, string>> = {
@@ -74,6 +84,27 @@ export async function startDemo(env: NodeJS.ProcessEnv = process.env): Promise<D
     );
   }
   const key = (await api('POST', `/api/servers/${server.id}/api-keys`, { token }, { name: 'demo key' })).json;
+  // End users of the owner's product, with sandbox accounts they pasted on their connect links' page (as a
+  // person's browser does: the link's cookie, the page's CSRF token, the token form).
+  const providerIds = new Map([...service.catalog.current.providers.values()].map((p) => [p.spec.account.kind, p.spec.id]));
+  for (const person of DEMO_END_USERS) {
+    const endUser = (await api('POST', '/api/end-users', { token }, person.user)).json;
+    if (!person.kinds.length) continue;
+    const link = (await api('POST', '/api/connect-sessions', { token }, { end_user_id: endUser.id })).json;
+    const opened = await fetch(link.url);
+    const browserCookie = opened.headers.getSetCookie()[0].split(';')[0];
+    const csrfField = /name="csrf" value="([^"]+)"/.exec(await opened.text())?.[1] ?? '';
+    for (const kind of person.kinds) {
+      const { name: _name, ...fields } = sandboxAccounts[kind];
+      const posted = await fetch(`${link.url}/token`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: browserCookie, origin: service.url },
+        body: new URLSearchParams({ csrf: csrfField, provider: providerIds.get(kind)!, ...fields }),
+      });
+      if (posted.status !== 302) throw new Error(`end user ${person.user.external_id}: connecting ${kind} answered ${posted.status}`);
+    }
+  }
   return {
     service,
     owner: { id: created.id, email, password, token },

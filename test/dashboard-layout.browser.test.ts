@@ -41,6 +41,9 @@ describe.skipIf(!chromiumAvailable)('every page at 1440 and 390 px wide', () => 
   let failedCall: string;
   let consent: string;
   let newcomer: { cookie: { name: string; value: string }; serverId: string };
+  let endUserId: string;
+  /** A connect link per width: each is bound to the first browser that opens it. */
+  let connectLinks: Record<Size, string>;
   const counts = new Map<string, Record<Size, number>>();
 
   beforeAll(async () => {
@@ -64,6 +67,10 @@ describe.skipIf(!chromiumAvailable)('every page at 1440 and 390 px wide', () => 
     toolId = tools.find((t) => t.name === 'database_read_records')!.id;
     await api('PATCH', `/api/servers/${demo.serverId}/tools/${toolId}`, { defaults: { table: 'todos', limit: 3 }, locked: ['table'] });
     failedCall = (await api('GET', '/api/calls?outcome=tool_error&limit=1')).calls[0].id;
+    endUserId = (await api('GET', '/api/end-users?q=ada')).end_users[0].id;
+    const linkPath = async () =>
+      new URL((await api('POST', '/api/connect-sessions', { end_user_id: endUserId, return_url: 'https://app.example/' })).url).pathname;
+    connectLinks = { laptop: await linkPath(), phone: await linkPath() };
     await api('POST', `/api/servers/${demo.serverId}/api-keys`, { name: 'reader', access: 'read', credit_limit: { credits: 50, per: 'day' } });
     const registered = await fetch(`${base}/oauth/register`, {
       method: 'POST',
@@ -272,6 +279,10 @@ describe.skipIf(!chromiumAvailable)('every page at 1440 and 390 px wide', () => 
     { name: 'calls, filtered', path: '/calls?outcome=tool_error' },
     { name: 'calls, nothing matches', path: '/calls?tool=tracker_delete_issue' },
     { name: 'a call', path: 'call' },
+    { name: 'end users', path: '/end-users' },
+    { name: 'end users, nothing matches', path: '/end-users?q=nobody' },
+    { name: "an end user's calls", path: 'end-user-calls' },
+    { name: 'connect page (end user)', path: 'connect-link', signedOut: true },
     { name: 'activity', path: '/activity' },
     { name: 'settings', path: '/settings' },
     { name: 'consent', path: 'consent' },
@@ -281,9 +292,10 @@ describe.skipIf(!chromiumAvailable)('every page at 1440 and 390 px wide', () => 
     { name: 'newcomer: add-tool, no account', path: 'empty-form', newcomer: true },
     { name: 'newcomer: calls', path: '/calls', newcomer: true },
     { name: 'newcomer: keys', path: '/keys', newcomer: true },
+    { name: 'newcomer: end users', path: '/end-users', newcomer: true },
   ];
 
-  const pathOf = (s: State) =>
+  const pathOf = (s: State, size: Size) =>
     ({
       '': `/servers/${demo.serverId}`,
       tool: `/servers/${demo.serverId}/tools/${toolId}`,
@@ -294,6 +306,8 @@ describe.skipIf(!chromiumAvailable)('every page at 1440 and 390 px wide', () => 
       reconnect: `/accounts/${demo.accounts.tracker}/reconnect`,
       empty: `/servers/${newcomer.serverId}`,
       'empty-form': `/servers/${newcomer.serverId}/tools/new?base=tracker_search_issues`,
+      'end-user-calls': `/calls?end_user=${endUserId}`,
+      'connect-link': connectLinks[size],
     })[s.path] ?? s.path;
 
   /** Serious and critical violations on the page as it is now (open dialogs included). */
@@ -320,7 +334,7 @@ describe.skipIf(!chromiumAvailable)('every page at 1440 and 390 px wide', () => 
         const page = await (state.signedOut ? signedOut : state.newcomer ? newcomers : signedIn).newPage();
         const errors: string[] = [];
         page.on('pageerror', (err) => errors.push(err.message));
-        await page.goto(base + pathOf(state));
+        await page.goto(base + pathOf(state, size));
         await state.prepare?.(page, size);
         const fit = await page.evaluate(() => {
           const width = document.documentElement.clientWidth;

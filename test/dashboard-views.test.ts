@@ -195,6 +195,22 @@ describe('dashboard views with the demo data set', () => {
     ])
       expectPage(await page(path, true));
     expect((await page('/calls?from=someday', true)).html).toContain('&quot;from&quot; must be an ISO 8601 time');
+    // End users (the demo's three: two with sandbox accounts), searched, paged, one account that needs its person.
+    const people = ((await (await fetch(`${base}/api/end-users`, auth)).json()) as { end_users: Array<{ id: string; external_id: string }> }).end_users;
+    const ada = people.find((u) => u.external_id === 'user-1042')!;
+    const [adasJira] = ((await (await fetch(`${base}/api/end-users/${ada.id}/accounts`, auth)).json()) as { accounts: Array<{ id: string }> }).accounts;
+    await demo.service.store
+      .collection('accounts')
+      .updateOne({ _id: adasJira.id }, { $set: { state: 'needs_reauth', state_reason: 'Atlassian refused the grant' } });
+    const endUsers = await page('/end-users', true);
+    expectPage(endUsers);
+    expect(endUsers.html).toContain('Atlassian refused the grant');
+    expect(endUsers.html).toContain('None connected yet');
+    expect((await page('/end-users?q=GRACE', true)).html).toContain('Budget: 500 credits a month (UTC)');
+    expect((await page('/end-users?q=nobody', true)).html).toContain('No end user matches “nobody”');
+    expect((await page('/end-users?cursor=nonsense', true)).html).toContain('start again from the newest');
+    expect((await page(`/calls?end_user=${ada.id}`, true)).html).toContain('Ada Lovelace');
+    expectPage(await page('/calls?end_user=eu_gone', true));
     const tools = ((await (await fetch(`${base}/api/servers/${demo.serverId}/tools`, auth)).json()) as { tools: Array<{ id: string }> }).tools;
     expect(tools.length).toBeGreaterThan(20);
     for (const t of tools) expectPage(await page(`/servers/${demo.serverId}/tools/${t.id}`, true));

@@ -13,6 +13,12 @@ import { MONGODB_URL, dropTestDatabases, mongoTestUrl } from './support/mongo.ts
 import { connectV1 } from './support/mcp-clients.ts';
 import { type ToolResult, failed, succeeded } from './support/tool-calls.ts';
 import { type TestService, startTestService } from './support/service.ts';
+import { storeTargets } from './support/stores.ts';
+import { balanceOf, callersServer, ownerWithCredits } from './support/end-users.ts';
+import { EndUsers } from '../runtime/access/end-users.ts';
+import { RequestStates } from '../runtime/access/request-states.ts';
+import { ConnectSessions } from '../runtime/accounts/connect-sessions.ts';
+import { StoreClock } from '../runtime/store/clock.ts';
 
 const targets = [
   { name: 'the embedded store', enabled: true, env: () => ({}) },
@@ -46,6 +52,8 @@ class EndUserBrowser extends HttpBrowser {
   }
 }
 
+const asText = (r: { status: number; body: unknown }) => ({ status: r.status, text: JSON.stringify(r.body) });
+
 describe.each(targets)('end users on $name', (target) => {
   let sandboxes: OAuthSandboxes;
   let svc: TestService;
@@ -59,6 +67,7 @@ describe.each(targets)('end users on $name', (target) => {
       MASTER_KEY: randomBytes(32).toString('hex'),
       TOOL_SPECS_DIR: sandboxes.specsDir,
       KEY_CACHE_MS: '0',
+      LEDGER_ROLL_AFTER_SECONDS: '1',
     });
     sandboxes.register(svc.url);
   }, 180_000);
@@ -68,25 +77,7 @@ describe.each(targets)('end users on $name', (target) => {
     await sandboxes?.close();
   });
 
-  async function owner(credits = 100) {
-    const browser = new HttpBrowser(svc.url);
-    const id = await browser.signUp();
-    await svc.call('POST', `/api/admin/owners/${id}/credits`, { token: svc.operatorToken, body: { amount: credits } });
-    return { id, b: browser };
-  }
-  const balanceOf = async (b: HttpBrowser) => (await b.api('GET', '/api/me')).body.balance as number;
-
-  /** A server with one Jira search tool bound to the caller's own account. */
-  async function callersServer(b: HttpBrowser) {
-    const server = await b.api('POST', '/api/servers', { name: 'Acts as the caller' });
-    const tool = await b.api('POST', `/api/servers/${server.body.id}/tools`, {
-      base_tool: 'tracker_search_issues',
-      name: 'search_issues',
-      account_id: 'end_user',
-    });
-    expect(tool.status, JSON.stringify(tool.body)).toBe(201);
-    return server.body.id as string;
-  }
+  const owner = (credits = 100) => ownerWithCredits(svc, credits);
 
   /** Connects Jira as the end user through a connect link: consent at the sandbox, then the site picker. */
   async function connectJira(eu: EndUserBrowser, link: string, site: number) {
@@ -236,6 +227,23 @@ describe.each(targets)('end users on $name', (target) => {
       expect(adaCalls.every((c: any) => c.end_user_id === ada.id)).toBe(true);
       expect(adaCalls.at(-1)).toMatchObject({ code: 'account_not_connected', outcome: 'rejected', charged: 0 });
 
+      // Usage per end user, the same before and after the roll-up into hourly aggregates, which keep the people a
+      // backend key acted for apart (Bob's calls through it are his, not Ada's).
+      const usageOf = async (u: { id: string }) => (await b.api('GET', `/api/usage?end_user=${u.id}`)).body;
+      const bobsLog = (await b.api('GET', `/api/calls?end_user=${bob.id}`)).body.calls as Array<{ credits: number }>;
+      const expected = (calls: Array<{ credits: number }>) => ({ total_calls: calls.length, total_credits: calls.reduce((n, c) => n + c.credits, 0) });
+      for (let round = 0; round < 2; round++) {
+        expect(await usageOf(ada)).toMatchObject(expected(adaCalls));
+        expect(await usageOf(bob)).toMatchObject(expected(bobsLog));
+        expect((await usageOf(bob)).usage.every((r: any) => r.end_user_id === bob.id)).toBe(true);
+        const rolled = () => svc.store.collection<{ _id: string; end_user_id?: string }>('usage').countDocuments({ end_user_id: bob.id });
+        if (round === 0)
+          await expect
+            .poll(async () => (await svc.call('POST', '/api/admin/ledger/housekeep', { token: svc.operatorToken }), rolled()), { timeout: 20_000 })
+            .toBeGreaterThan(0);
+      }
+      expect((await b.api('GET', '/api/usage?end_user=eu_nobody')).body).toMatchObject({ usage: [], total_calls: 0 });
+
       // Deleting Bob revokes his key and removes his account at once.
       expect((await b.api('DELETE', `/api/end-users/${bob.id}`)).status).toBe(204);
       const gone = await fetch(`${svc.url}/mcp/${serverId}`, {
@@ -250,6 +258,258 @@ describe.each(targets)('end users on $name', (target) => {
     },
     180_000,
   );
+
+  /** A bare tools/call of `search_issues` (2026-07-28 with URL elicitation declared when `modern`): status and body. */
+  async function rpc(serverId: string, key: string, o: { headers?: Record<string, string>; params?: Record<string, unknown>; modern?: boolean } = {}) {
+    const modern: Record<string, string> = o.modern
+      ? { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'search_issues', accept: 'application/json, text/event-stream' }
+      : {};
+    const meta = o.modern
+      ? { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': { elicitation: { url: {} } } } }
+      : {};
+    const res = await fetch(`${svc.url}/mcp/${serverId}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...modern, ...o.headers },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'search_issues', arguments: { jql: 'project = DEMO ORDER BY created DESC' }, ...meta, ...o.params },
+      }),
+    });
+    return { status: res.status, text: await res.text() };
+  }
+
+  it.runIf(target.enabled)(
+    "no attempt of one end user, or of another owner, reaches another end user's account, links, keys or data, and none leaks it",
+    async () => {
+      const { b } = await owner();
+      const serverId = await callersServer(b);
+      const otherServerId = await callersServer(b, 'Second server');
+      const person = async (externalId: string, extra: Record<string, string> = {}) =>
+        (await b.api('POST', '/api/end-users', { external_id: externalId, ...extra })).body as { id: string; external_id: string };
+      const ada = await person('ada', { display_name: 'Ada Lovelace', email: 'ada@example.com' });
+      const [bob, carl] = [await person('bob'), await person('carl')];
+      const keyOf = async (u: { id: string }, server = serverId) =>
+        (await b.api('POST', `/api/end-users/${u.id}/api-keys`, { server_id: server, name: 'key' })).body.key as string;
+      const [adaKey, bobKey, carlKey] = [await keyOf(ada), await keyOf(bob), await keyOf(carl)];
+      const backend = (await b.api('POST', `/api/servers/${serverId}/api-keys`, { name: 'backend', act_for_end_users: true })).body.key as string;
+      const plain = (await b.api('POST', `/api/servers/${serverId}/api-keys`, { name: 'plain' })).body.key as string;
+      const linkFor = async (u: { id: string }) =>
+        (await b.api('POST', '/api/connect-sessions', { end_user_id: u.id, providers: ['tracker'] })).body.url as string;
+      const adaLink = await linkFor(ada);
+      const adaBrowser = new EndUserBrowser(svc.url);
+      await connectJira(adaBrowser, adaLink, 0);
+      const bobBrowser = new EndUserBrowser(svc.url);
+      await connectJira(bobBrowser, await linkFor(bob), 1);
+      const [adaAccount] = (await b.api('GET', `/api/end-users/${ada.id}/accounts`)).body.accounts as Array<{ id: string }>;
+      const adaSite = sandboxes.atlassian.sites[0];
+
+      // Carl has no account: his call gets a link and a request state, both his own.
+      const carlAsked = JSON.parse((await rpc(serverId, carlKey, { modern: true })).text);
+      const carlState = carlAsked.result.requestState as string;
+      const carlLink = carlAsked.result.inputRequests.connect_tracker.params.url as string;
+      const accept = { inputResponses: { connect_tracker: { action: 'accept' } } };
+
+      // Another owner, with its own server, backend key and an end user whose external id is also "ada".
+      const other = await owner();
+      const theirServer = await callersServer(other.b);
+      const theirBackend = (await other.b.api('POST', `/api/servers/${theirServer}/api-keys`, { name: 'backend', act_for_end_users: true })).body.key as string;
+      await other.b.api('POST', '/api/end-users', { external_id: 'ada' });
+
+      const searchesBefore = adaSite.jira.requests.length;
+      const refusedCall = (r: { status: number; text: string }) =>
+        r.status === 401 || r.status === 403 || /"isError":true|"error":\{"code"/.test(r.text) || r.text.includes('input_required');
+      const tamperedCallLink = (() => {
+        const at = carlLink.indexOf('/c.') + 3;
+        const [body, mac] = carlLink.slice(at).split('.');
+        const claims = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+        return `${carlLink.slice(0, at)}${Buffer.from(JSON.stringify({ ...claims, e: ada.id })).toString('base64url')}.${mac}`;
+      })();
+      // An answer about Ada's account id that is exactly the answer about an id that does not exist (the id echoed aside).
+      const likeUnknown = async (call: (id: string) => Promise<{ status: number; body: unknown }>) => {
+        const [real, made] = [asText(await call(adaAccount.id)), asText(await call('acct_000000000000000000'))];
+        const text = real.text.replaceAll(adaAccount.id, '<id>');
+        return { status: text === made.text.replaceAll('acct_000000000000000000', '<id>') ? real.status : -1, text };
+      };
+      const page = async (browser: EndUserBrowser, url: string) => {
+        const r = await browser.open(url);
+        return { status: r.status, text: r.html };
+      };
+      const attempts: Array<[string, () => Promise<{ status: number; text: string }>, (r: { status: number; text: string }) => boolean]> = [
+        // Keys and headers.
+        ["Ada's key naming Bob", () => rpc(serverId, adaKey, { headers: { 'x-end-user': 'bob' } }), (r) => r.status === 403],
+        ["Bob's key naming Ada", () => rpc(serverId, bobKey, { headers: { 'x-end-user': 'ada' } }), (r) => r.status === 403],
+        ["Carl's key naming Ada", () => rpc(serverId, carlKey, { headers: { 'x-end-user': 'ada' } }), (r) => r.status === 403],
+        ['a key without act_for_end_users naming Ada', () => rpc(serverId, plain, { headers: { 'x-end-user': 'ada' } }), (r) => r.status === 403],
+        ['the backend naming Ada by her eu_ id', () => rpc(serverId, backend, { headers: { 'x-end-user': ada.id } }), (r) => r.status === 403],
+        ['the backend naming "ADA" (ids are exact)', () => rpc(serverId, backend, { headers: { 'x-end-user': 'ADA' } }), (r) => r.status === 403],
+        ['the backend naming "ad" (no prefix match)', () => rpc(serverId, backend, { headers: { 'x-end-user': 'ad' } }), (r) => r.status === 403],
+        ['the backend naming "*"', () => rpc(serverId, backend, { headers: { 'x-end-user': '*' } }), (r) => r.status === 403],
+        ['another owner\'s backend naming its own "ada"', () => rpc(theirServer, theirBackend, { headers: { 'x-end-user': 'ada' } }), refusedCall],
+        [
+          "another owner's backend on this server naming Ada",
+          () => rpc(serverId, theirBackend, { headers: { 'x-end-user': 'ada' } }),
+          (r) => r.status === 401 || r.status === 403,
+        ],
+        ["Ada's key on another owner's server", () => rpc(theirServer, adaKey), (r) => r.status === 401 || r.status === 403],
+        ["Ada's key on her owner's other server", () => rpc(otherServerId, adaKey), (r) => r.status === 401 || r.status === 403],
+        ["Carl's own call (no account of his)", () => rpc(serverId, carlKey), refusedCall],
+        [
+          'arguments naming Ada (the model cannot choose the caller)',
+          () => rpc(serverId, carlKey, { params: { arguments: { jql: 'project = DEMO', end_user: 'ada', user_id: ada.id } } }),
+          refusedCall,
+        ],
+        // Request states.
+        [
+          "Ada retrying with Carl's state",
+          () => rpc(serverId, adaKey, { modern: true, params: { requestState: carlState, ...accept } }),
+          (r) => /another caller or another call/.test(r.text),
+        ],
+        [
+          "the backend as Ada with Carl's state",
+          () => rpc(serverId, backend, { modern: true, headers: { 'x-end-user': 'ada' }, params: { requestState: carlState, ...accept } }),
+          (r) => /another caller or another call/.test(r.text),
+        ],
+        [
+          "Carl's state with other arguments",
+          () => rpc(serverId, carlKey, { modern: true, params: { arguments: { jql: 'project = OTHER' }, requestState: carlState, ...accept } }),
+          (r) => /another caller or another call/.test(r.text),
+        ],
+        [
+          "Carl's state on the other server",
+          () => rpc(otherServerId, carlKey, { modern: true, params: { requestState: carlState, ...accept } }),
+          (r) => r.status === 401 || r.status === 403,
+        ],
+        [
+          "Carl's state, tampered",
+          () => rpc(serverId, carlKey, { modern: true, params: { requestState: `A${carlState.slice(1)}`, ...accept } }),
+          (r) => /not a state this server gave/.test(r.text),
+        ],
+        [
+          'a state made up',
+          () => rpc(serverId, carlKey, { modern: true, params: { requestState: 'e30.AAAA', ...accept } }),
+          (r) => /not a state this server gave/.test(r.text),
+        ],
+        [
+          'a state that is not a string',
+          () => rpc(serverId, carlKey, { modern: true, params: { requestState: { n: 1 }, ...accept } }),
+          (r) => /not a state this server gave/.test(r.text),
+        ],
+        // Connect links.
+        ["Carl's call link in Ada's browser", () => page(adaBrowser, carlLink), (r) => r.status === 403],
+        ["Carl's call link in a fresh browser", () => page(new EndUserBrowser(svc.url), carlLink), (r) => r.status === 403],
+        ["Carl's call link rewritten to name Ada", () => page(adaBrowser, tamperedCallLink), (r) => r.status === 404],
+        ["Ada's link in Bob's browser", () => page(bobBrowser, adaLink), (r) => r.status === 409],
+        ["Ada's link in a fresh browser", () => page(new EndUserBrowser(svc.url), adaLink), (r) => r.status === 409],
+        ["Ada's link with its token changed", () => page(new EndUserBrowser(svc.url), `${adaLink.slice(0, -3)}xyz`), (r) => r.status === 404],
+        [
+          "Bob's browser posting a token to Ada's link",
+          async () => {
+            const r = await bobBrowser.post(`${new URL(adaLink).pathname}/token`, `<input name="csrf" value="${bobBrowser.cookie}">`, {
+              provider: 'tracker',
+              site_url: adaSite.url,
+              email: 'x@example.com',
+              api_token: 'x',
+            });
+            return { status: r.status, text: r.html };
+          },
+          (r) => r.status === 409,
+        ],
+        // Another owner's management API.
+        ['another owner reading Ada', () => other.b.api('GET', `/api/end-users/${ada.id}`).then(asText), (r) => r.status === 404],
+        ["another owner reading Ada's accounts", () => other.b.api('GET', `/api/end-users/${ada.id}/accounts`).then(asText), (r) => r.status === 404],
+        ["another owner reading Ada's keys", () => other.b.api('GET', `/api/end-users/${ada.id}/api-keys`).then(asText), (r) => r.status === 404],
+        [
+          'another owner making a key as Ada',
+          () => other.b.api('POST', `/api/end-users/${ada.id}/api-keys`, { server_id: theirServer, name: 'x' }).then(asText),
+          (r) => r.status === 404,
+        ],
+        [
+          'another owner making a connect link for Ada',
+          () => other.b.api('POST', '/api/connect-sessions', { end_user_id: ada.id }).then(asText),
+          (r) => r.status === 400,
+        ],
+        ['another owner deleting Ada', () => other.b.api('DELETE', `/api/end-users/${ada.id}`).then(asText), (r) => r.status === 404],
+        [
+          "another owner's call log of Ada",
+          () => other.b.api('GET', `/api/calls?end_user=${ada.id}`).then(asText),
+          (r) => r.status === 200 && r.text.includes('"calls":[]'),
+        ],
+        [
+          "another owner's search for Ada",
+          () => other.b.api('GET', '/api/end-users?q=lovelace').then(asText),
+          (r) => r.status === 200 && r.text.includes('"end_users":[]'),
+        ],
+        [
+          "another owner binding a tool to Ada's account",
+          () =>
+            likeUnknown((id) => other.b.api('POST', `/api/servers/${theirServer}/tools`, { base_tool: 'tracker_search_issues', name: 'x', account_id: id })),
+          (r) => r.status === 400 || r.status === 404,
+        ],
+        ["another owner reading Ada's account", () => likeUnknown((id) => other.b.api('GET', `/api/accounts/${id}`)), (r) => r.status === 404],
+        // Her own owner cannot turn her account into everyone's.
+        [
+          "her owner binding a tool to Ada's account",
+          () =>
+            likeUnknown((id) => b.api('POST', `/api/servers/${otherServerId}/tools`, { base_tool: 'tracker_search_issues', name: 'as_ada', account_id: id })),
+          (r) => r.status === 400 || r.status === 404,
+        ],
+        ["her owner's accounts list", () => b.api('GET', '/api/accounts').then(asText), (r) => r.status === 200 && r.text.includes('"accounts":[]')],
+      ];
+      const secrets = [adaAccount.id, adaSite.cloudId, adaSite.url, 'Lovelace', 'ada@example.com'];
+      const problems: string[] = [];
+      for (const [what, attempt, refused] of attempts) {
+        const r = await attempt();
+        if (!refused(r)) problems.push(`${what}: not refused (${r.status} ${r.text.slice(0, 200)})`);
+        for (const secret of secrets) if (r.text.includes(secret)) problems.push(`${what}: the answer names ${secret}`);
+      }
+      expect(problems).toEqual([]);
+      expect(attempts.length).toBeGreaterThanOrEqual(40);
+      // None of them reached Ada's site; her own call still does.
+      expect(adaSite.jira.requests.length).toBe(searchesBefore);
+      expect(JSON.parse((await rpc(serverId, adaKey)).text).result.isError).toBe(false);
+      expect(adaSite.jira.requests.length).toBeGreaterThan(searchesBefore);
+    },
+    180_000,
+  );
+
+  it.runIf(target.enabled)("an end user's budget holds whichever key acts as them; it is changed and lifted with PATCH", async () => {
+    const { b } = await owner(1000);
+    const serverId = await callersServer(b);
+    const made = await b.api('POST', '/api/end-users', { external_id: 'dora', credit_limit: { credits: 5, per: 'day' } });
+    expect(made.body.credit_limit).toEqual({ credits: 5, per: 'day' });
+    const dora = made.body as { id: string };
+    const link = (await b.api('POST', '/api/connect-sessions', { end_user_id: dora.id, providers: ['tracker'] })).body.url as string;
+    await connectJira(new EndUserBrowser(svc.url), link, 0);
+    const own = (await b.api('POST', `/api/end-users/${dora.id}/api-keys`, { server_id: serverId, name: 'dora' })).body.key as string;
+    const backend = (await b.api('POST', `/api/servers/${serverId}/api-keys`, { name: 'backend', act_for_end_users: true })).body.key as string;
+    // Her own key and the backend naming her, in turn: the search costs 2, so one call of each fits and the
+    // third is refused, whichever key makes it.
+    const answers: string[] = [];
+    for (let i = 0; i < 4; i++) answers.push((await rpc(serverId, i % 2 ? backend : own, { headers: i % 2 ? { 'x-end-user': 'dora' } : {} })).text);
+    expect(answers.map((t) => JSON.parse(t).result.isError)).toEqual([false, false, true, true]);
+    expect(answers[2]).toMatch(/This end user's budget is 5 credits per day \(UTC\) and 4 credits are spent: search_issues costs 2 credits/);
+    const calls = (await b.api('GET', `/api/calls?end_user=${dora.id}`)).body.calls as Array<{ credits: number; code: string }>;
+    expect(calls.reduce((n, c) => n + c.credits, 0)).toBe(4);
+    expect(calls.filter((c) => c.code === 'budget_exceeded')).toHaveLength(2);
+    // Bad changes are refused by name; lifting the limit lets her call again.
+    for (const [body, words] of [
+      [{}, /Send what changes: display_name, email, credit_limit/],
+      [{ external_id: 'x' }, /Unknown field\(s\): external_id/],
+      [{ credit_limit: { credits: 0, per: 'day' } }, /"credit_limit.credits" must be a whole number/],
+      [{ credit_limit: { credits: 5, per: 'week' } }, /"credit_limit.per" must be "day" or "month"/],
+    ] as const) {
+      const r = await b.api('PATCH', `/api/end-users/${dora.id}`, body);
+      expect(r.status, JSON.stringify(r.body)).toBe(400);
+      expect(r.body.message).toMatch(words);
+    }
+    const lifted = await b.api('PATCH', `/api/end-users/${dora.id}`, { credit_limit: null, display_name: 'Dora' });
+    expect(lifted.body).toMatchObject({ credit_limit: null, display_name: 'Dora', external_id: 'dora' });
+    expect(JSON.parse((await rpc(serverId, own)).text).result.isError).toBe(false);
+    const other = await owner();
+    expect((await other.b.api('PATCH', `/api/end-users/${dora.id}`, { credit_limit: null })).status).toBe(404);
+  });
 
   it.runIf(target.enabled)('asks a 2025-11-25 client that declared URL elicitation with -32042, and a 2026-07-28 one with input_required', async () => {
     const { b } = await owner();
@@ -312,3 +572,40 @@ describe.each(targets)('end users on $name', (target) => {
     expect(plainResult.result).toMatchObject({ resultType: 'complete', isError: true, structuredContent: { error: { code: 'account_not_connected' } } });
   });
 });
+
+// Every lifetime of an end user's things is in the store's time: a host whose clock is 40 minutes ahead of the
+// store's (or behind it) still honours a 15-minute request state and a 30-minute link, and stamps in store time.
+for (const target of storeTargets('end_user_clock').filter((t) => t.name !== 'embedded, on disk')) {
+  describe.runIf(target.enabled)(`end users' lifetimes in the store's time: ${target.name}`, () => {
+    it("request states, connect links, browser sessions and end users' stamps read the store's clock", async () => {
+      const store = await target.open();
+      for (const hostAheadMs of [-40 * 60_000, 40 * 60_000]) {
+        const skewed = { ...store, clock: new StoreClock(async () => new Date(Date.now() - hostAheadMs)) };
+        await skewed.clock.measure();
+        const storeNow = skewed.clock.now();
+        const secret = randomBytes(32);
+        const states = new RequestStates(skewed, secret);
+        const state = states.seal('caller\0tools/call\0digest');
+        expect(await states.open('caller\0tools/call\0digest', state)).toBeNull();
+        expect(await states.open('caller\0tools/call\0digest', state)).toMatch(/used already/);
+
+        const links = new ConnectSessions(skewed, secret, { publicUrl: 'http://127.0.0.1:1' });
+        const made = await links.create({ ownerId: 'own_1', endUserId: 'eu_1', providers: null, returnUrl: null });
+        expect(Math.abs(made.expires_at.getTime() - (storeNow + 30 * 60_000))).toBeLessThan(5000);
+        const link = await links.resolve(new URL(made.url).pathname.split('/').pop()!);
+        expect(link.endUserId).toBe('eu_1');
+        const fromCall = await links.resolve(new URL(links.callLink('own_1', 'eu_1', 'tracker')).pathname.split('/').pop()!);
+        expect(fromCall.providers).toEqual(['tracker']);
+        const started = await links.startBrowser('own_1', 'eu_1');
+        expect(await links.browserOf(started.cookie)).toMatchObject({ endUserId: 'eu_1' });
+        // The sweep, by the store's clock, keeps what is still in time.
+        expect(await links.sweep()).toBe(0);
+        expect(await states.sweep()).toBe(0);
+
+        const person = await new EndUsers(skewed).create(`own_${hostAheadMs}`, { external_id: 'x' });
+        expect(Math.abs(person.created_at.getTime() - storeNow)).toBeLessThan(5000);
+      }
+      await store.close();
+    });
+  });
+}

@@ -33,6 +33,10 @@ export function budgetPeriod(per: CreditLimit['per'], at: Date): { id: string; r
   return { id: `d${at.toISOString().slice(0, 10)}`, resetsAt: new Date(Date.UTC(y, m, at.getUTCDate() + 1)) };
 }
 
+/** Whose budget a call meets: its credential's (a key or a connected app), or the end user's it acts as. */
+export type BudgetHolder = Holder | 'end_user';
+const HOLDER_NAMES: Record<BudgetHolder, string> = { key: "This key's", app: "This connected app's", end_user: "This end user's" };
+
 /** What this process has reserved of one budget period and not handed to a call yet. */
 interface Reserved {
   held: number;
@@ -68,7 +72,7 @@ export class Budgets {
    * Reserves `cost` of the credential's budget for a call starting at `at`: null when it fits (or there is no
    * budget), else the refusal naming the limit and when it resets (nothing reserved).
    */
-  async reserve(keyId: string, limit: CreditLimit | undefined, cost: number, at: Date, holder: Holder, tool: string): Promise<ToolError | null> {
+  async reserve(keyId: string, limit: CreditLimit | undefined, cost: number, at: Date, holder: BudgetHolder, tool: string): Promise<ToolError | null> {
     if (!limit || cost === 0) return null;
     const { id, resetsAt } = budgetPeriod(limit.per, at);
     const _id = `${keyId}/${id}`;
@@ -83,7 +87,7 @@ export class Budgets {
     const spent = await this.spentOf(_id);
     return new ToolError(
       'budget_exceeded',
-      `${holder === 'key' ? "This key's" : "This connected app's"} budget is ${credits(limit.credits)} per ${limit.per} (UTC) and ${credits(spent)} ` +
+      `${HOLDER_NAMES[holder]} budget is ${credits(limit.credits)} per ${limit.per} (UTC) and ${credits(spent)} ` +
         `${spent === 1 ? 'is' : 'are'} spent: ${tool} costs ${credits(cost)}. The budget resets at ${utc(resetsAt)}.`,
     );
   }

@@ -1,9 +1,11 @@
 // End users: the people an owner's own product serves, known to this service by the owner's id for each
 // (`external_id`, unique per owner). An end user holds accounts of their own (connected through a connect link,
 // runtime/accounts/connect-sessions.ts) and API keys that act as them; credits stay the owner's.
+import type { StoreClock } from '../store/clock.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
 import { DuplicateKeyError } from '../store/port.ts';
 import { randomId } from '../secrets.ts';
+import type { CreditLimit } from './restrictions.ts';
 
 export interface EndUserDoc extends Doc {
   owner_id: string;
@@ -11,6 +13,8 @@ export interface EndUserDoc extends Doc {
   external_id: string;
   display_name: string | null;
   email: string | null;
+  /** The credits the person's calls may spend a UTC day or month, whichever key makes them (absent: no limit). */
+  credit_limit?: CreditLimit;
   created_at: Date;
 }
 
@@ -18,6 +22,7 @@ export interface EndUserInput {
   external_id: string;
   display_name?: string | null;
   email?: string | null;
+  credit_limit?: CreditLimit | null;
 }
 
 /** A page of an owner's end users, newest first; `next_cursor` continues it. */
@@ -36,7 +41,14 @@ export class DuplicateEndUserError extends Error {
 }
 
 export function publicEndUser(doc: EndUserDoc): Record<string, unknown> {
-  return { id: doc._id, external_id: doc.external_id, display_name: doc.display_name, email: doc.email, created_at: doc.created_at };
+  return {
+    id: doc._id,
+    external_id: doc.external_id,
+    display_name: doc.display_name,
+    email: doc.email,
+    credit_limit: doc.credit_limit ?? null,
+    created_at: doc.created_at,
+  };
 }
 
 /** Where a page stops: the newest-first position of its last item (creation time, then id). */
@@ -49,9 +61,11 @@ const newestFirst = (a: EndUserDoc, b: EndUserDoc) => b.created_at.getTime() - a
 
 export class EndUsers {
   private readonly endUsers: Collection<EndUserDoc>;
+  private readonly clock: StoreClock;
 
   constructor(store: Store) {
     this.endUsers = store.collection<EndUserDoc>('end_users');
+    this.clock = store.clock;
   }
 
   async create(ownerId: string, input: EndUserInput): Promise<EndUserDoc> {
@@ -61,7 +75,9 @@ export class EndUsers {
       external_id: input.external_id,
       display_name: input.display_name ?? null,
       email: input.email ?? null,
-      created_at: new Date(),
+      ...(input.credit_limit ? { credit_limit: input.credit_limit } : {}),
+      // The store's time: the list's order (and its cursors) is the same whichever instance made each one.
+      created_at: this.clock.date(),
     };
     try {
       await this.endUsers.insertOne(doc);
@@ -105,6 +121,20 @@ export class EndUsers {
     );
     const items = matching.slice(0, page.limit);
     return { items, next_cursor: matching.length > page.limit ? cursorOf(items[items.length - 1]) : null };
+  }
+
+  /** Changes a person's name, address or limit (null: none); the end user as it is now, or null. */
+  update(ownerId: string, id: string, change: Omit<Partial<EndUserInput>, 'external_id'>): Promise<EndUserDoc | null> {
+    const set: Record<string, unknown> = {};
+    const unset: Record<string, ''> = {};
+    if (change.display_name !== undefined) set.display_name = change.display_name;
+    if (change.email !== undefined) set.email = change.email;
+    if (change.credit_limit === null) unset.credit_limit = '';
+    else if (change.credit_limit !== undefined) set.credit_limit = change.credit_limit;
+    return this.endUsers.findOneAndUpdate(
+      { _id: id, owner_id: ownerId },
+      { ...(Object.keys(set).length ? { $set: set } : {}), ...(Object.keys(unset).length ? { $unset: unset } : {}) },
+    );
   }
 
   async delete(ownerId: string, id: string): Promise<boolean> {

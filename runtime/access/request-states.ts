@@ -2,8 +2,9 @@
 // decides nothing by itself, but a retry that carries one is accepted only with the state this service gave to
 // that very caller for that very call. HMAC-SHA-256 over a random nonce, the expiry and a digest of what it is
 // bound to (never the binding itself: no ids or arguments leave in it); each nonce is spent once, in the store,
-// so a replay is refused on every instance.
+// so a replay is refused on every instance. Its expiry is in the store's time, as every lifetime.
 import { createHmac } from 'node:crypto';
+import type { StoreClock } from '../store/clock.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
 import { DuplicateKeyError } from '../store/port.ts';
 import { randomToken, sameSecret, sha256 } from '../secrets.ts';
@@ -18,16 +19,19 @@ interface SpentStateDoc extends Doc {
 
 export class RequestStates {
   private readonly spent: Collection<SpentStateDoc>;
+  private readonly clock: StoreClock;
 
   constructor(
     store: Store,
     private readonly secret: Buffer,
   ) {
     this.spent = store.collection<SpentStateDoc>('spent_request_states');
+    this.clock = store.clock;
   }
 
   /** A new state bound to `binding` (the caller, the method, the params' digest). */
-  seal(binding: string, now = Date.now()): string {
+  seal(binding: string): string {
+    const now = this.clock.now();
     const body = Buffer.from(JSON.stringify({ n: randomToken('', 16), x: now + REQUEST_STATE_MINUTES * 60_000, b: sha256(binding) })).toString('base64url');
     return `${body}.${this.sign(body)}`;
   }
@@ -44,7 +48,7 @@ export class RequestStates {
       return 'is not a state this server gave';
     }
     if (claims.b !== sha256(binding)) return 'was given for another caller or another call (its method and arguments must be the same)';
-    if (claims.x <= Date.now()) return `has expired (a state works for ${REQUEST_STATE_MINUTES} minutes): call the tool again without it`;
+    if (claims.x <= this.clock.now()) return `has expired (a state works for ${REQUEST_STATE_MINUTES} minutes): call the tool again without it`;
     try {
       await this.spent.insertOne({ _id: claims.n, expires_at: new Date(claims.x) });
     } catch (err) {
@@ -55,7 +59,7 @@ export class RequestStates {
   }
 
   /** Forgets spent states past their expiry (they are refused as expired anyway). */
-  sweep(now = new Date()): Promise<number> {
+  sweep(now = this.clock.date()): Promise<number> {
     return this.spent.deleteMany({ expires_at: { $lt: now } });
   }
 

@@ -428,6 +428,11 @@ export class Accounts {
     return this.accounts.find({ owner_id: ownerId, end_user_id: endUserId, ...(kind ? { kind } : {}) }, { sort: { created_at: -1 } });
   }
 
+  /** The accounts of several end users of an owner (a page of them), in one query, newest first. */
+  ofEndUsers(ownerId: string, endUserIds: string[]): Promise<AccountDoc[]> {
+    return this.accounts.find({ owner_id: ownerId, end_user_id: { $in: endUserIds } }, { sort: { created_at: -1 } });
+  }
+
   /** Removes one account of an end user (replaced by a new one, or refused by its provider). */
   async deleteOfEndUser(ownerId: string, endUserId: string, id: string): Promise<boolean> {
     const n = await this.accounts.deleteOne({ _id: id, owner_id: ownerId, end_user_id: endUserId });

@@ -12,6 +12,7 @@
 // Either link leads to the same page (runtime/dashboard/end-user-connect.ts); each provider is connected by the
 // connect flow (connect-flows.ts) with the end user as holder, or by a token form where it has no OAuth app.
 import { createHmac } from 'node:crypto';
+import type { StoreClock } from '../store/clock.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
 import { randomId, randomToken, sameSecret, sha256 } from '../secrets.ts';
 
@@ -82,6 +83,7 @@ export const endUserCsrfToken = (sessionId: string) => sha256(`end-user csrf\0${
 export class ConnectSessions {
   private readonly sessions: Collection<ConnectSessionDoc>;
   private readonly browsers: Collection<EndUserSessionDoc>;
+  private readonly clock: StoreClock;
 
   constructor(
     store: Store,
@@ -91,12 +93,13 @@ export class ConnectSessions {
   ) {
     this.sessions = store.collection<ConnectSessionDoc>('connect_sessions');
     this.browsers = store.collection<EndUserSessionDoc>('end_user_sessions');
+    this.clock = store.clock;
   }
 
   /** A single-use link for an end user (the owner's backend hands it to them). */
   async create(o: { ownerId: string; endUserId: string; providers: string[] | null; returnUrl: string | null }): Promise<{ url: string; expires_at: Date }> {
     const token = randomToken('', 32);
-    const now = new Date();
+    const now = this.clock.date();
     const doc: ConnectSessionDoc = {
       _id: randomId('cs_'),
       owner_id: o.ownerId,
@@ -113,7 +116,8 @@ export class ConnectSessions {
   }
 
   /** The link a call answers when its caller has no usable account of a provider: signed, not stored. */
-  callLink(ownerId: string, endUserId: string, provider: string, now = Date.now()): string {
+  callLink(ownerId: string, endUserId: string, provider: string): string {
+    const now = this.clock.now();
     const body = Buffer.from(JSON.stringify({ o: ownerId, e: endUserId, p: provider, x: now + CONNECT_LINK_MINUTES * 60_000 })).toString('base64url');
     return `${this.site.publicUrl}${CONNECT_PATH}/c.${body}.${this.sign(body)}`;
   }
@@ -134,7 +138,7 @@ export class ConnectSessions {
       const [, body, mac] = token.split('.');
       if (!body || !mac || !sameSecret(mac, this.sign(body))) throw gone;
       const claims = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as { o: string; e: string; p: string; x: number };
-      if (claims.x <= Date.now()) throw expired;
+      if (claims.x <= this.clock.now()) throw expired;
       return {
         via: 'call',
         id: token,
@@ -148,7 +152,7 @@ export class ConnectSessions {
     }
     const doc = await this.sessions.findOne({ token_hash: sha256(token) });
     if (!doc) throw gone;
-    if (doc.expires_at <= new Date()) throw expired;
+    if (doc.expires_at <= this.clock.date()) throw expired;
     return {
       via: 'api',
       id: doc._id,
@@ -200,7 +204,7 @@ export class ConnectSessions {
   /** A new end-user session for a browser: the cookie's value (returned once) and what it stands for. */
   async startBrowser(ownerId: string, endUserId: string): Promise<{ cookie: string; browser: EndUserBrowser; expires: Date }> {
     const cookie = randomToken('', 32);
-    const now = new Date();
+    const now = this.clock.date();
     const expires = new Date(now.getTime() + END_USER_SESSION_DAYS * 86_400_000);
     await this.browsers.insertOne({ _id: sha256(cookie), owner_id: ownerId, end_user_id: endUserId, created_at: now, expires_at: expires });
     return { cookie, expires, browser: { ownerId, endUserId, session: sha256(cookie), csrfToken: endUserCsrfToken(cookie) } };
@@ -210,7 +214,7 @@ export class ConnectSessions {
   async browserOf(cookie: string | undefined): Promise<EndUserBrowser | null> {
     if (!cookie) return null;
     const doc = await this.browsers.findOne({ _id: sha256(cookie) });
-    if (!doc || doc.expires_at <= new Date()) return null;
+    if (!doc || doc.expires_at <= this.clock.date()) return null;
     return { ownerId: doc.owner_id, endUserId: doc.end_user_id, session: doc._id, csrfToken: endUserCsrfToken(cookie) };
   }
 
@@ -221,7 +225,7 @@ export class ConnectSessions {
   }
 
   /** Deletes links and browser sessions past their time. */
-  async sweep(now = new Date()): Promise<number> {
+  async sweep(now = this.clock.date()): Promise<number> {
     return (await this.sessions.deleteMany({ expires_at: { $lt: now } })) + (await this.browsers.deleteMany({ expires_at: { $lt: now } }));
   }
 

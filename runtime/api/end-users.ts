@@ -15,21 +15,30 @@ import { listQueryReader } from './list-query.ts';
 
 // A person's id, name and address are one line each: no control characters.
 const ONE_LINE = '^[^\\x00-\\x1f\\x7f]*\\S[^\\x00-\\x1f\\x7f]*$';
+const PERSON_PROPERTIES = {
+  display_name: { type: ['string', 'null'], maxLength: 200, pattern: ONE_LINE },
+  email: { type: ['string', 'null'], maxLength: 254, format: 'email' },
+  credit_limit: RESTRICTION_PROPERTIES.credit_limit,
+};
+const PERSON_MESSAGES = {
+  display_name: '"display_name" must be a name of at most 200 characters on one line',
+  email: '"email" must be an e-mail address',
+  credit_limit: RESTRICTION_MESSAGES.credit_limit,
+  'credit_limit.credits': RESTRICTION_MESSAGES['credit_limit.credits'],
+  'credit_limit.per': RESTRICTION_MESSAGES['credit_limit.per'],
+};
 const checkEndUser = bodyChecker<EndUserInput>(
   {
-    properties: {
-      external_id: { type: 'string', minLength: 1, maxLength: MAX_EXTERNAL_ID, pattern: ONE_LINE },
-      display_name: { type: ['string', 'null'], maxLength: 200, pattern: ONE_LINE },
-      email: { type: ['string', 'null'], maxLength: 254, format: 'email' },
-    },
+    properties: { external_id: { type: 'string', minLength: 1, maxLength: MAX_EXTERNAL_ID, pattern: ONE_LINE }, ...PERSON_PROPERTIES },
     required: ['external_id'],
   },
   {
     external_id: `"external_id" must be your own id for the person: a non-empty line of at most ${MAX_EXTERNAL_ID} characters`,
-    display_name: '"display_name" must be a name of at most 200 characters on one line',
-    email: '"email" must be an e-mail address',
+    ...PERSON_MESSAGES,
   },
 );
+// The external id stays: it is how the owner's backend names the person (X-End-User).
+const checkEndUserChange = bodyChecker<Omit<EndUserInput, 'external_id'>>({ properties: PERSON_PROPERTIES }, PERSON_MESSAGES);
 const checkConnectSession = bodyChecker<{ end_user_id: string; providers?: string[]; return_url?: string }>(
   {
     properties: {
@@ -95,6 +104,15 @@ export function endUsersRoutes(router: Router, d: ApiDeps, g: Guards): void {
   });
   router.get('/end-users/:id', g.owner, async (ctx) => {
     ctx.body = publicEndUser(await ownEndUser(ctx));
+  });
+  router.patch('/end-users/:id', g.owner, async (ctx) => {
+    const change = checkEndUserChange(await jsonBody(ctx, d.maxBodyBytes));
+    if (Object.keys(change).length === 0) throw new ApiError(400, `Send what changes: ${Object.keys(PERSON_PROPERTIES).join(', ')}`);
+    const before = await ownEndUser(ctx);
+    const doc = await endUsers.update(me(ctx)._id, before._id, change);
+    if (!doc) throw notFound('End user');
+    await d.audit.record(requestInfo(ctx), { action: 'end_user.update', owner_id: me(ctx)._id, target: endUserTarget(doc), changes: change });
+    ctx.body = publicEndUser(doc);
   });
   // Everything of the person goes with them, at once on every instance: their keys are revoked, their
   // accounts removed, their links and browser sessions ended.

@@ -18,7 +18,7 @@ export function usageRoutes(router: Router, d: ApiDeps, g: Guards): void {
       return t;
     };
     const text = (name: string) => (typeof q[name] === 'string' ? (q[name] as string) : undefined);
-    const filter = { server: text('server'), key: text('key'), tool: text('tool'), from: date('from'), to: date('to') };
+    const filter = { server: text('server'), key: text('key'), endUser: text('end_user'), tool: text('tool'), from: date('from'), to: date('to') };
     // Bounded: more aggregates than the limit is refused rather than read.
     const rows = await d.ledger.usage(me(ctx)._id, filter, USAGE_ROW_LIMIT).catch((err: unknown) => {
       throw err instanceof UsageTooLargeError ? new ApiError(400, err.message) : err;
@@ -27,6 +27,7 @@ export function usageRoutes(router: Router, d: ApiDeps, g: Guards): void {
       usage: rows.map((r) => ({
         server_id: r.server_id,
         key_id: r.key_id,
+        end_user_id: r.end_user_id ?? null,
         tool: r.tool,
         hour: r.hour,
         calls: r.calls,

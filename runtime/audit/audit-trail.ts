@@ -52,6 +52,7 @@ export const AUDIT_ACTIONS = [
   'oauth_app.update',
   'oauth_app.delete',
   'end_user.create',
+  'end_user.update',
   'end_user.delete',
   'connect_session.create',
 ] as const;

@@ -71,6 +71,8 @@ export interface UsageRow {
   owner_id: string;
   server_id: string;
   key_id: string;
+  /** The end user the calls acted as; absent for calls that acted as the owner. */
+  end_user_id?: string;
   tool: string;
   hour: Date;
   calls: number;
@@ -82,6 +84,7 @@ export interface UsageRow {
 export interface UsageFilter {
   server?: string;
   key?: string;
+  endUser?: string;
   tool?: string;
   from?: Date;
   to?: Date;
@@ -306,6 +309,7 @@ export class Ledger {
     const filter: Filter & { owner_id: string } = { owner_id: ownerId };
     if (f.server) filter.server_id = f.server;
     if (f.key) filter.key_id = f.key;
+    if (f.endUser) filter.end_user_id = f.endUser;
     if (f.tool) filter.tool = f.tool;
     const hourRange = f.from || f.to ? { hour: { ...(f.from ? { $gte: f.from } : {}), ...(f.to ? { $lt: f.to } : {}) } } : {};
     const { records, rolled } = await this.unrolledThenRolled(filter, { at: { $gte: f.from ?? new Date(0), ...(f.to ? { $lt: f.to } : {}) } }, (rows) =>
@@ -449,8 +453,9 @@ export const chargeKey = (ownerId: string, from: number) => `${ownerId}:${String
 /** Above every charge key of the owner (';' follows ':'). */
 export const chargeKeysEnd = (ownerId: string) => `${ownerId};`;
 export const hourOf = (at: Date) => new Date(Math.floor(at.getTime() / HOUR) * HOUR);
-export const bucketId = (c: Pick<CallDoc, 'owner_id' | 'server_id' | 'key_id' | 'tool' | 'at'>) =>
-  `${c.owner_id}|${c.server_id}|${c.key_id}|${c.tool}|${hourOf(c.at).toISOString()}`;
+/** An aggregate per owner, server, key, tool and hour, and end user (a key that acts for many keeps them apart). */
+export const bucketId = (c: Pick<CallDoc, 'owner_id' | 'server_id' | 'key_id' | 'tool' | 'at' | 'end_user_id'>) =>
+  `${c.owner_id}|${c.server_id}|${c.key_id}|${c.tool}|${hourOf(c.at).toISOString()}${c.end_user_id ? `|${c.end_user_id}` : ''}`;
 
 /** Aggregates plus the records they do not hold yet (a record older than its aggregate's `through` is in it). */
 export function mergedUsage(rolled: RolledDoc[], records: CallDoc[]): UsageRow[] {
@@ -461,6 +466,7 @@ export function mergedUsage(rolled: RolledDoc[], records: CallDoc[]): UsageRow[]
       owner_id: r.owner_id,
       server_id: r.server_id,
       key_id: r.key_id,
+      ...(r.end_user_id ? { end_user_id: r.end_user_id } : {}),
       tool: r.tool,
       hour: r.hour,
       calls: 0,
@@ -493,6 +499,7 @@ export function hourly(c: CallDoc): UsageRow {
     owner_id: c.owner_id,
     server_id: c.server_id,
     key_id: c.key_id,
+    ...(c.end_user_id ? { end_user_id: c.end_user_id } : {}),
     tool: c.tool,
     hour: hourOf(c.at),
     calls,

@@ -36,7 +36,15 @@ export function callRow(c: CallDoc, names: Names) {
 
 export async function callsView(d: ApiDeps, ownerId: string, query: Record<string, unknown>) {
   const given = (name: string) => (typeof query[name] === 'string' ? (query[name] as string) : '');
-  const filters = { server: given('server'), key: given('key'), tool: given('tool'), outcome: given('outcome'), from: given('from'), to: given('to') };
+  const filters = {
+    server: given('server'),
+    key: given('key'),
+    end_user: given('end_user'),
+    tool: given('tool'),
+    outcome: given('outcome'),
+    from: given('from'),
+    to: given('to'),
+  };
   const chosen = Object.entries(filters).filter(([, v]) => v);
   // A day typed in "to" includes that whole day.
   const params = new URLSearchParams(chosen);
@@ -46,9 +54,14 @@ export async function callsView(d: ApiDeps, ownerId: string, query: Record<strin
   for (const sv of await d.servers.list(ownerId)) for (const t of await d.tools.list(ownerId, sv._id)) tools.add(t.name);
   if (filters.tool) tools.add(filters.tool);
   const option = (value: string, label: string, selected: string) => ({ value, label, selected: value === selected });
+  // The calls of one end user (from the End users page): kept by the form while the other filters change.
+  const endUser = filters.end_user ? await d.endUsers.get(ownerId, filters.end_user) : null;
   const view = {
     filters,
     filtered: chosen.length > 0,
+    endUser: filters.end_user
+      ? { id: filters.end_user, label: endUser ? (endUser.display_name ?? endUser.external_id) : `${filters.end_user} (deleted)` }
+      : null,
     servers: [...names.servers].map(([id, name]) => option(id, name, filters.server)),
     keys: [...names.keys].map(([id, name]) => option(id, name, filters.key)),
     tools: [...tools].sort().map((t) => option(t, t, filters.tool)),

@@ -13,7 +13,7 @@ import { requestInfo, setActor } from '../audit/request-context.ts';
 import { sameSecret } from '../secrets.ts';
 import { ToolError } from '../tool-error.ts';
 import { accountFields } from './forms.ts';
-import { sendPage } from './page.ts';
+import { contentSecurityPolicy, sendPage } from './page.ts';
 import { render } from './views.ts';
 
 /** The end user in the request's browser, as a connect flow names it (null when none). */
@@ -44,7 +44,9 @@ export function endUserConnectPages(router: Router, d: ApiDeps): void {
   };
   /** A page's handler, with every refusal of the link said on a page of its own. */
   const page = (handler: (ctx: Context, a: Awaited<ReturnType<typeof admitted>>) => Promise<void>) => async (ctx: Context) => {
-    ctx.set('Referrer-Policy', 'no-referrer');
+    // The link's token is in the address: no other site may be told it. Not `no-referrer`: with it a browser
+    // sends `Origin: null` on the page's own forms, which the same-origin check must refuse.
+    ctx.set('Referrer-Policy', 'same-origin');
     try {
       await handler(ctx, await admitted(ctx));
     } catch (err) {
@@ -81,12 +83,15 @@ export function endUserConnectPages(router: Router, d: ApiDeps): void {
           title: p.spec.title,
           by: p.connect?.spec.by ?? p.spec.title,
           oauth,
+          // Its OAuth form is answered with a redirect to this origin (the provider's consent page).
+          consentOrigin: oauth ? new URL(p.connect!.spec.authorize_url).origin : null,
           fields: oauth ? [] : accountFields(p.spec.account.fields, `connect-${p.spec.id}`),
           account: account ? { says: account.connection?.says ?? account.name, state, reason: account.state_reason ?? '', ok: state !== 'needs_reauth' } : null,
           problem: problem?.provider === p.spec.id ? problem.message : '',
         };
       }),
     );
+    ctx.set('Content-Security-Policy', contentSecurityPolicy([...new Set(providers.flatMap((p) => p.consentOrigin ?? []))]));
     sendPage(
       ctx,
       render(

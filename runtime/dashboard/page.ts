@@ -7,17 +7,25 @@ import { type AccountsBanner, accountsBanner } from './accounts-banner.ts';
 import { type CreditBanner, creditBanner } from './credits.ts';
 import { render } from './views.ts';
 
-const CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-  "base-uri 'none'",
-  "object-src 'none'",
-].join('; ');
+/**
+ * The pages' Content Security Policy. `formTargets`: origins a form of the page may end up at besides this one
+ * (a browser checks form-action on each redirect of a form's navigation too, so a form whose answer redirects to
+ * a provider's consent page needs that provider's origin here).
+ */
+export function contentSecurityPolicy(formTargets: string[] = []): string {
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    `form-action ${["'self'", ...formTargets].join(' ')}`,
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+    "object-src 'none'",
+  ].join('; ');
+}
+const CSP = contentSecurityPolicy();
 
 export interface Frame {
   email: string;

@@ -28,6 +28,7 @@ import { assets, render } from './views.ts';
 import { notFoundPage, securityHeaders, sendPage, signedInPageOf, verifyNeededPage } from './page.ts';
 import { connectPages } from './connect.ts';
 import { endUserConnectPages } from './end-user-connect.ts';
+import { endUsersView } from './end-users.ts';
 
 /** How a page names the account of a tool bound to the caller's own. */
 const CALLERS_OWN = "each caller's own";
@@ -386,6 +387,13 @@ export function createDashboardRouter(d: ApiDeps): Router {
           },
         ),
       );
+    }),
+  );
+
+  router.get(
+    '/end-users',
+    signedInPage(async (ctx, s, frame) => {
+      sendPage(ctx, render('end-users', { title: 'End users', section: 'end-users', ...frame }, await endUsersView(d, s.owner._id, ctx.query)));
     }),
   );
 

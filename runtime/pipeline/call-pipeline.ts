@@ -3,11 +3,11 @@
 import { type Accounts, accountState } from '../accounts/accounts.ts';
 import type { ConnectSessions } from '../accounts/connect-sessions.ts';
 import type { Budgets } from '../access/budgets.ts';
-import type { EndUsers } from '../access/end-users.ts';
+import type { EndUserDoc, EndUsers } from '../access/end-users.ts';
 import { type ApiKeyDoc, ApiKeys } from '../access/keys.ts';
 import type { KeyNetworks } from '../access/key-networks.ts';
 import type { RequestStates } from '../access/request-states.ts';
-import { type Holder, type Restrictions, isExpired, permits, refusal, unlisted } from '../access/restrictions.ts';
+import { type CreditLimit, type Holder, type Restrictions, isExpired, permits, refusal, unlisted } from '../access/restrictions.ts';
 import type { KeyRateLimiter } from '../access/rate-limit.ts';
 import type { Credits } from '../billing/credits.ts';
 import { type CallCharge, type CallVia, type Ledger, recordOf } from '../billing/ledger.ts';
@@ -35,6 +35,8 @@ interface Caller extends Principal {
   via?: CallVia;
   /** The owner's end user the call acts as: from the key, or the X-End-User header of a key allowed to name one. */
   endUserId?: string;
+  /** That end user's own budget, whichever key acts as them. */
+  endUserLimit?: CreditLimit;
 }
 
 /**
@@ -114,7 +116,7 @@ export class CallPipeline implements McpBackend {
       if (!own || own.owner_id !== caller.ownerId) return { ok: false, status: 401, message: 'This key belonged to an end user who was deleted' };
       if (named !== undefined && named !== own.external_id)
         return { ok: false, status: 403, message: `X-End-User names ${shown(named)}, but this key acts as its own end user only` };
-      return acting(caller, own._id);
+      return acting(caller, own);
     }
     if (named === undefined) return { ok: true, principal: caller };
     if (!key.act_for_end_users)
@@ -126,7 +128,7 @@ export class CallPipeline implements McpBackend {
     const endUser = named === '' ? null : await this.d.endUsers.byExternalId(caller.ownerId, named);
     if (!endUser)
       return { ok: false, status: 403, message: `X-End-User: there is no end user with the external id ${shown(named)} (create it with POST /api/end-users)` };
-    return acting(caller, endUser._id);
+    return acting(caller, endUser);
   }
 
   /** An OAuth access token: valid, for this very server (audience), whose server is still its owner's and active. */
@@ -228,12 +230,21 @@ export class CallPipeline implements McpBackend {
       }
       if (!account) return rejected(new ToolError('account_missing', `The account bound to ${name} no longer exists; bind another account to the tool`));
     }
-    // The key's budget first (one conditional increment, given back if the balance refuses or the call is
-    // refunded); then a free tool takes nothing from the balance, any other its range of the owner's credit line.
-    const limit = principal.restrictions?.credit_limit;
+    // The budgets first: the key's, then the end user's it acts as (each one conditional increment, given back if
+    // the next refuses, the balance refuses or the call is refunded); then a free tool takes nothing from the
+    // balance, any other its range of the owner's credit line.
     const chargedAt = this.d.clock.date();
-    const overBudget = await this.d.budgets.reserve(principal.keyId, limit, cost, chargedAt, principal.holder ?? 'key', name);
-    if (overBudget) return rejected(overBudget);
+    const budgets = [
+      { id: principal.keyId, limit: principal.restrictions?.credit_limit, holder: principal.holder ?? 'key' },
+      { id: principal.endUserId ?? '', limit: principal.endUserLimit, holder: 'end_user' as const },
+    ].filter((bg) => bg.limit);
+    const releaseBudgets = (reserved = budgets) => Promise.all(reserved.map((bg) => this.d.budgets.release(bg.id, bg.limit, cost, chargedAt)));
+    for (const [i, bg] of budgets.entries()) {
+      const overBudget = await this.d.budgets.reserve(bg.id, bg.limit, cost, chargedAt, bg.holder, name);
+      if (!overBudget) continue;
+      await releaseBudgets(budgets.slice(0, i));
+      return rejected(overBudget);
+    }
     const charge =
       cost > 0
         ? await trace.step(
@@ -243,7 +254,7 @@ export class CallPipeline implements McpBackend {
           )
         : undefined;
     if (charge === null) {
-      await this.d.budgets.release(principal.keyId, limit, cost, chargedAt);
+      await releaseBudgets();
       const balance = await this.d.credits.balance(principal.ownerId);
       return rejected(
         new ToolError('insufficient_credits', `Insufficient credits: ${name} costs ${cost} credit${cost === 1 ? '' : 's'} and the balance is ${balance}`),
@@ -276,7 +287,7 @@ export class CallPipeline implements McpBackend {
         () => this.d.ledger.finish(recordOf(call, principal.ownerId, outcomeName, failure?.code ?? 'ok', kept, latency(), failure && errorOf(failure)), refund),
         () => ({ 'toolserver.refund': refund }),
       );
-      if (refund) await this.d.budgets.release(principal.keyId, limit, cost, chargedAt);
+      if (refund) await releaseBudgets();
     } catch (err) {
       if (err instanceof StoreUnavailableError) throw new UnrecordedCallError(err);
       throw err;
@@ -325,8 +336,8 @@ export class CallPipeline implements McpBackend {
   }
 }
 
-const acting = (caller: Caller, endUserId: string): AuthOutcome => {
-  const principal: Caller = { ...caller, endUserId };
+const acting = (caller: Caller, endUser: EndUserDoc): AuthOutcome => {
+  const principal: Caller = { ...caller, endUserId: endUser._id, endUserLimit: endUser.credit_limit };
   return { ok: true, principal };
 };
 

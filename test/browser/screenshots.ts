@@ -159,6 +159,7 @@ async function main(): Promise<void> {
   });
   await shot('calls', '/calls');
   await shot('call', `/calls/${failed.id}`);
+  await endUsers(shot, api, demo);
   await connectApp(page, base, demo.serverId);
   await shot('keys', '/keys');
   await shot('settings', '/settings');
@@ -237,6 +238,24 @@ async function connectedAccounts(shot: Shot, page: Page, base: string, demo: Awa
   await shot('account-needs-you', '/accounts');
   await shot('reconnect', `/accounts/${id}/reconnect`);
   await accounts.updateOne({ _id: id }, { $set: { state: 'connected', state_reason: null } });
+}
+
+/** The End users page (one account unreachable for the moment), one person's calls, and the connect page a person opens. */
+async function endUsers(shot: Shot, api: (method: string, p: string, body?: unknown) => Promise<any>, demo: Awaited<ReturnType<typeof startDemo>>) {
+  const [ada] = (await api('GET', '/api/end-users?q=ada')).end_users as Array<{ id: string }>;
+  const workspace = ((await api('GET', `/api/end-users/${ada.id}/accounts`)).accounts as Array<{ id: string; kind: string }>).find(
+    (a) => a.kind === 'workspace',
+  )!;
+  const accounts = demo.service.store.collection('accounts');
+  await accounts.updateOne(
+    { _id: workspace.id },
+    { $set: { state: 'unreachable', state_reason: 'Notion answered 503 Service Unavailable; the next call tries again' } },
+  );
+  await shot('end-users', '/end-users');
+  await accounts.updateOne({ _id: workspace.id }, { $set: { state: 'connected', state_reason: null } });
+  await shot('end-user-calls', `/calls?end_user=${ada.id}`);
+  const link = (await api('POST', '/api/connect-sessions', { end_user_id: ada.id, return_url: 'https://app.example/settings' })).url as string;
+  await shot('end-user-connect', new URL(link).pathname);
 }
 
 /** An MCP client signs in with OAuth: its consent page (shot), approved, the code exchanged: a connected app. */

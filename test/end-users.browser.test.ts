@@ -1,0 +1,115 @@
+// "Connect your account" inside a call, as a person meets it: the official SDK v2 client on 2026-07-28 with
+// URL elicitation declared calls a tool bound to the caller's own Jira; the call answers input_required; the
+// client's elicitation handler opens the URL in Chromium (the browser that already holds the person's end-user
+// session), the person connects Jira at the Atlassian sandbox's consent page and picks a site; the SDK retries
+// with inputResponses and the requestState, and the call succeeds, charged once. A client without URL support
+// gets the ordinary isError result with the link. (The same paths over bare HTTP, and on MongoDB:
+// end-users.test.ts.)
+import { randomBytes } from 'node:crypto';
+import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumAvailable, launchChromium } from './browser/chromium.ts';
+import { APP_ENV, type OAuthSandboxes, startOAuthSandboxes } from './support/connect.ts';
+import { balanceOf, callersServer, ownerWithCredits } from './support/end-users.ts';
+import { connectV2 } from './support/mcp-clients.ts';
+import { type TestService, startTestService } from './support/service.ts';
+import { type ToolResult, failed, succeeded } from './support/tool-calls.ts';
+
+const JQL = { jql: 'project = DEMO ORDER BY created DESC', max_results: 1 };
+
+describe.skipIf(!chromiumAvailable)('connect your account inside a call, in Chromium', () => {
+  let sandboxes: OAuthSandboxes;
+  let svc: TestService;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    [sandboxes, browser] = await Promise.all([startOAuthSandboxes(), launchChromium()]);
+    svc = await startTestService({ ...APP_ENV, MASTER_KEY: randomBytes(32).toString('hex'), TOOL_SPECS_DIR: sandboxes.specsDir, KEY_CACHE_MS: '0' });
+    sandboxes.register(svc.url);
+  }, 180_000);
+  afterAll(async () => {
+    await browser?.close();
+    await svc?.close();
+    await sandboxes?.close();
+  });
+
+  it('SDK v2 on 2026-07-28: input_required, the connect page and the consent in Chromium, then the retry succeeds and is charged once', async () => {
+    const { b } = await ownerWithCredits(svc);
+    const serverId = await callersServer(b);
+    const ada = (await b.api('POST', '/api/end-users', { external_id: 'ada', display_name: 'Ada Lovelace' })).body;
+    const key = (await b.api('POST', `/api/end-users/${ada.id}/api-keys`, { server_id: serverId, name: "Ada's agent" })).body.key as string;
+    const site = sandboxes.atlassian.sites[1];
+
+    // Ada's browser opened a connect link of the app before (its settings page): it holds her end-user session.
+    const context = await browser.newContext();
+    context.setDefaultTimeout(30_000);
+    const problems: string[] = [];
+    context.on('page', (p) => p.on('pageerror', (err) => problems.push(err.message)));
+    const earlier = (await b.api('POST', '/api/connect-sessions', { end_user_id: ada.id, providers: ['workspace'] })).body.url as string;
+    const first = await context.newPage();
+    await first.goto(earlier);
+    await first.getByTestId('end-user-connect').waitFor();
+    await first.close();
+
+    const asked: Array<Record<string, unknown>> = [];
+    // Searches on Ada's site: only the call sends them (the connection checks itself otherwise).
+    const searches = () => site.jira.requests.filter((r) => r.path.endsWith('/search/jql')).length;
+    let connectedAt = -1;
+    const client = new ClientV2(
+      { name: 'url-elicitation-v2', version: '1.0.0' },
+      { capabilities: { elicitation: { url: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } } as never },
+    );
+    // The person follows the URL: the service's own page, Jira's consent, the site picker, back connected.
+    client.setRequestHandler('elicitation/create', async (request) => {
+      const params = request.params as Record<string, unknown>;
+      asked.push(params);
+      const page = await context.newPage();
+      await page.goto(String(params.url));
+      await Promise.all([page.waitForURL((u) => u.origin !== svc.url), page.getByRole('button', { name: /^Connect Jira Cloud with/ }).click()]);
+      await Promise.all([page.waitForURL(/\/choose\?/), page.getByRole('button', { name: 'Accept', exact: true }).click()]);
+      await page.locator(`input[name="choice"][value="${site.cloudId}"]`).check();
+      await Promise.all([page.waitForURL(/connected=/), page.getByRole('button', { name: 'Connect', exact: true }).click()]);
+      await page.getByTestId('connected').waitFor();
+      await page.close();
+      connectedAt = searches();
+      return { action: 'accept' };
+    });
+    await client.connect(new TransportV2(new URL(`${svc.url}/mcp/${serverId}`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+
+    const before = await balanceOf(b);
+    const searchesBefore = searches();
+    const result = succeeded((await client.callTool({ name: 'search_issues', arguments: JQL })) as ToolResult);
+    expect(result).toBeTruthy();
+    expect(asked).toEqual([expect.objectContaining({ mode: 'url', url: expect.stringMatching(new RegExp(`^${svc.url}/connect/s/c\\.`)) })]);
+    // The first round reached nothing; the retry reached Ada's own site once.
+    expect(searchesBefore).toBe(0);
+    expect(searches()).toBe(connectedAt + 1);
+    expect(sandboxes.atlassian.sites[0].jira.requests.some((r) => r.path.includes('/search'))).toBe(false);
+    const calls = (await b.api('GET', `/api/calls?end_user=${ada.id}`)).body.calls as Array<{ outcome: string; charged: number }>;
+    const paid = calls.filter((c) => c.charged > 0);
+    expect(paid).toHaveLength(1);
+    expect(paid[0].outcome).toBe('ok');
+    expect(before - (await balanceOf(b))).toBe(paid[0].charged);
+    expect((await b.api('GET', `/api/end-users/${ada.id}/accounts`)).body.accounts).toMatchObject([{ kind: 'tracker', auth: 'oauth', state: 'connected' }]);
+    expect(problems).toEqual([]);
+    await client.close();
+    await context.close();
+  }, 180_000);
+
+  it('SDK v2 without URL elicitation: an ordinary isError result whose text carries the link, nothing charged', async () => {
+    const { b } = await ownerWithCredits(svc);
+    const serverId = await callersServer(b);
+    const bob = (await b.api('POST', '/api/end-users', { external_id: 'bob' })).body;
+    const key = (await b.api('POST', `/api/end-users/${bob.id}/api-keys`, { server_id: serverId, name: "Bob's agent" })).body.key as string;
+    const before = await balanceOf(b);
+    for (const era of ['modern', 'legacy'] as const) {
+      const client = await connectV2(svc.url, serverId, key, era);
+      const error = failed((await client.callTool({ name: 'search_issues', arguments: JQL })) as ToolResult) as unknown as Record<string, string>;
+      expect(error).toMatchObject({ code: 'account_not_connected', connect_url: expect.stringMatching(/\/connect\/s\/c\./) });
+      expect(error.message).toContain(error.connect_url);
+      await client.close();
+    }
+    expect(await balanceOf(b)).toBe(before);
+  });
+});
