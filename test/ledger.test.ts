@@ -192,6 +192,27 @@ for (const target of storeTargets('ledger')) {
       await store.close();
     });
 
+    it("an owner's first totals hold every record the watermark passes, when another roller's aggregates are ahead", async () => {
+      const { store, credits, ledger } = await setup(1000);
+      for (const hoursAgo of [3, 2]) await pastCall(ledger, hoursAgo);
+      await ledger.flush(true);
+      // Roller A (batch up to 2.5 h ago) moved the aggregates and wrote the owner's first totals; B started with
+      // A's aggregates ahead of the watermark and A's totals not written yet: as if A had not written them nor
+      // moved the watermark.
+      const a = new Ledger(store, credits, { ...OPTIONS, settledMs: 2.5 * HOUR });
+      await roll(a);
+      const totalsOfA = (await ledger.rollUp.totals.findOne({ _id: OWNER }))!;
+      await ledger.rollUp.totals.deleteOne({ _id: OWNER });
+      await store.collection('ledger_state').updateOne({ _id: 'rollup-slots' }, { $set: { [`s${slotOf(OWNER)}`]: new Date(0) } });
+      await roll(ledger);
+      // A's totals come late: the insert is a duplicate (A stops), or, had B passed the owner, they would stand
+      // behind the watermark and the record of 2 hours ago would be in neither.
+      await ledger.rollUp.totals.insertOne(totalsOfA).catch(() => undefined);
+      await roll(ledger);
+      expect((await ledger.check(OWNER))[0]).toMatchObject({ kept: 4, open: 0, difference: 0, ok: true });
+      await store.close();
+    });
+
     it('loses no record and counts none twice when rollers and settlers of two instances run during traffic', async () => {
       // Records are rolled once 1 s old (10 s in the service, 60 s on MongoDB): the margin for the other instance's
       // writes on a busy machine; the rolls still run while records are being written.

@@ -18,7 +18,7 @@
 import type { LeaseHold } from '../store/lease.ts';
 import { DuplicateKeyError, type Collection, type Doc, type Filter, type Store } from '../store/port.ts';
 import { LogCaps } from './log-caps.ts';
-import { type CallDoc, type Ledger, type LedgerOptions, type UsageRow, bucketId, hourly } from './ledger.ts';
+import { type CallDoc, type Ledger, type LedgerOptions, type UsageRow, bucketId, hourly, unrolled } from './ledger.ts';
 import { slotOf, slotsOf } from './partitions.ts';
 
 export interface RolledDoc extends Doc, UsageRow {
@@ -119,7 +119,7 @@ export class RollUp {
         const group = marks.filter(([, through]) => through.getTime() === from.getTime()).map(([slot]) => slot);
         const { records, end } = await this.nextBatch({ slot: { $in: group } }, from, target);
         await this.applyPendingRefunds(records);
-        await this.fold(records, from, end);
+        await this.fold(records, end);
         const moved = await this.state.updateOne(
           { _id: WATERMARKS, ...Object.fromEntries(group.map((slot) => [field(slot), from])) },
           { $set: Object.fromEntries(group.map((slot) => [field(slot), end])) },
@@ -193,10 +193,10 @@ export class RollUp {
   }
 
   /**
-   * Adds the batch [from, end) to the hourly aggregates and the owners' totals: one read of each, then one insert
-   * and one bulk update of each, every update guarded by the `through` it was computed from.
+   * Adds the batch (its records, up to `end`) to the hourly aggregates and the owners' totals: one read of each,
+   * then one insert and one bulk update of each, every update guarded by the `through` it was computed from.
    */
-  private async fold(records: CallDoc[], from: Date, end: Date): Promise<void> {
+  private async fold(records: CallDoc[], end: Date): Promise<void> {
     if (records.length === 0) return;
     const buckets = groupBy(records, bucketId);
     const owners = groupBy(records, (c) => c.owner_id);
@@ -204,11 +204,8 @@ export class RollUp {
       this.ledger.rolled.find({ _id: { $in: [...buckets.keys()] } }).then((rows) => new Map(rows.map((r) => [r._id, r]))),
       this.totals.find({ _id: { $in: [...owners.keys()] } }).then((docs) => new Map(docs.map((t) => [t._id, t]))),
     ]);
-    // Owners without totals yet start from their aggregates as they are before this batch moves them.
-    const starting = await this.startingTotals(
-      [...owners.keys()].filter((owner) => !totals.has(owner)),
-      from,
-    );
+    // Owners without totals yet start from their aggregates plus what of this batch they do not hold.
+    const starting = await this.startingTotals(new Map([...owners].filter(([owner]) => !totals.has(owner))), end);
 
     const newRows: RolledDoc[] = [];
     const rowUpdates: Array<{ filter: Filter; update: { $inc: Totals; $set: { through: Date } } }> = [];
@@ -231,9 +228,7 @@ export class RollUp {
           filter: { _id: owner, through: current.through },
           update: { $inc: totalsOf(group.filter((c) => c.at >= current.through)), $set: { through: end } },
         });
-      } else if (starting.has(owner)) {
-        newTotals.push({ _id: owner, slot: slotOf(owner), ...sumTotals([starting.get(owner)!, totalsOf(group)]), through: end });
-      }
+      } else newTotals.push({ _id: owner, slot: slotOf(owner), ...starting.get(owner)!, through: end });
     }
     await insertAll(this.ledger.rolled, newRows);
     await updateAll(this.ledger.rolled, rowUpdates);
@@ -242,18 +237,23 @@ export class RollUp {
   }
 
   /**
-   * What each of these owners' records before `from` add up to, from their aggregates: only for owners whose
-   * aggregates hold nothing from `from` on (otherwise they would count part of this batch twice; they start at a
-   * later batch). Nothing for an owner without any.
+   * Each of these owners' records before `end`, for its first totals: its aggregates (one read, so each row is
+   * taken at one `through`) plus the records of this batch that their row does not hold yet. A row already past
+   * `end` means a roller with a later batch is at work (or stopped mid-run): this run stops (LostRace) rather than
+   * move the watermark past this owner's records without its totals holding them. (Skipping the owner here, as
+   * before, lost records: that other roller could still create the totals at its own, earlier, end after this
+   * one had moved the watermark past it, and no batch would ever add the records in between.) A later run gets as
+   * far: its target is later, and a page ends at the same record.
    */
-  private async startingTotals(owners: string[], from: Date): Promise<Map<string, Totals>> {
-    const out = new Map<string, Totals>(owners.map((owner) => [owner, sumTotals([])]));
-    if (owners.length === 0) return out;
-    for (const row of await this.ledger.rolled.find({ owner_id: { $in: owners } })) {
-      const sum = out.get(row.owner_id);
-      if (!sum) continue;
-      if (row.through > from) out.delete(row.owner_id);
-      else out.set(row.owner_id, sumTotals([sum, { ...row, debited: row.debited ?? 0, refunded: row.refunded ?? 0 }]));
+  private async startingTotals(batches: Map<string, CallDoc[]>, end: Date): Promise<Map<string, Totals>> {
+    const out = new Map<string, Totals>();
+    if (batches.size === 0) return out;
+    const rows = await this.ledger.rolled.find({ owner_id: { $in: [...batches.keys()] } });
+    if (rows.some((row) => row.through > end)) throw new LostRace();
+    const through = new Map(rows.map((row) => [row._id, row.through]));
+    for (const [owner, group] of batches) {
+      const held = rows.filter((row) => row.owner_id === owner).map((row) => ({ ...row, debited: row.debited ?? 0, refunded: row.refunded ?? 0 }));
+      out.set(owner, sumTotals([...held, totalsOf(unrolled(group, through))]));
     }
     return out;
   }
