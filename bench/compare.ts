@@ -7,20 +7,33 @@
 //
 // COMPARE_STORE=memory (default) | file, COMPARE_ROUNDS (default 10) chunks of COMPARE_CALLS (default 2,000)
 // each at COMPARE_CONNECTIONS (default 32). A revision's files are extracted once into node_modules/.cache/compare/.
-// COMPARE_SERVER=bare-proxy compares the bare proxy instead (a change of the bench's floor).
+// COMPARE_SERVER=bare-proxy compares the bare proxy instead (a change of the bench's floor). COMPARE_METHOD=tools/list
+// sends tools/list instead of tools/call; COMPARE_FAMILY=workspace serves the 13 Notion tools (BENCH_FAMILY in
+// ours.ts), whose tools/call reads a page.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { buildService } from '../runtime/build.ts';
-import { builtProgram, cpuMicros, launch, runBench, start } from './processes.ts';
+import { BENCH_PAGE, builtProgram, cpuMicros, launch, runBench, start } from './processes.ts';
 
 const ROUNDS = Number(process.env.COMPARE_ROUNDS || 10);
 const CALLS = Number(process.env.COMPARE_CALLS || 2000);
 const CONNECTIONS = Number(process.env.COMPARE_CONNECTIONS || 32);
 const SERVER = `${process.env.COMPARE_SERVER || 'ours'}.ts`;
 const CACHE = path.resolve('node_modules/.cache/compare');
-const PING = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'demo_ping', arguments: {} } });
+const METHOD = process.env.COMPARE_METHOD || 'tools/call';
+const FAMILY = process.env.COMPARE_FAMILY;
+const BODY = JSON.stringify(
+  METHOD === 'tools/list'
+    ? { jsonrpc: '2.0', id: 1, method: 'tools/list' }
+    : {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: FAMILY === 'workspace' ? { name: 'get_page', arguments: { page_id: BENCH_PAGE.id } } : { name: 'demo_ping', arguments: {} },
+      },
+);
 
 /** A checkout of `revision` (or the working tree) with the server and the safety net built in it; its build folder. */
 async function built(revision: string | undefined): Promise<{ label: string; dir: string }> {
@@ -45,7 +58,7 @@ async function main(): Promise<void> {
   const [base, head] = process.argv.slice(2);
   if (!base) throw new Error('usage: npm run bench:compare -- <base revision> [<head revision>, default the working tree]');
   const upstream = (await launch('upstream.ts')).url;
-  const env: Record<string, string> = process.env.COMPARE_STORE === 'file' ? { BENCH_STORE: 'file' } : {};
+  const env: Record<string, string> = { ...(process.env.COMPARE_STORE === 'file' && { BENCH_STORE: 'file' }), ...(FAMILY && { BENCH_FAMILY: FAMILY }) };
   const sides = [];
   for (const revision of [base, head]) {
     // `tsx`: the working tree through tsx, as the tests run it (what the build gains).
@@ -67,7 +80,7 @@ async function main(): Promise<void> {
         accept: 'application/json, text/event-stream',
         ...(server.key && { authorization: `Bearer ${server.key}` }),
       },
-      body: PING,
+      body: BODY,
     });
   for (const side of sides) await send(side.server, 3000);
   for (let round = 0; round < ROUNDS; round++) {
@@ -84,10 +97,12 @@ async function main(): Promise<void> {
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const [a, b] = sides.map((s) => ({ ...s, perCall: s.cpu / s.calls, rate: median(s.rates) }));
-  console.log(`\n${SERVER} tools/call, ${ROUNDS} x ${CALLS} calls each at c=${CONNECTIONS}, ${process.env.COMPARE_STORE || 'memory'} store`);
+  console.log(
+    `\n${SERVER}${FAMILY ? ` (${FAMILY})` : ''} ${METHOD}, ${ROUNDS} x ${CALLS} calls each at c=${CONNECTIONS}, ${process.env.COMPARE_STORE || 'memory'} store`,
+  );
   for (const s of [a, b])
     console.log(`${s.label.padEnd(40)} ${s.perCall.toFixed(0).padStart(6)} CPU µs/call ${s.rate.toFixed(0).padStart(6)} calls/s (median)`);
-  console.log(`head/base: CPU per call ${(b.perCall / a.perCall).toFixed(3)}, calls/s ${(b.rate / a.rate).toFixed(3)}`);
+  console.log(`head/base: CPU per request ${(b.perCall / a.perCall).toFixed(3)}, calls/s ${(b.rate / a.rate).toFixed(3)}`);
 }
 
 runBench(main);

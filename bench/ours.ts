@@ -103,16 +103,40 @@ function answerInRequestContext(): AsyncLocalStorage<true> {
 async function countCommands(client: MongoClient, inRequest: AsyncLocalStorage<true>, ownerId: string): Promise<string> {
   const WRITES = new Set(['insert', 'update', 'delete', 'findAndModify']);
   const counts = { commands: 0, writes: 0, onPath: 0, ownerLine: 0 };
+  /** Each kind of command (name, collection, the fields it filters or sets on) and how often it was sent, on the path or not. */
+  const kinds = new Map<string, { onPath: number; background: number }>();
   client.on('commandStarted', (e) => {
     counts.commands++;
     if (WRITES.has(e.commandName)) counts.writes++;
     if (inRequest.getStore()) counts.onPath++;
+    const kind = commandKind(e.commandName, e.command);
+    const seen = kinds.get(kind) ?? { onPath: 0, background: 0 };
+    seen[inRequest.getStore() ? 'onPath' : 'background']++;
+    kinds.set(kind, seen);
     const { command } = e;
     if (command.findAndModify === 'credits' && command.query?._id === ownerId) counts.ownerLine++;
     if (command.update === 'credits') counts.ownerLine += (command.updates as Array<{ q: { _id?: unknown } }>).filter((u) => u.q._id === ownerId).length;
   });
-  const counter = createServer((_req, res) => res.end(JSON.stringify(counts)));
+  const counter = createServer((req, res) => res.end(JSON.stringify(req.url === '/kinds' ? Object.fromEntries(kinds) : counts)));
   await new Promise<void>((resolve) => counter.listen(0, '127.0.0.1', resolve));
   return `http://127.0.0.1:${(counter.address() as AddressInfo).port}/`;
+}
+
+/** A command's kind: its name, collection and the shape (field names, not values) of what it filters or sets. */
+function commandKind(name: string, command: Record<string, any>): string {
+  const shape = (o: unknown): string =>
+    o && typeof o === 'object' && !Array.isArray(o)
+      ? `{${Object.entries(o)
+          .map(([k, v]) => (k.startsWith('$') ? `${k}:${shape(v)}` : k))
+          .join(',')}}`
+      : '';
+  const collection = command[name];
+  if (name === 'update' || name === 'delete')
+    return `${name} ${collection} ${(command[name === 'update' ? 'updates' : 'deletes'] as Array<Record<string, unknown>>).map((u) => `${shape(u.q)} ${shape(u.u)}`).join(' | ')}`;
+  if (name === 'insert') return `insert ${collection} x${(command.documents as unknown[]).length}`;
+  if (name === 'findAndModify') return `findAndModify ${collection} ${shape(command.query)} ${shape(command.update)}`;
+  if (name === 'find') return `find ${collection} ${shape(command.filter)}`;
+  if (name === 'aggregate') return `aggregate ${collection} ${(command.pipeline as Array<Record<string, unknown>>).map(shape).join(' ')}`;
+  return `${name} ${typeof collection === 'string' ? collection : ''}`;
 }
 answerSignals();

@@ -2,7 +2,7 @@
 // both eras, every JSON-RPC and HTTP error in its place, pagination, progress and cancellation.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type JiraSandbox, startJiraSandbox } from '../sandboxes/jira/jira-sandbox.ts';
-import { JsonText, stringify } from '../runtime/mcp/json-text.ts';
+import { JsonText, serialize, stringify } from '../runtime/mcp/json-text.ts';
 import { describeTool, describedTools } from '../runtime/mcp/tool-wire.ts';
 import { connectV1, connectV2 } from './support/mcp-clients.ts';
 import { type Owner, type TestService, createOwner, createServer, startTestService } from './support/service.ts';
@@ -456,14 +456,24 @@ describe('answers with pre-serialized parts (tools/list entries)', () => {
   it('put each part in as its JSON, exactly where the value was, and nothing else', () => {
     const forged = 'a string that looks like a part: \u0000deadbeefdeadbeef:0\u0000';
     const answer = { id: 1, result: { tools: new JsonText('[{"a":1}]'), note: forged, more: [new JsonText('2'), new JsonText('"x"')] } };
-    expect(JSON.parse(stringify(answer))).toEqual({ id: 1, result: { tools: [{ a: 1 }], note: forged, more: [2, 'x'] } });
+    const expected = { id: 1, result: { tools: [{ a: 1 }], note: forged, more: [2, 'x'] } };
+    expect(JSON.parse(stringify(answer))).toEqual(expected);
     expect(stringify({ plain: true })).toBe('{"plain":true}');
+    // As an answer's body: the same JSON as bytes, non-ASCII text included.
+    const body = serialize({ ...answer, name: 'Überblick ✓', tail: new JsonText('"é"') });
+    expect(Buffer.isBuffer(body)).toBe(true);
+    expect(JSON.parse(body.toString())).toEqual({ ...expected, name: 'Überblick ✓', tail: 'é' });
+    expect(serialize({ plain: true })).toBe('{"plain":true}');
   });
 
   it('give the same entries as describing each tool anew, per protocol revision, also when served from the cache', () => {
     for (const version of ['2025-03-26', '2025-11-25']) {
       const expected = [describeTool(tool, version)];
-      for (let i = 0; i < 2; i++) expect(JSON.parse(stringify({ tools: describedTools([tool], version) })).tools).toEqual(expected);
+      const list = [tool, { ...tool, name: 'second' }];
+      for (let i = 0; i < 2; i++) {
+        expect(JSON.parse(stringify({ tools: describedTools(list, 0, 1, version) })).tools).toEqual(expected);
+        expect(JSON.parse(stringify({ tools: describedTools(list, 1, 2, version) })).tools).toEqual([describeTool(list[1]!, version)]);
+      }
     }
     expect(describeTool(tool, '2025-03-26')).not.toHaveProperty('outputSchema');
   });

@@ -98,11 +98,7 @@ export class ApiKeys {
   /** The key document for a presented key value (cached). */
   async lookup(key: string): Promise<ApiKeyDoc | null> {
     const hash = sha256(key);
-    const cached = this.cache.get(hash);
-    if (cached !== undefined) return cached;
-    const doc = await this.keys.findOne({ hash });
-    this.cache.set(hash, doc);
-    return doc;
+    return this.cache.fetch(hash, () => this.keys.findOne({ hash }));
   }
 
   get(ownerId: string, id: string): Promise<ApiKeyDoc | null> {

@@ -519,22 +519,21 @@ export class Accounts {
     return credentials;
   }
 
-  private async entry(id: string): Promise<CallEntry | null> {
-    let entry = this.cache.get(id);
-    if (entry === undefined) {
+  private entry(id: string): Promise<CallEntry | null> {
+    return this.cache.fetch(id, async () => {
       const doc = await this.accounts.findOne({ _id: id });
-      entry = doc && {
-        ownerId: doc.owner_id,
-        credentials: this.credentialsOf(doc),
-        name: doc.name,
-        kind: doc.kind,
-        state: accountState(doc),
-        reason: doc.state_reason ?? '',
-        expiresAt: doc.auth === 'oauth' ? (doc.connection?.expires_at?.getTime() ?? null) : null,
-      };
-      this.cache.set(id, entry);
-    }
-    return entry;
+      return (
+        doc && {
+          ownerId: doc.owner_id,
+          credentials: this.credentialsOf(doc),
+          name: doc.name,
+          kind: doc.kind,
+          state: accountState(doc),
+          reason: doc.state_reason ?? '',
+          expiresAt: doc.auth === 'oauth' ? (doc.connection?.expires_at?.getTime() ?? null) : null,
+        }
+      );
+    });
   }
 }
 

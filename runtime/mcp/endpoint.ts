@@ -23,7 +23,7 @@ import {
   classify,
   rpcError,
 } from './protocol.ts';
-import { stringify } from './json-text.ts';
+import { serialize, stringify } from './json-text.ts';
 import { callResult, describedTools, errorResult } from './tool-wire.ts';
 import { type Negotiated, META, modernResultFields, negotiate } from './negotiation.ts';
 
@@ -257,10 +257,9 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
   async function listTools(exchange: Exchange, params: Record<string, unknown>): Promise<Record<string, unknown>> {
     const tools = await backend.listTools(exchange.principal);
     const offset = params.cursor === undefined ? 0 : decodeCursor(params.cursor, tools.length);
-    const page = tools.slice(offset, offset + opts.pageSize);
-    const next = offset + page.length;
+    const next = Math.min(offset + opts.pageSize, tools.length);
     return {
-      tools: describedTools(page, exchange.version),
+      tools: describedTools(tools, offset, next, exchange.version),
       ...(next < tools.length ? { nextCursor: encodeCursor(next) } : {}),
     };
   }
@@ -464,7 +463,7 @@ function bearerChallenge(metadataUrl: string, scope: string, tokenError?: string
 export function sendJson(ctx: Context, status: number, body: unknown): void {
   ctx.status = status;
   ctx.type = 'application/json';
-  ctx.body = stringify(body);
+  ctx.body = serialize(body);
 }
 
 function sendHttpError(ctx: Context, status: number, body: { error: string; message: string; limit?: string }): void {

@@ -53,18 +53,39 @@ export function describeTool(tool: ToolListing, version: string): Record<string,
 
 /** Each tool's entry serialized once per protocol revision (entries differ only before and after 2025-06-18). */
 const serialized = new WeakMap<ToolListing, Map<string, string>>();
+/** Pages of a list (`<variant>:<from>:<to>`) serialized once, for as long as the list is in use. */
+const pages = new WeakMap<readonly ToolListing[], Map<string, JsonText>>();
 
-/** tools/list entries, as serialized JSON. Exposed tools are rebuilt whenever a server's tools change, so a cached entry never outlives its tool. */
-export function describedTools(tools: ToolListing[], version: string): JsonText {
+/**
+ * The tools/list entries of `tools[from, to)`, as serialized JSON. A list is the same array for as long as its
+ * server's tools, the catalog and the credential's restrictions are unchanged (CallPipeline.listTools), and a
+ * new one after any change, so a cached page never outlives a tool.
+ */
+export function describedTools(tools: readonly ToolListing[], from: number, to: number, version: string): JsonText {
   const variant = supportsStructured(version) ? 'structured' : 'plain';
-  const entries = tools.map((tool) => {
-    let byVariant = serialized.get(tool);
-    if (!byVariant) serialized.set(tool, (byVariant = new Map()));
-    let text = byVariant.get(variant);
-    if (text === undefined) byVariant.set(variant, (text = JSON.stringify(describeTool(tool, version))));
-    return text;
-  });
-  return new JsonText(`[${entries.join(',')}]`);
+  let byPage = pages.get(tools);
+  if (!byPage) pages.set(tools, (byPage = new Map()));
+  const page = `${variant}:${from}:${to}`;
+  let text = byPage.get(page);
+  if (!text)
+    byPage.set(
+      page,
+      (text = new JsonText(
+        `[${tools
+          .slice(from, to)
+          .map((tool) => entryText(tool, variant, version))
+          .join(',')}]`,
+      )),
+    );
+  return text;
+}
+
+function entryText(tool: ToolListing, variant: string, version: string): string {
+  let byVariant = serialized.get(tool);
+  if (!byVariant) serialized.set(tool, (byVariant = new Map()));
+  let text = byVariant.get(variant);
+  if (text === undefined) byVariant.set(variant, (text = JSON.stringify(describeTool(tool, version))));
+  return text;
 }
 
 /** A tools/call result: the JSON as text, structuredContent from 2025-06-18 on, isError on failures. */

@@ -21,7 +21,7 @@ import { ACCOUNT_NOT_CONNECTED, ToolError } from '../tool-error.ts';
 import type { Servers } from '../servers/servers.ts';
 import type { StoreClock } from '../store/clock.ts';
 import { StoreUnavailableError } from '../store/port.ts';
-import { CALLER_ACCOUNT, type CustomTool, type CustomTools } from '../servers/custom-tools.ts';
+import { CALLER_ACCOUNT, type CustomTool, type CustomTools, type ServerTools } from '../servers/custom-tools.ts';
 import { sha256 } from '../secrets.ts';
 import { UNTRACED } from '../tracing/spans.ts';
 
@@ -80,6 +80,10 @@ export interface CallPipelineDeps {
   connectLinks: Pick<ConnectSessions, 'callLink'>;
   requestStates: RequestStates;
 }
+
+/** What each server's tools list for each credential's restrictions (by identity: both are kept while unchanged). */
+const listings = new WeakMap<ServerTools, WeakMap<Restrictions, ToolListing[]>>();
+const UNRESTRICTED: Restrictions = { access: 'all' };
 
 export class CallPipeline implements McpBackend {
   constructor(private readonly d: CallPipelineDeps) {}
@@ -172,8 +176,18 @@ export class CallPipeline implements McpBackend {
     return Number(owner.headers['RateLimit-Remaining']) < Number(own.headers['RateLimit-Remaining']) ? owner : own;
   }
 
+  /**
+   * The same array for as long as the server's tools (ServerTools, rebuilt on any change of them or of the
+   * catalog) and the credential's restrictions are the same, so its serialized pages are kept with it (tool-wire.ts).
+   */
   async listTools(principal: Caller): Promise<ToolListing[]> {
-    return (await this.d.tools.forServer(principal.serverId)).tools.map((t) => t.listing).filter((t) => permits(principal.restrictions, t));
+    const serverTools = await this.d.tools.forServer(principal.serverId);
+    let byRestrictions = listings.get(serverTools);
+    if (!byRestrictions) listings.set(serverTools, (byRestrictions = new WeakMap()));
+    const restrictions = principal.restrictions ?? UNRESTRICTED;
+    let list = byRestrictions.get(restrictions);
+    if (!list) byRestrictions.set(restrictions, (list = serverTools.tools.map((t) => t.listing).filter((t) => permits(principal.restrictions, t))));
+    return list;
   }
 
   async callTool(principal: Caller, name: string, args: unknown, options: CallOptions): Promise<ToolCallResult | undefined> {

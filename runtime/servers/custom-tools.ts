@@ -147,9 +147,11 @@ export class CustomTools {
   }
 
   /** The server's tools as MCP exposes them, sorted by name, and its orphans (cached). */
-  async forServer(serverId: string): Promise<ServerTools> {
-    const cached = this.cache.get(serverId);
-    if (cached) return cached;
+  forServer(serverId: string): Promise<ServerTools> {
+    return this.cache.fetch(serverId, () => this.read(serverId));
+  }
+
+  private async read(serverId: string): Promise<ServerTools> {
     const docs = await this.tools.find({ server_id: serverId }, { sort: { name: 1 } });
     const tools: CustomTool[] = [];
     const orphans: CustomToolDoc[] = [];
@@ -174,7 +176,6 @@ export class CustomTools {
       });
     }
     tools.sort((a, b) => (a.doc.name < b.doc.name ? -1 : a.doc.name > b.doc.name ? 1 : 0));
-    this.cache.set(serverId, { tools, orphans });
     return { tools, orphans };
   }
 }

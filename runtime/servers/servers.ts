@@ -56,11 +56,7 @@ export class Servers {
 
   /** Any owner's server, cached: the MCP hot path. */
   async lookup(id: string): Promise<ServerDoc | null> {
-    const cached = this.cache.get(id);
-    if (cached !== undefined) return cached;
-    const doc = await this.servers.findOne({ _id: id });
-    this.cache.set(id, doc);
-    return doc;
+    return this.cache.fetch(id, () => this.servers.findOne({ _id: id }));
   }
 
   async update(ownerId: string, id: string, changes: { name?: string; active?: boolean }): Promise<ServerDoc | null> {
