@@ -84,9 +84,9 @@ export class Owners {
     const owner: OwnerDoc = {
       _id: randomId('own_'),
       email: normalizeEmail(email),
-      created_at: new Date(),
+      created_at: this.store.clock.date(),
       invite_hash: sha256(invite),
-      invite_expires_at: new Date(Date.now() + INVITE_DAYS * 86_400_000),
+      invite_expires_at: new Date(this.store.clock.now() + INVITE_DAYS * 86_400_000),
     };
     await this.owners.insertOne(owner);
     return { owner, token: (await this.issueToken(owner._id, 'first token')).token, invite };
@@ -97,7 +97,7 @@ export class Owners {
    * else. Throws DuplicateKeyError when the e-mail is taken.
    */
   async signUp(email: string, password: string, mustVerify = false): Promise<OwnerDoc> {
-    const owner: OwnerDoc = { _id: randomId('own_'), email: normalizeEmail(email), created_at: new Date(), password_hash: await hashPassword(password) };
+    const owner: OwnerDoc = { _id: randomId('own_'), email: normalizeEmail(email), created_at: this.store.clock.date(), password_hash: await hashPassword(password) };
     if (mustVerify) owner.must_verify = true;
     await this.owners.insertOne(owner);
     return owner;
@@ -152,7 +152,7 @@ export class Owners {
     const hash = sha256(invite);
     // Claimed atomically, so two uses of the same link cannot both succeed.
     const owner = await this.owners.findOneAndUpdate(
-      { invite_hash: hash, invite_expires_at: { $gt: new Date() } },
+      { invite_hash: hash, invite_expires_at: { $gt: this.store.clock.date() } },
       { $set: { password_hash: await hashPassword(password) }, $unset: { invite_hash: '', invite_expires_at: '' } },
     );
     return owner;
@@ -166,7 +166,7 @@ export class Owners {
       name,
       hash: sha256(token),
       prefix: token.slice(0, 10),
-      created_at: new Date(),
+      created_at: this.store.clock.date(),
       last_used_at: null,
     };
     await this.tokens.insertOne(doc);
