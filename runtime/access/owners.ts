@@ -97,7 +97,12 @@ export class Owners {
    * else. Throws DuplicateKeyError when the e-mail is taken.
    */
   async signUp(email: string, password: string, mustVerify = false): Promise<OwnerDoc> {
-    const owner: OwnerDoc = { _id: randomId('own_'), email: normalizeEmail(email), created_at: this.store.clock.date(), password_hash: await hashPassword(password) };
+    const owner: OwnerDoc = {
+      _id: randomId('own_'),
+      email: normalizeEmail(email),
+      created_at: this.store.clock.date(),
+      password_hash: await hashPassword(password),
+    };
     if (mustVerify) owner.must_verify = true;
     await this.owners.insertOne(owner);
     return owner;
