@@ -18,6 +18,7 @@ import { balanceOf, callersServer, ownerWithCredits } from './support/end-users.
 import { EndUsers } from '../runtime/access/end-users.ts';
 import { RequestStates } from '../runtime/access/request-states.ts';
 import { ConnectSessions } from '../runtime/accounts/connect-sessions.ts';
+import { s256 } from '../runtime/oauth/grants.ts';
 import { StoreClock } from '../runtime/store/clock.ts';
 
 const targets = [
@@ -571,6 +572,171 @@ describe.each(targets)('end users on $name', (target) => {
     const plainResult = await modern({ arguments: { jql: 'x' } }, {});
     expect(plainResult.result).toMatchObject({ resultType: 'complete', isError: true, structuredContent: { error: { code: 'account_not_connected' } } });
   });
+
+  it.runIf(target.enabled)(
+    'an MCP app approved by an end user acts as them; other people, owners and servers cannot approve for them; deleting them ends it',
+    async () => {
+      const { b } = await owner();
+      const serverId = await callersServer(b);
+      const closedServerId = await callersServer(b, 'Closed to end users');
+      const opened = await b.api('PATCH', `/api/servers/${serverId}`, { end_user_apps: true, end_user_sign_in_url: 'https://app.example.com/mcp-sign-in' });
+      expect(opened.body).toMatchObject({ end_user_apps: true, end_user_sign_in_url: 'https://app.example.com/mcp-sign-in' });
+      for (const [body, words] of [
+        [{ end_user_apps: 'yes' }, /"end_user_apps" must be true or false/],
+        [{ end_user_sign_in_url: 'javascript:alert(1)' }, /"end_user_sign_in_url" must be an http\(s\) URL/],
+        [{ end_user_sign_in_url: 'not a url' }, /"end_user_sign_in_url" must be the http\(s\) URL of your app/],
+      ] as const)
+        expect((await b.api('PATCH', `/api/servers/${serverId}`, body)).body.message).toMatch(words);
+
+      const ada = (await b.api('POST', '/api/end-users', { external_id: 'ada', display_name: 'Ada Lovelace' })).body;
+      const bob = (await b.api('POST', '/api/end-users', { external_id: 'bob' })).body;
+      const adaBrowser = new EndUserBrowser(svc.url);
+      await connectJira(adaBrowser, (await b.api('POST', '/api/connect-sessions', { end_user_id: ada.id })).body.url, 0);
+      const bobBrowser = new EndUserBrowser(svc.url);
+      expect((await bobBrowser.open((await b.api('POST', '/api/connect-sessions', { end_user_id: bob.id })).body.url)).status).toBe(200);
+
+      // A desktop client registers and sends the person to the authorization endpoint.
+      const redirectUri = 'http://127.0.0.1:9/callback';
+      const registered = await fetch(`${svc.url}/oauth/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ client_name: 'Ada agent', redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' }),
+      });
+      const clientId = ((await registered.json()) as { client_id: string }).client_id;
+      const verifier = 'w'.repeat(60);
+      const authorizeUrl = (server: string) =>
+        `${svc.url}/oauth/authorize?${new URLSearchParams({
+          response_type: 'code',
+          client_id: clientId,
+          redirect_uri: redirectUri,
+          code_challenge: s256(verifier),
+          code_challenge_method: 'S256',
+          resource: `${svc.url}/mcp/${server}`,
+          state: 'st-1',
+        })}`;
+      /** An attribute's value as the browser reads it (Handlebars escapes "=", "&", quotes). */
+      const unescaped = (value: string) => value.replace(/&#x([0-9A-F]+);/gi, (_, h) => String.fromCharCode(parseInt(h, 16))).replace(/&amp;/g, '&');
+      /** The consent page's fields as a browser posts them back. */
+      const fieldsOf = (html: string) =>
+        Object.fromEntries(
+          [...html.matchAll(/<input type="hidden" name="(\w+)" value="([^"]*)">/g)]
+            .filter(([, name]) => name !== 'csrf')
+            .map(([, name, value]) => [name, unescaped(value)]),
+        );
+
+      // Ada's browser sees the consent as herself, with the tools that will use her own account.
+      const page = await adaBrowser.get(authorizeUrl(serverId));
+      expect(page.status, page.html.slice(0, 500)).toBe(200);
+      expect(page.html).toContain('data-testid="end-user-consent"');
+      expect(page.html).toContain('wants to act as you');
+      expect(page.html).toContain('Ada Lovelace');
+      expect(page.html).toMatch(/search_issues<\/span> <span class="badge">your account/);
+      const fields = fieldsOf(page.html);
+      expect(fields).toMatchObject({ client_id: clientId, redirect_uri: redirectUri, resource: `${svc.url}/mcp/${serverId}`, state: 'st-1' });
+
+      // Bob's browser cannot use Ada's form (its CSRF token is Ada's session's); a form from another site is refused.
+      const csrfOfAda = /name="csrf" value="([^"]+)"/.exec(page.html)![1];
+      const crossed = await fetch(`${svc.url}/oauth/authorize/end-user`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: svc.url, cookie: bobBrowser.cookie },
+        body: new URLSearchParams({ ...fields, csrf: csrfOfAda, decision: 'approve' }).toString(),
+      });
+      expect(crossed.status).toBe(403);
+      expect(await crossed.text()).toContain('This form has expired');
+      const foreign = await fetch(`${svc.url}/oauth/authorize/end-user`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://evil.example', cookie: adaBrowser.cookie },
+        body: new URLSearchParams({ ...fields, csrf: csrfOfAda, decision: 'approve' }).toString(),
+      });
+      expect(foreign.status).toBe(403);
+      // A server closed to end users, and a browser with no session, are not offered the end user's consent.
+      const closed = await adaBrowser.get(authorizeUrl(closedServerId));
+      expect(closed.status).toBe(302);
+      expect(closed.location).toMatch(/^\/login\?next=/);
+      const closedPost = await adaBrowser.post('/oauth/authorize/end-user', page.html, {
+        ...fields,
+        resource: `${svc.url}/mcp/${closedServerId}`,
+        decision: 'approve',
+      });
+      expect(closedPost.status).toBe(403);
+      expect(closedPost.html).toContain('does not let its users connect applications');
+      const stranger = await new EndUserBrowser(svc.url).get(authorizeUrl(serverId));
+      expect(stranger.html).toContain('Sign in to connect');
+      const signIn = new URL(unescaped(/href="(https:\/\/app\.example\.com[^"]+)"/.exec(stranger.html)![1]));
+      expect(signIn.searchParams.get('return_to')).toBe(authorizeUrl(serverId));
+      // An end user of another owner is a stranger here too.
+      const other = await owner();
+      const eve = (await other.b.api('POST', '/api/end-users', { external_id: 'eve' })).body;
+      const eveBrowser = new EndUserBrowser(svc.url);
+      await eveBrowser.open((await other.b.api('POST', '/api/connect-sessions', { end_user_id: eve.id })).body.url);
+      expect((await eveBrowser.get(authorizeUrl(serverId))).html).toContain('Sign in to connect');
+      expect(
+        (await eveBrowser.post('/oauth/authorize/end-user', (await eveBrowser.open(authorizeUrl(serverId))).html, { ...fields, decision: 'approve' })).status,
+      ).toBe(403);
+
+      // The sign-in path: the owner's app signs the person in and sends them through a connect link that returns here.
+      const carl = (await b.api('POST', '/api/end-users', { external_id: 'carl' })).body;
+      const carlLink = await b.api('POST', '/api/connect-sessions', { end_user_id: carl.id, return_url: signIn.searchParams.get('return_to') });
+      const carlBrowser = new EndUserBrowser(svc.url);
+      const carlPage = await carlBrowser.open(carlLink.body.url);
+      const back = unescaped(/href="([^"]+)">Done: back to/.exec(carlPage.html)![1]);
+      expect(back).toBe(authorizeUrl(serverId));
+      const carlConsent = await carlBrowser.get(back);
+      expect(carlConsent.html).toContain('wants to act as you');
+      const denied = await carlBrowser.post('/oauth/authorize/end-user', carlConsent.html, { ...fieldsOf(carlConsent.html), decision: 'deny' });
+      expect(new URL(denied.location!).searchParams.get('error')).toBe('access_denied');
+
+      // Ada approves: the code comes back to the client, which redeems it.
+      const approved = await adaBrowser.post('/oauth/authorize/end-user', page.html, { ...fields, decision: 'approve' });
+      expect(approved.status, approved.html.slice(0, 500)).toBe(302);
+      const landed = new URL(approved.location!);
+      expect(`${landed.origin}${landed.pathname}`).toBe(redirectUri);
+      expect(landed.searchParams.get('state')).toBe('st-1');
+      const tokens = await fetch(`${svc.url}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'authorization_code',
+          client_id: clientId,
+          code: landed.searchParams.get('code')!,
+          redirect_uri: redirectUri,
+          code_verifier: verifier,
+        }),
+      });
+      expect(tokens.status).toBe(200);
+      const accessToken = ((await tokens.json()) as { access_token: string }).access_token;
+
+      // Its calls use Ada's own Jira site, never Bob's (who has none), and the owner pays.
+      const adaSite = sandboxes.atlassian.sites[0];
+      const searches = () => adaSite.jira.requests.filter((r) => r.path.endsWith('/search/jql')).length;
+      const [before, balance] = [searches(), await balanceOf(b)];
+      const call = JSON.parse((await rpc(serverId, accessToken)).text);
+      expect(call.result.isError, JSON.stringify(call)).toBe(false);
+      expect(searches()).toBe(before + 1);
+      const cost = (await b.api('GET', '/api/catalog')).body.tools.find((t: { id: string }) => t.id === 'tracker_search_issues').credits;
+      expect(await balanceOf(b)).toBe(balance - cost);
+      const logged = (await b.api('GET', `/api/calls?end_user=${ada.id}`)).body.calls;
+      expect(logged).toEqual([expect.objectContaining({ end_user_id: ada.id, tool: 'search_issues' })]);
+      // It cannot name anyone else.
+      expect((await rpc(serverId, accessToken, { headers: { 'x-end-user': 'bob' } })).status).toBe(403);
+      // The owner sees whose app it is.
+      const apps = (await b.api('GET', `/api/end-users/${ada.id}/apps`)).body.apps;
+      expect(apps).toEqual([expect.objectContaining({ client_name: 'Ada agent', end_user_id: ada.id, server_id: serverId, revoked_at: null })]);
+      expect((await b.api('GET', '/api/oauth/grants')).body.grants.find((g: { id: string }) => g.id === apps[0].id).end_user_id).toBe(ada.id);
+      expect((await other.b.api('GET', `/api/end-users/${ada.id}/apps`)).status).toBe(404);
+
+      // Deleting Ada ends the app at once.
+      expect((await b.api('DELETE', `/api/end-users/${ada.id}`)).status).toBe(204);
+      const gone = await rpc(serverId, accessToken);
+      expect(gone.status).toBe(401);
+      const revoked = (await b.api('GET', '/api/oauth/grants')).body.grants.find((g: { id: string }) => g.id === apps[0].id);
+      expect(revoked).toMatchObject({ revoked_reason: 'its end user was deleted' });
+      expect(searches()).toBe(before + 1);
+    },
+    180_000,
+  );
 });
 
 // Every lifetime of an end user's things is in the store's time: a host whose clock is 40 minutes ahead of the

@@ -10,7 +10,8 @@ import { requestInfo } from '../audit/request-context.ts';
 import { connectSnippets } from '../servers/client-setup.ts';
 import { bodyChecker } from './body-schema.ts';
 import { type ApiDeps, type Guards, me, ownServer, withRoom } from './context.ts';
-import { ApiError, jsonBody, notFound } from './http.ts';
+import { ApiError, appUrl, jsonBody, notFound } from './http.ts';
+import { publicGrant } from '../oauth/grants.ts';
 import { listQueryReader } from './list-query.ts';
 
 // A person's id, name and address are one line each: no control characters.
@@ -114,12 +115,13 @@ export function endUsersRoutes(router: Router, d: ApiDeps, g: Guards): void {
     await d.audit.record(requestInfo(ctx), { action: 'end_user.update', owner_id: me(ctx)._id, target: endUserTarget(doc), changes: change });
     ctx.body = publicEndUser(doc);
   });
-  // Everything of the person goes with them, at once on every instance: their keys are revoked, their
-  // accounts removed, their links and browser sessions ended.
+  // Everything of the person goes with them, at once on every instance: their keys and the apps they approved
+  // are revoked, their accounts removed, their links and browser sessions ended.
   router.delete('/end-users/:id', g.owner, async (ctx) => {
     const doc = await ownEndUser(ctx);
     const ownerId = me(ctx)._id;
     const keysRevoked = await d.keys.revokeForEndUser(ownerId, doc._id);
+    const appsRevoked = await d.oauth.grants.revokeForEndUser(ownerId, doc._id);
     const accountsRemoved = await d.accounts.deleteForEndUser(ownerId, doc._id);
     await d.connect.sessions.forgetEndUser(ownerId, doc._id);
     await endUsers.delete(ownerId, doc._id);
@@ -127,7 +129,7 @@ export function endUsersRoutes(router: Router, d: ApiDeps, g: Guards): void {
       action: 'end_user.delete',
       owner_id: ownerId,
       target: endUserTarget(doc),
-      changes: { keys_revoked: keysRevoked, accounts_removed: accountsRemoved },
+      changes: { keys_revoked: keysRevoked, apps_revoked: appsRevoked, accounts_removed: accountsRemoved },
     });
     ctx.status = 204;
   });
@@ -139,6 +141,11 @@ export function endUsersRoutes(router: Router, d: ApiDeps, g: Guards): void {
   router.get('/end-users/:id/api-keys', g.owner, async (ctx) => {
     const doc = await ownEndUser(ctx);
     ctx.body = { api_keys: (await d.keys.listForEndUser(me(ctx)._id, doc._id)).map(publicKey) };
+  });
+  // The MCP apps the person approved by OAuth (each acts as them).
+  router.get('/end-users/:id/apps', g.owner, async (ctx) => {
+    const doc = await ownEndUser(ctx);
+    ctx.body = { apps: (await d.oauth.grants.list(me(ctx)._id, doc._id)).map(publicGrant) };
   });
   // A key of one server that acts as the end user: shown once, like every key.
   router.post('/end-users/:id/api-keys', g.owner, async (ctx) => {
@@ -188,7 +195,7 @@ export function endUsersRoutes(router: Router, d: ApiDeps, g: Guards): void {
       ownerId: me(ctx)._id,
       endUserId: endUser._id,
       providers: body.providers ?? null,
-      returnUrl: body.return_url === undefined ? null : returnUrl(body.return_url),
+      returnUrl: body.return_url === undefined ? null : appUrl(body.return_url, 'return_url', 'the http(s) URL of your app to return to'),
     });
     await d.audit.record(requestInfo(ctx), {
       action: 'connect_session.create',
@@ -199,12 +206,4 @@ export function endUsersRoutes(router: Router, d: ApiDeps, g: Guards): void {
     ctx.status = 201;
     ctx.body = link;
   });
-}
-
-function returnUrl(value: string): string {
-  if (!URL.canParse(value)) throw new ApiError(400, '"return_url" must be the http(s) URL of your app to return to');
-  const url = new URL(value);
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ApiError(400, '"return_url" must be an http(s) URL');
-  if (url.username || url.password) throw new ApiError(400, '"return_url" must not contain credentials');
-  return url.href;
 }

@@ -110,6 +110,15 @@ export function str(body: Record<string, unknown>, name: string, o: { required?:
   return v;
 }
 
+/** An http(s) URL of the owner's app that a person's browser is sent to (`what` says what it is for). */
+export function appUrl(value: string, name: string, what: string): string {
+  if (!URL.canParse(value)) throw new ApiError(400, `"${name}" must be ${what}`);
+  const url = new URL(value);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ApiError(400, `"${name}" must be an http(s) URL`);
+  if (url.username || url.password) throw new ApiError(400, `"${name}" must not contain credentials`);
+  return url.href;
+}
+
 export function onlyFields(body: Record<string, unknown>, allowed: string[]): void {
   const extra = Object.keys(body).filter((k) => !allowed.includes(k));
   if (extra.length) throw new ApiError(400, `Unknown field(s): ${extra.join(', ')} (allowed: ${allowed.join(', ')})`);

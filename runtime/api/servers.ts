@@ -1,9 +1,9 @@
 // Tool servers, and what an owner needs to compose them (the catalog).
 import type Router from '@koa/router';
 import { requestInfo } from '../audit/request-context.ts';
-import { SERVER_ID_PATTERN, publicServer } from '../servers/servers.ts';
+import { SERVER_ID_PATTERN, type ServerChanges, publicServer } from '../servers/servers.ts';
 import { type ApiDeps, type Guards, me, ownServer, withRoom } from './context.ts';
-import { ApiError, jsonBody, notFound, onlyFields, str } from './http.ts';
+import { ApiError, appUrl, jsonBody, notFound, onlyFields, str } from './http.ts';
 
 export function serversRoutes(router: Router, d: ApiDeps, g: Guards): void {
   router.get('/catalog', g.owner, (ctx) => {
@@ -44,12 +44,19 @@ export function serversRoutes(router: Router, d: ApiDeps, g: Guards): void {
   });
   router.patch('/servers/:id', g.owner, async (ctx) => {
     const body = await jsonBody(ctx, d.maxBodyBytes);
-    onlyFields(body, ['name', 'active']);
-    const changes: { name?: string; active?: boolean } = {};
+    onlyFields(body, ['name', 'active', 'end_user_apps', 'end_user_sign_in_url']);
+    const changes: ServerChanges = {};
     if (body.name !== undefined) changes.name = str(body, 'name', { required: true })!;
-    if (body.active !== undefined) {
-      if (typeof body.active !== 'boolean') throw new ApiError(400, '"active" must be true or false');
-      changes.active = body.active;
+    for (const flag of ['active', 'end_user_apps'] as const)
+      if (body[flag] !== undefined) {
+        if (typeof body[flag] !== 'boolean') throw new ApiError(400, `"${flag}" must be true or false`);
+        changes[flag] = body[flag];
+      }
+    if (body.end_user_sign_in_url !== undefined) {
+      const url = body.end_user_sign_in_url;
+      if (url !== null && (typeof url !== 'string' || url.length > 2000))
+        throw new ApiError(400, '"end_user_sign_in_url" must be the URL of your app where your users sign in, or null');
+      changes.end_user_sign_in_url = url === null ? null : appUrl(url, 'end_user_sign_in_url', 'the http(s) URL of your app where your users sign in');
     }
     const before = await ownServer(d, ctx, ctx.params.id);
     const updated = await d.servers.update(me(ctx)._id, ctx.params.id, changes);

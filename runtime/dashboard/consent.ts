@@ -7,8 +7,8 @@ import { restrictionForm, toolChoices } from './restrictions-form.ts';
 
 const LOOPBACK = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
-export async function consentView(d: ApiDeps, s: SignedIn, r: AuthorizationRequest, switchUrl: string) {
-  const ownerId = s.owner._id;
+/** The request's own fields, as the page posts them back. */
+export function requestFields(r: AuthorizationRequest): Record<string, string> {
   const fields: Record<string, string | undefined> = {
     response_type: 'code',
     client_id: r.client.client_id,
@@ -19,23 +19,27 @@ export async function consentView(d: ApiDeps, s: SignedIn, r: AuthorizationReque
     scope: r.scope,
     state: r.state,
   };
-  const hidden = Object.fromEntries(REQUEST_FIELDS.filter((f) => fields[f] !== undefined).map((f) => [f, fields[f]]));
+  return Object.fromEntries(REQUEST_FIELDS.flatMap((f) => (fields[f] === undefined ? [] : [[f, fields[f]]])));
+}
+
+/** Who asks, how far that is verified, and where the person is sent back. */
+export function clientFacts(r: AuthorizationRequest) {
   const redirect = new URL(r.redirectUri);
   const verifiedHost = r.client.registration === 'metadata_document' ? new URL(r.client.client_id).host : null;
   const redirectLocal = LOOPBACK.has(redirect.hostname);
-  const base = {
-    email: s.owner.email,
-    switchUrl,
-    hidden,
-    denyBody: { ...hidden, decision: 'deny' },
-    client: {
-      name: r.client.client_name,
-      verifiedHost,
-      redirectHost: redirect.host,
-      redirectLocal,
-      redirectUnverified: !redirectLocal && redirect.host !== verifiedHost,
-    },
+  return {
+    name: r.client.client_name,
+    verifiedHost,
+    redirectHost: redirect.host,
+    redirectLocal,
+    redirectUnverified: !redirectLocal && redirect.host !== verifiedHost,
   };
+}
+
+export async function consentView(d: ApiDeps, s: SignedIn, r: AuthorizationRequest, switchUrl: string) {
+  const ownerId = s.owner._id;
+  const hidden = requestFields(r);
+  const base = { email: s.owner.email, switchUrl, hidden, denyBody: { ...hidden, decision: 'deny' }, client: clientFacts(r) };
 
   const chosen = r.serverId ? await d.servers.get(ownerId, r.serverId) : null;
   // Someone else's server and a missing one read the same: nothing is said about other owners.

@@ -24,6 +24,29 @@ export async function endUserBrowser(d: ApiDeps, ctx: Context): Promise<Browser 
 
 const flowBrowser = (b: EndUserBrowser): Browser => ({ ownerId: b.ownerId, endUserId: b.endUserId, session: b.session });
 
+/** An end user's page: a refusal (ConnectLinkRefusal) is said on a page of its own, in words. */
+export const endUserPage = (handler: (ctx: Context) => Promise<void>) => async (ctx: Context) => {
+  try {
+    await handler(ctx);
+  } catch (err) {
+    if (!(err instanceof ConnectLinkRefusal)) throw err;
+    sendPage(ctx, render('connect-failed', { title: err.title }, { message: err.message, to: '', endUser: true }));
+    ctx.status = err.status;
+  }
+};
+
+/** A form an end user's page posted, after the checks every such post makes (same origin, the session's CSRF token). */
+export async function endUserForm(d: ApiDeps, ctx: Context, browser: EndUserBrowser): Promise<URLSearchParams> {
+  const foreign = crossSiteProblem(ctx, d.site.publicUrl);
+  if (foreign) throw new ConnectLinkRefusal('This form was sent from another site', foreign, 403);
+  const form = await formBody(ctx, d.maxBodyBytes).catch((err: unknown) => {
+    if (err instanceof ApiError) throw new ConnectLinkRefusal('This form could not be read', err.message, err.status);
+    throw err;
+  });
+  if (!sameSecret(form.get('csrf') ?? '', browser.csrfToken)) throw new ConnectLinkRefusal('This form has expired', 'Reload the page and try again.', 403);
+  return form;
+}
+
 export function endUserConnectPages(router: Router, d: ApiDeps): void {
   const { sessions, flows, apps } = d.connect;
 
@@ -43,29 +66,14 @@ export function endUserConnectPages(router: Router, d: ApiDeps): void {
     return { link, endUser, browser };
   };
   /** A page's handler, with every refusal of the link said on a page of its own. */
-  const page = (handler: (ctx: Context, a: Awaited<ReturnType<typeof admitted>>) => Promise<void>) => async (ctx: Context) => {
-    // The link's token is in the address: no other site may be told it. Not `no-referrer`: with it a browser
-    // sends `Origin: null` on the page's own forms, which the same-origin check must refuse.
-    ctx.set('Referrer-Policy', 'same-origin');
-    try {
+  const page = (handler: (ctx: Context, a: Awaited<ReturnType<typeof admitted>>) => Promise<void>) =>
+    endUserPage(async (ctx) => {
+      // The link's token is in the address: no other site may be told it. Not `no-referrer`: with it a browser
+      // sends `Origin: null` on the page's own forms, which the same-origin check must refuse.
+      ctx.set('Referrer-Policy', 'same-origin');
       await handler(ctx, await admitted(ctx));
-    } catch (err) {
-      if (!(err instanceof ConnectLinkRefusal)) throw err;
-      sendPage(ctx, render('connect-failed', { title: err.title }, { message: err.message, to: '', endUser: true }));
-      ctx.status = err.status;
-    }
-  };
-  /** A form's fields, after the checks every post of the page makes (same origin, the session's CSRF token). */
-  const posted = async (ctx: Context, browser: EndUserBrowser): Promise<URLSearchParams> => {
-    const foreign = crossSiteProblem(ctx, d.site.publicUrl);
-    if (foreign) throw new ConnectLinkRefusal('This form was sent from another site', foreign, 403);
-    const form = await formBody(ctx, d.maxBodyBytes).catch((err: unknown) => {
-      if (err instanceof ApiError) throw new ConnectLinkRefusal('This form could not be read', err.message, err.status);
-      throw err;
     });
-    if (!sameSecret(form.get('csrf') ?? '', browser.csrfToken)) throw new ConnectLinkRefusal('This form has expired', 'Reload the page and try again.', 403);
-    return form;
-  };
+  const posted = (ctx: Context, browser: EndUserBrowser) => endUserForm(d, ctx, browser);
   const offered = (allowed: string[] | null) => [...d.catalog.current.providers.values()].filter((p) => !allowed || allowed.includes(p.spec.id));
   const here = (ctx: Context) => `${CONNECT_PATH}/${ctx.params.token}`;
 

@@ -18,6 +18,7 @@ import { isolated } from '../names.ts';
 import { providerTitles } from '../toolspec/catalog.ts';
 import { connectSnippets, oauthSnippet } from '../servers/client-setup.ts';
 import { consentView } from './consent.ts';
+import { endUserAuthorization, endUserConsentPages } from './end-user-consent.ts';
 import { accountFields, schemaFields, sentences } from './forms.ts';
 import { CHART_DAYS, CHART_SIZE, overviewFigures, usageBy } from './overview.ts';
 import { activityView } from './activity.ts';
@@ -437,8 +438,18 @@ export function createDashboardRouter(d: ApiDeps): Router {
           linkable: servers.filter((sv) => !list[i].linked_server_ids.includes(sv._id)).map((sv) => ({ id: sv._id, name: sv.name })),
         }));
       const spent = await d.budgets.spent(grants.flatMap((g) => (g.restrictions?.credit_limit ? [{ keyId: g._id, limit: g.restrictions.credit_limit }] : [])));
+      // Apps an end user approved act as that person: the list says who.
+      const approvers = new Map(
+        await Promise.all(
+          [...new Set(grants.flatMap((g) => g.end_user_id ?? []))].map(async (id) => {
+            const person = await d.endUsers.get(ownerId, id);
+            return [id, person ? (person.display_name ?? person.external_id) : 'a deleted end user'] as const;
+          }),
+        ),
+      );
       const apps = grants.map((g) => ({
         ...publicGrant(g),
+        approved_by: g.end_user_id ? approvers.get(g.end_user_id) : undefined,
         server_name: names.get(g.server_id) ?? g.server_id,
         restrictions: restrictionBadges(g.restrictions, spent.get(g._id) ?? null),
         form: restrictionForm(`app-${g._id}`, g.restrictions, serverChoices(g.server_id)),
@@ -480,6 +491,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
       ctx.status = checked.status ?? 400;
       return;
     }
+    if (await endUserAuthorization(d, ctx, checked.request, s)) return;
     if (!s) return ctx.redirect(`/login?next=${encodeURIComponent(ctx.originalUrl)}`);
     if (awaitingVerification(s.owner)) return verifyNeededPage(d, ctx, s);
     const view = await consentView(d, s, checked.request, `/login?next=${encodeURIComponent(ctx.originalUrl)}`);
@@ -488,6 +500,7 @@ export function createDashboardRouter(d: ApiDeps): Router {
 
   connectPages(router, d);
   endUserConnectPages(router, d);
+  endUserConsentPages(router, d);
 
   router.get(
     '/activity',

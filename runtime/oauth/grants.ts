@@ -1,5 +1,5 @@
 // What an owner's "Approve" creates: an authorization code, then a grant (a "connected app": one client, one
-// server, restricted like a key) with its short-lived access tokens and rotating refresh tokens. Every code
+// server, restricted like a key; approved by one of the owner's end users, it acts as that person) with its short-lived access tokens and rotating refresh tokens. Every code
 // and token is stored only as its SHA-256. A reused code revokes the whole grant; so does a reused refresh
 // token, unless the same client presents it again within the reuse window (RFC 9700 section 4.14.2 allows
 // this: clients that refresh from two places at once, or retry a refresh whose answer was lost, would
@@ -13,7 +13,7 @@ import type { RequestInfo } from '../audit/request-context.ts';
 import { derivedToken, randomId, randomToken, sha256 } from '../secrets.ts';
 import type { StoreClock } from '../store/clock.ts';
 import { LastUsedTimes } from '../store/last-used.ts';
-import type { Collection, Doc, Store } from '../store/port.ts';
+import type { Collection, Doc, Filter, Store } from '../store/port.ts';
 import { retryTransient } from '../store/retry.ts';
 import { TtlCache } from '../ttl-cache.ts';
 import type { OAuthClient } from './clients.ts';
@@ -44,6 +44,8 @@ export interface GrantDoc extends Doc {
   restrictions?: Restrictions;
   /** When its newest refresh token expires, unless used before: each refresh slides it forward (absent on older grants). */
   idle_expires_at?: Date;
+  /** The owner's end user who approved it (their own browser session): its calls act as them. Absent: the owner approved. */
+  end_user_id?: string;
 }
 
 interface CodeDoc extends Doc {
@@ -61,6 +63,7 @@ interface CodeDoc extends Doc {
   /** The grant the code was exchanged for (revoked if the code comes back). */
   grant_id?: string;
   restrictions: Restrictions;
+  end_user_id?: string;
 }
 
 interface TokenDoc extends Doc {
@@ -90,6 +93,8 @@ export interface Approval {
   ownerId: string;
   serverId: string;
   restrictions: Restrictions;
+  /** Set when the owner's end user approved (the grant acts as them). */
+  endUserId?: string;
 }
 
 export interface OAuthPrincipal {
@@ -97,6 +102,7 @@ export interface OAuthPrincipal {
   ownerId: string;
   serverId: string;
   restrictions?: Restrictions;
+  endUserId?: string;
 }
 
 /** The list view of a grant (the Keys page's "Connected apps"). */
@@ -115,6 +121,8 @@ export function publicGrant(g: GrantDoc) {
     revoked_reason: g.revoked_reason ?? null,
     /** Disconnected if not used (refreshed) before this time; each refresh moves it forward. */
     idle_expires_at: g.idle_expires_at ?? null,
+    /** The end user who approved it, whose accounts its calls use (null: the owner approved). */
+    end_user_id: g.end_user_id ?? null,
     ...restrictionsView(g.restrictions),
   };
 }
@@ -175,6 +183,7 @@ export class OAuthGrants {
       expires_at: new Date(this.clock.now() + CODE_TTL_MS),
       used_at: null,
       restrictions: a.restrictions,
+      ...(a.endUserId ? { end_user_id: a.endUserId } : {}),
     });
     return code;
   }
@@ -228,6 +237,7 @@ export class OAuthGrants {
       last_used_at: null,
       revoked_at: null,
       restrictions: code.restrictions ?? UNRESTRICTED,
+      ...(code.end_user_id ? { end_user_id: code.end_user_id } : {}),
     };
     await this.grants.insertOne(grant);
     await this.codes.updateOne({ _id: id }, { $set: { grant_id: grant._id } });
@@ -292,7 +302,10 @@ export class OAuthGrants {
     if (!grant || grant.revoked_at) return { ok: false, reason: 'The access token was revoked' };
     if (isExpired(grant.restrictions, this.clock.now())) return { ok: false, reason: 'The authorization expired' };
     this.touched.touch(grant._id);
-    return { ok: true, principal: { grantId: grant._id, ownerId: grant.owner_id, serverId, restrictions: grant.restrictions } };
+    return {
+      ok: true,
+      principal: { grantId: grant._id, ownerId: grant.owner_id, serverId, restrictions: grant.restrictions, endUserId: grant.end_user_id },
+    };
   }
 
   /** RFC 7009: revokes the grant of an access or refresh token of this client; unknown tokens are ignored. */
@@ -304,8 +317,9 @@ export class OAuthGrants {
     await this.revokeForClient(doc.grant_id, 'revoked by the client', request);
   }
 
-  list(ownerId: string): Promise<GrantDoc[]> {
-    return this.grants.find({ owner_id: ownerId }, { sort: { created_at: -1 }, limit: 200 });
+  /** The owner's grants, newest first; those one end user approved when `endUserId` is given. */
+  list(ownerId: string, endUserId?: string): Promise<GrantDoc[]> {
+    return this.grants.find({ owner_id: ownerId, ...(endUserId ? { end_user_id: endUserId } : {}) }, { sort: { created_at: -1 }, limit: 200 });
   }
 
   get(ownerId: string, grantId: string): Promise<GrantDoc | null> {
@@ -328,8 +342,17 @@ export class OAuthGrants {
   }
 
   /** Every grant to a server (the server is deleted, or all its keys are revoked). */
-  async revokeForServer(ownerId: string, serverId: string, reason: string): Promise<number> {
-    const affected = await this.grants.find({ owner_id: ownerId, server_id: serverId, revoked_at: null });
+  revokeForServer(ownerId: string, serverId: string, reason: string): Promise<number> {
+    return this.revokeAll({ owner_id: ownerId, server_id: serverId }, reason);
+  }
+
+  /** Every grant an end user approved (their deletion). */
+  revokeForEndUser(ownerId: string, endUserId: string): Promise<number> {
+    return this.revokeAll({ owner_id: ownerId, end_user_id: endUserId }, 'its end user was deleted');
+  }
+
+  private async revokeAll(filter: Filter, reason: string): Promise<number> {
+    const affected = await this.grants.find({ ...filter, revoked_at: null });
     await Promise.all(affected.map((g) => this.revokeGrantById(g._id, reason)));
     return affected.length;
   }

@@ -148,7 +148,12 @@ export class CallPipeline implements McpBackend {
       restrictions: auth.principal.restrictions,
       holder: 'app',
     };
-    return { ok: true, principal: caller };
+    if (!auth.principal.endUserId) return { ok: true, principal: caller };
+    // Approved by an end user: read from the store, so that one deleted stops at once on every instance.
+    const approver = await this.d.endUsers.byId(auth.principal.endUserId);
+    if (!approver || approver.owner_id !== caller.ownerId)
+      return { ok: false, status: 401, tokenError: 'The person who approved this application was deleted' };
+    return acting(caller, approver);
   }
 
   /**

@@ -10,12 +10,27 @@ export interface ServerDoc extends Doc {
   created_at: Date;
   /** The server "Try it with sandbox accounts" made (the service finds it again by this). */
   sandbox?: true;
+  /** The owner's end users may connect MCP apps to it by OAuth, each app acting as the person who approved it. */
+  end_user_apps?: boolean;
+  /** Where a person with no session here signs in first: the owner's app, which sends them on through a connect link. */
+  end_user_sign_in_url?: string | null;
 }
+
+/** What an owner may change on a server. */
+export type ServerChanges = Partial<Pick<ServerDoc, 'name' | 'active' | 'end_user_apps' | 'end_user_sign_in_url'>>;
 
 export const SERVER_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 export function publicServer(doc: ServerDoc): Record<string, unknown> {
-  return { id: doc._id, name: doc.name, active: doc.active, sandbox: doc.sandbox === true, created_at: doc.created_at };
+  return {
+    id: doc._id,
+    name: doc.name,
+    active: doc.active,
+    sandbox: doc.sandbox === true,
+    end_user_apps: doc.end_user_apps === true,
+    end_user_sign_in_url: doc.end_user_sign_in_url ?? null,
+    created_at: doc.created_at,
+  };
 }
 
 export class Servers {
@@ -59,7 +74,7 @@ export class Servers {
     return this.cache.fetch(id, () => this.servers.findOne({ _id: id }));
   }
 
-  async update(ownerId: string, id: string, changes: { name?: string; active?: boolean }): Promise<ServerDoc | null> {
+  async update(ownerId: string, id: string, changes: ServerChanges): Promise<ServerDoc | null> {
     const doc = await this.servers.findOneAndUpdate({ _id: id, owner_id: ownerId }, { $set: changes });
     this.cache.delete(id);
     return doc;
