@@ -6,6 +6,11 @@
 // gets the ordinary isError result with the link. (The same paths over bare HTTP, and on MongoDB:
 // end-users.test.ts.)
 import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +18,8 @@ import { chromiumAvailable, launchChromium } from './browser/chromium.ts';
 import { APP_ENV, type OAuthSandboxes, startOAuthSandboxes } from './support/connect.ts';
 import { balanceOf, callersServer, ownerWithCredits } from './support/end-users.ts';
 import { connectV2 } from './support/mcp-clients.ts';
+import { MemoryOAuthClient } from './support/oauth-client.ts';
+import { listenOnLoopback } from '../sandboxes/harness.ts';
 import { type TestService, startTestService } from './support/service.ts';
 import { type ToolResult, failed, succeeded } from './support/tool-calls.ts';
 
@@ -95,6 +102,55 @@ describe.skipIf(!chromiumAvailable)('connect your account inside a call, in Chro
     expect(problems).toEqual([]);
     await client.close();
     await context.close();
+  }, 180_000);
+
+  it("an SDK client that signs in by OAuth, approved by the end user in their own browser, calls with that person's account", async () => {
+    const { b } = await ownerWithCredits(svc);
+    const serverId = await callersServer(b);
+    expect((await b.api('PATCH', `/api/servers/${serverId}`, { end_user_apps: true })).status).toBe(200);
+    const grace = (await b.api('POST', '/api/end-users', { external_id: 'grace', display_name: 'Grace Hopper' })).body;
+    const site = sandboxes.atlassian.sites[0];
+    const searches = () => site.jira.requests.filter((r) => r.path.endsWith('/search/jql')).length;
+
+    // Grace connects her Jira through a link of the owner's app, in her browser.
+    const context = await browser.newContext({ viewport: { width: 900, height: 900 } });
+    context.setDefaultTimeout(30_000);
+    const problems: string[] = [];
+    context.on('page', (p) => p.on('pageerror', (err) => problems.push(err.message)));
+    const page = await context.newPage();
+    await page.goto((await b.api('POST', '/api/connect-sessions', { end_user_id: grace.id, providers: ['tracker'] })).body.url);
+    await Promise.all([page.waitForURL((u) => u.origin !== svc.url), page.getByRole('button', { name: /^Connect Jira Cloud with/ }).click()]);
+    await Promise.all([page.waitForURL(/\/choose\?/), page.getByRole('button', { name: 'Accept', exact: true }).click()]);
+    await page.locator(`input[name="choice"][value="${site.cloudId}"]`).check();
+    await Promise.all([page.waitForURL(/connected=/), page.getByRole('button', { name: 'Connect', exact: true }).click()]);
+
+    // Her desktop client knows only the server's URL: discovery, registration, then her consent.
+    let landed: URL | undefined;
+    const callback = await listenOnLoopback((req, res) => {
+      landed = new URL(req.url!, 'http://127.0.0.1');
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<p>Signed in. You can close this window.</p>');
+    });
+    const oauthClient = new MemoryOAuthClient(() => `${callback.url}/callback`, "Grace's desktop agent");
+    const mcpUrl = new URL(`${svc.url}/mcp/${serverId}`);
+    const client = new ClientV1({ name: 'grace-desktop', version: '1.0.0' });
+    await expect(client.connect(new TransportV1(mcpUrl, { authProvider: oauthClient }))).rejects.toBeInstanceOf(UnauthorizedError);
+    await page.goto(oauthClient.authorizationUrl!.toString());
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe("Grace's desktop agent wants to act as you");
+    expect(await page.getByTestId('end-user-consent').textContent()).toContain('Grace Hopper');
+    await page.screenshot({ path: path.join(tmpdir(), 'end-user-consent.png'), fullPage: true });
+    await Promise.all([page.waitForURL(`${callback.url}/callback**`), page.getByRole('button', { name: 'Approve' }).click()]);
+    await new TransportV1(mcpUrl, { authProvider: oauthClient }).finishAuth(landed!.searchParams.get('code')!);
+    await client.connect(new TransportV1(mcpUrl, { authProvider: oauthClient }));
+
+    const before = await balanceOf(b);
+    const searched = searches();
+    expect(succeeded((await client.callTool({ name: 'search_issues', arguments: JQL })) as ToolResult)).toBeTruthy();
+    expect(searches()).toBe(searched + 1);
+    const calls = (await b.api('GET', `/api/calls?end_user=${grace.id}`)).body.calls as Array<{ charged: number }>;
+    expect(calls).toHaveLength(1);
+    expect(before - (await balanceOf(b))).toBe(calls[0].charged);
+    expect(problems).toEqual([]);
+    await Promise.all([client.close(), context.close(), callback.close()]);
   }, 180_000);
 
   it('SDK v2 without URL elicitation: an ordinary isError result whose text carries the link, nothing charged', async () => {

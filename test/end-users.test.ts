@@ -14,7 +14,7 @@ import { connectV1 } from './support/mcp-clients.ts';
 import { type ToolResult, failed, succeeded } from './support/tool-calls.ts';
 import { type TestService, startTestService } from './support/service.ts';
 import { storeTargets } from './support/stores.ts';
-import { balanceOf, callersServer, ownerWithCredits } from './support/end-users.ts';
+import { balanceOf, callersServer, invitedOwner, ownerWithCredits } from './support/end-users.ts';
 import { EndUsers } from '../runtime/access/end-users.ts';
 import { RequestStates } from '../runtime/access/request-states.ts';
 import { ConnectSessions } from '../runtime/accounts/connect-sessions.ts';
@@ -667,7 +667,7 @@ describe.each(targets)('end users on $name', (target) => {
       const signIn = new URL(unescaped(/href="(https:\/\/app\.example\.com[^"]+)"/.exec(stranger.html)![1]));
       expect(signIn.searchParams.get('return_to')).toBe(authorizeUrl(serverId));
       // An end user of another owner is a stranger here too.
-      const other = await owner();
+      const other = await invitedOwner(svc);
       const eve = (await other.b.api('POST', '/api/end-users', { external_id: 'eve' })).body;
       const eveBrowser = new EndUserBrowser(svc.url);
       await eveBrowser.open((await other.b.api('POST', '/api/connect-sessions', { end_user_id: eve.id })).body.url);

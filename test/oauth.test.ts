@@ -5,13 +5,13 @@ import { spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { type OAuthClientProvider, UnauthorizedError, auth } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, launchChromium, signInOnPage } from './browser/chromium.ts';
 import { listenOnLoopback, type RunningSandbox } from '../sandboxes/harness.ts';
 import { type JiraSandbox, startJiraSandbox } from '../sandboxes/jira/jira-sandbox.ts';
 import { type HttpsHost, startHttpsHost } from './support/https-host.ts';
+import { MemoryOAuthClient } from './support/oauth-client.ts';
 import { type TestService, createServer, startTestService } from './support/service.ts';
 import { s256 } from '../runtime/oauth/grants.ts';
 import { sha256 } from '../runtime/secrets.ts';
@@ -81,48 +81,6 @@ async function freePort(): Promise<number> {
 const mcpUrl = (id = serverId) => `${svc.url}/mcp/${id}`;
 const redirectUri = () => `${callback.url}/callback`;
 
-/** What a desktop MCP client keeps between runs, as the SDK asks an OAuthClientProvider to. */
-class MemoryProvider implements OAuthClientProvider {
-  info?: OAuthClientInformationMixed;
-  saved?: OAuthTokens;
-  verifier = '';
-  authorizationUrl?: URL;
-  constructor(readonly clientMetadataUrl?: string) {}
-  get redirectUrl() {
-    return redirectUri();
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: 'Test agent',
-      redirect_uris: [redirectUri()],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-      token_endpoint_auth_method: 'none',
-    };
-  }
-  clientInformation() {
-    return this.info;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.info = info;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(v: string) {
-    this.verifier = v;
-  }
-  codeVerifier() {
-    return this.verifier;
-  }
-}
-
 async function connect(provider: OAuthClientProvider, id = serverId): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
   const transport = new StreamableHTTPClientTransport(new URL(mcpUrl(id)), { authProvider: provider });
   const client = new Client({ name: 'oauth-test', version: '1.0.0' });
@@ -174,7 +132,7 @@ describe.skipIf(!chromiumAvailable)('an SDK client that knows only the URL, appr
     return landed!.searchParams.get('code')!;
   }
 
-  async function fullFlow(provider: MemoryProvider) {
+  async function fullFlow(provider: MemoryOAuthClient) {
     // 1. No credentials: 401 with the resource metadata URL; the SDK discovers, registers, and sends the person away.
     await expect(connect(provider)).rejects.toBeInstanceOf(UnauthorizedError);
     expect(provider.authorizationUrl?.origin).toBe(svc.url);
@@ -244,7 +202,7 @@ describe.skipIf(!chromiumAvailable)('an SDK client that knows only the URL, appr
   });
 
   it('with dynamic client registration', async () => {
-    const provider = new MemoryProvider();
+    const provider = new MemoryOAuthClient(redirectUri);
     await fullFlow(provider);
     expect(provider.info?.client_id).toMatch(/^mcpc_/);
     // The app is listed on the Keys page's Connected apps, with the server and its last use.
@@ -277,7 +235,7 @@ describe.skipIf(!chromiumAvailable)('an SDK client that knows only the URL, appr
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
     });
-    const provider = new MemoryProvider(clientId);
+    const provider = new MemoryOAuthClient(redirectUri, undefined, clientId);
     await fullFlow(provider);
     expect(provider.info?.client_id).toBe(clientId);
   });

@@ -2,7 +2,7 @@
 // tool, Jira's search, is bound to the caller's own account.
 import { expect } from 'vitest';
 import { HttpBrowser } from './connect.ts';
-import type { TestService } from './service.ts';
+import { type TestService, createOwner } from './service.ts';
 
 /** A new owner with `credits`, and the HTTP browser signed in as them. */
 export async function ownerWithCredits(svc: TestService, credits = 100): Promise<{ id: string; b: HttpBrowser }> {
@@ -10,6 +10,14 @@ export async function ownerWithCredits(svc: TestService, credits = 100): Promise
   const id = await browser.signUp();
   await svc.call('POST', `/api/admin/owners/${id}/credits`, { token: svc.operatorToken, body: { amount: credits } });
   return { id, b: browser };
+}
+
+/** Another owner, made by the operator (sign-ups from one address are limited): its browser speaks with its token. */
+export async function invitedOwner(svc: TestService): Promise<{ id: string; b: HttpBrowser }> {
+  const made = await createOwner(svc, 0);
+  const browser = new HttpBrowser(svc.url);
+  browser.token = made.token;
+  return { id: made.id, b: browser };
 }
 
 export const balanceOf = async (b: HttpBrowser) => (await b.api('GET', '/api/me')).body.balance as number;
