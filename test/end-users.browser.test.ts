@@ -11,11 +11,12 @@ import path from 'node:path';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { UrlElicitationRequiredError } from '@modelcontextprotocol/sdk/types.js';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, launchChromium } from './browser/chromium.ts';
-import { APP_ENV, type OAuthSandboxes, startOAuthSandboxes } from './support/connect.ts';
+import { APP_ENV, type HttpBrowser, type OAuthSandboxes, startOAuthSandboxes } from './support/connect.ts';
 import { balanceOf, callersServer, ownerWithCredits } from './support/end-users.ts';
 import { connectV2 } from './support/mcp-clients.ts';
 import { MemoryOAuthClient } from './support/oauth-client.ts';
@@ -41,6 +42,35 @@ describe.skipIf(!chromiumAvailable)('connect your account inside a call, in Chro
     await sandboxes?.close();
   });
 
+  /** A person's browser (page errors collected). */
+  async function personBrowser() {
+    const context = await browser.newContext({ viewport: { width: 900, height: 900 } });
+    context.setDefaultTimeout(30_000);
+    const problems: string[] = [];
+    context.on('page', (p) => p.on('pageerror', (err) => problems.push(err.message)));
+    return { context, problems };
+  }
+
+  /** The person on a connect page at `url`: Jira Cloud with the Atlassian sandbox's consent, then `site` picked. */
+  async function connectJiraIn(page: Page, url: string, site: { cloudId: string }) {
+    await page.goto(url);
+    await Promise.all([page.waitForURL((u) => u.origin !== svc.url), page.getByRole('button', { name: /^Connect Jira Cloud with/ }).click()]);
+    await Promise.all([page.waitForURL(/\/choose\?/), page.getByRole('button', { name: 'Accept', exact: true }).click()]);
+    await page.locator(`input[name="choice"][value="${site.cloudId}"]`).check();
+    await Promise.all([page.waitForURL(/connected=/), page.getByRole('button', { name: 'Connect', exact: true }).click()]);
+    await page.getByTestId('connected').waitFor();
+  }
+
+  /** A browser that opened a connect link of the owner's app before (its settings page): it holds the person's session. */
+  async function withSession(b: HttpBrowser, endUserId: string) {
+    const person = await personBrowser();
+    const first = await person.context.newPage();
+    await first.goto((await b.api('POST', '/api/connect-sessions', { end_user_id: endUserId, providers: ['workspace'] })).body.url);
+    await first.getByTestId('end-user-connect').waitFor();
+    await first.close();
+    return person;
+  }
+
   it('SDK v2 on 2026-07-28: input_required, the connect page and the consent in Chromium, then the retry succeeds and is charged once', async () => {
     const { b } = await ownerWithCredits(svc);
     const serverId = await callersServer(b);
@@ -48,16 +78,7 @@ describe.skipIf(!chromiumAvailable)('connect your account inside a call, in Chro
     const key = (await b.api('POST', `/api/end-users/${ada.id}/api-keys`, { server_id: serverId, name: "Ada's agent" })).body.key as string;
     const site = sandboxes.atlassian.sites[1];
 
-    // Ada's browser opened a connect link of the app before (its settings page): it holds her end-user session.
-    const context = await browser.newContext();
-    context.setDefaultTimeout(30_000);
-    const problems: string[] = [];
-    context.on('page', (p) => p.on('pageerror', (err) => problems.push(err.message)));
-    const earlier = (await b.api('POST', '/api/connect-sessions', { end_user_id: ada.id, providers: ['workspace'] })).body.url as string;
-    const first = await context.newPage();
-    await first.goto(earlier);
-    await first.getByTestId('end-user-connect').waitFor();
-    await first.close();
+    const { context, problems } = await withSession(b, ada.id);
 
     const asked: Array<Record<string, unknown>> = [];
     // Searches on Ada's site: only the call sends them (the connection checks itself otherwise).
@@ -72,12 +93,7 @@ describe.skipIf(!chromiumAvailable)('connect your account inside a call, in Chro
       const params = request.params as Record<string, unknown>;
       asked.push(params);
       const page = await context.newPage();
-      await page.goto(String(params.url));
-      await Promise.all([page.waitForURL((u) => u.origin !== svc.url), page.getByRole('button', { name: /^Connect Jira Cloud with/ }).click()]);
-      await Promise.all([page.waitForURL(/\/choose\?/), page.getByRole('button', { name: 'Accept', exact: true }).click()]);
-      await page.locator(`input[name="choice"][value="${site.cloudId}"]`).check();
-      await Promise.all([page.waitForURL(/connected=/), page.getByRole('button', { name: 'Connect', exact: true }).click()]);
-      await page.getByTestId('connected').waitFor();
+      await connectJiraIn(page, String(params.url), site);
       await page.close();
       connectedAt = searches();
       return { action: 'accept' };
@@ -104,6 +120,37 @@ describe.skipIf(!chromiumAvailable)('connect your account inside a call, in Chro
     await context.close();
   }, 180_000);
 
+  it('SDK v1 on 2025-11-25: -32042 with the URL, the connect page and the consent in Chromium, then the retry succeeds and is charged once', async () => {
+    const { b } = await ownerWithCredits(svc);
+    const serverId = await callersServer(b);
+    const hedy = (await b.api('POST', '/api/end-users', { external_id: 'hedy', display_name: 'Hedy Lamarr' })).body;
+    const key = (await b.api('POST', `/api/end-users/${hedy.id}/api-keys`, { server_id: serverId, name: "Hedy's agent" })).body.key as string;
+    const site = sandboxes.atlassian.sites[0];
+    const searches = () => site.jira.requests.filter((r) => r.path.endsWith('/search/jql')).length;
+    const { context, problems } = await withSession(b, hedy.id);
+
+    const client = new ClientV1({ name: 'url-elicitation-v1', version: '1.0.0' }, { capabilities: { elicitation: { url: {} } } });
+    await client.connect(new TransportV1(new URL(`${svc.url}/mcp/${serverId}`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+    const before = await balanceOf(b);
+    const refused = await client.callTool({ name: 'search_issues', arguments: JQL }).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(UrlElicitationRequiredError);
+    const [elicitation] = (refused as UrlElicitationRequiredError).elicitations;
+    expect(elicitation).toMatchObject({ mode: 'url', url: expect.stringMatching(new RegExp(`^${svc.url}/connect/s/c\\.`)) });
+    expect(await balanceOf(b)).toBe(before);
+    const searched = searches();
+
+    // The client opens the URL; the person connects, then the client calls again.
+    const page = await context.newPage();
+    await connectJiraIn(page, elicitation.url, site);
+    expect(succeeded((await client.callTool({ name: 'search_issues', arguments: JQL })) as ToolResult)).toBeTruthy();
+    expect(searches()).toBe(searched + 1);
+    const paid = ((await b.api('GET', `/api/calls?end_user=${hedy.id}`)).body.calls as Array<{ charged: number }>).filter((c) => c.charged > 0);
+    expect(paid).toHaveLength(1);
+    expect(before - (await balanceOf(b))).toBe(paid[0].charged);
+    expect(problems).toEqual([]);
+    await Promise.all([client.close(), context.close()]);
+  }, 180_000);
+
   it("an SDK client that signs in by OAuth, approved by the end user in their own browser, calls with that person's account", async () => {
     const { b } = await ownerWithCredits(svc);
     const serverId = await callersServer(b);
@@ -113,16 +160,9 @@ describe.skipIf(!chromiumAvailable)('connect your account inside a call, in Chro
     const searches = () => site.jira.requests.filter((r) => r.path.endsWith('/search/jql')).length;
 
     // Grace connects her Jira through a link of the owner's app, in her browser.
-    const context = await browser.newContext({ viewport: { width: 900, height: 900 } });
-    context.setDefaultTimeout(30_000);
-    const problems: string[] = [];
-    context.on('page', (p) => p.on('pageerror', (err) => problems.push(err.message)));
+    const { context, problems } = await personBrowser();
     const page = await context.newPage();
-    await page.goto((await b.api('POST', '/api/connect-sessions', { end_user_id: grace.id, providers: ['tracker'] })).body.url);
-    await Promise.all([page.waitForURL((u) => u.origin !== svc.url), page.getByRole('button', { name: /^Connect Jira Cloud with/ }).click()]);
-    await Promise.all([page.waitForURL(/\/choose\?/), page.getByRole('button', { name: 'Accept', exact: true }).click()]);
-    await page.locator(`input[name="choice"][value="${site.cloudId}"]`).check();
-    await Promise.all([page.waitForURL(/connected=/), page.getByRole('button', { name: 'Connect', exact: true }).click()]);
+    await connectJiraIn(page, (await b.api('POST', '/api/connect-sessions', { end_user_id: grace.id, providers: ['tracker'] })).body.url, site);
 
     // Her desktop client knows only the server's URL: discovery, registration, then her consent.
     let landed: URL | undefined;
