@@ -58,18 +58,20 @@ const asText = (r: { status: number; body: unknown }) => ({ status: r.status, te
 describe.each(targets)('end users on $name', (target) => {
   let sandboxes: OAuthSandboxes;
   let svc: TestService;
+  let env: Record<string, string>;
 
   beforeAll(async () => {
     if (!target.enabled) return;
     sandboxes = await startOAuthSandboxes();
-    svc = await startTestService({
+    env = {
       ...APP_ENV,
       ...target.env(),
       MASTER_KEY: randomBytes(32).toString('hex'),
       TOOL_SPECS_DIR: sandboxes.specsDir,
       KEY_CACHE_MS: '0',
       LEDGER_ROLL_AFTER_SECONDS: '1',
-    });
+    };
+    svc = await startTestService(env);
     sandboxes.register(svc.url);
   }, 180_000);
 
@@ -572,6 +574,38 @@ describe.each(targets)('end users on $name', (target) => {
     const plainResult = await modern({ arguments: { jql: 'x' } }, {});
     expect(plainResult.result).toMatchObject({ resultType: 'complete', isError: true, structuredContent: { error: { code: 'account_not_connected' } } });
   });
+
+  it.runIf(target.enabled && target.name === 'MongoDB')(
+    "deleting an end user stops their key on another instance at once, whatever that instance's caches",
+    async () => {
+      const second = await startTestService({ ...env, KEY_CACHE_MS: '30000' });
+      try {
+        const { b } = await owner();
+        const serverId = await callersServer(b);
+        const ida = (await b.api('POST', '/api/end-users', { external_id: 'ida' })).body;
+        const key = (await b.api('POST', `/api/end-users/${ida.id}/api-keys`, { server_id: serverId, name: 'ida' })).body.key as string;
+        const call = () =>
+          fetch(`${second.url}/mcp/${serverId}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${key}` },
+            body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search_issues', arguments: { jql: 'x' } } }),
+          });
+        // The second instance knows the key now (cached for 30 s): Ida has no account yet, so the tool says so.
+        const known = await call();
+        expect(known.status).toBe(200);
+        const told = ((await known.json()) as any).result;
+        expect(told.isError, JSON.stringify(told)).toBe(true);
+        expect(told.content[0].text).toContain('/connect/s/c.');
+        expect((await b.api('DELETE', `/api/end-users/${ida.id}`)).status).toBe(204);
+        const after = await call();
+        expect(after.status).toBe(401);
+        expect(await after.text()).toMatch(/belonged to an end user who was deleted/);
+      } finally {
+        await second.close();
+      }
+    },
+    180_000,
+  );
 
   it.runIf(target.enabled)(
     'an MCP app approved by an end user acts as them; other people, owners and servers cannot approve for them; deleting them ends it',
