@@ -154,6 +154,25 @@ describe.skipIf(!chromiumAvailable)('dashboard in Chromium', () => {
     });
     await client.close().catch(() => undefined);
 
+    // The server opened to the owner's users, with their sign-in page; a bad address is said in words.
+    const usersApps = page.getByRole('region', { name: "Your users' apps" });
+    await usersApps.getByLabel('Let your users connect MCP apps to this server by OAuth').check();
+    await usersApps.getByLabel(/Sign-in page of your app/).fill('ftp://app.example.com/sign-in');
+    await usersApps.getByRole('button', { name: 'Save' }).click();
+    await expect
+      .poll(() => usersApps.getByRole('alert').filter({ hasText: /./ }).first().textContent(), { timeout: 30_000 })
+      .toMatch(/must be an http\(s\) URL/);
+    await usersApps.getByLabel(/Sign-in page of your app/).fill('https://app.example.com/sign-in');
+    await Promise.all([page.waitForEvent('load'), usersApps.getByRole('button', { name: 'Save' }).click()]);
+    const saved = (await (await page.request.get(`${svc.url}/api/servers/${serverId}`)).json()) as Record<string, unknown>;
+    expect(saved).toMatchObject({ end_user_apps: true, end_user_sign_in_url: 'https://app.example.com/sign-in' });
+    expect(
+      await page
+        .getByRole('region', { name: "Your users' apps" })
+        .getByLabel(/Sign-in page of your app/)
+        .inputValue(),
+    ).toBe('https://app.example.com/sign-in');
+
     // Nothing injected ever ran.
     expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
     expect(problems).toEqual([]);
