@@ -760,6 +760,7 @@ describe.each(targets)('end users on $name', (target) => {
       expect(apps).toEqual([expect.objectContaining({ client_name: 'Ada agent', end_user_id: ada.id, server_id: serverId, revoked_at: null })]);
       expect((await b.api('GET', '/api/oauth/grants')).body.grants.find((g: { id: string }) => g.id === apps[0].id).end_user_id).toBe(ada.id);
       expect((await other.b.api('GET', `/api/end-users/${ada.id}/apps`)).status).toBe(404);
+      expect((await b.get(`${svc.url}/end-users`)).html).toContain('Apps acting as them: <bdi>Ada agent</bdi>');
 
       // Deleting Ada ends the app at once.
       expect((await b.api('DELETE', `/api/end-users/${ada.id}`)).status).toBe(204);
