@@ -167,7 +167,9 @@ describe.skipIf(!chromiumAvailable)('connect your account inside a call, in Chro
     // Her desktop client knows only the server's URL: discovery, registration, then her consent.
     let landed: URL | undefined;
     const callback = await listenOnLoopback((req, res) => {
-      landed = new URL(req.url!, 'http://127.0.0.1');
+      // Only the callback: the browser asks for a favicon too.
+      const url = new URL(req.url!, 'http://127.0.0.1');
+      if (url.pathname === '/callback') landed = url;
       res.writeHead(200, { 'content-type': 'text/html' }).end('<p>Signed in. You can close this window.</p>');
     });
     const oauthClient = new MemoryOAuthClient(() => `${callback.url}/callback`, "Grace's desktop agent");

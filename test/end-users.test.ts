@@ -80,7 +80,8 @@ describe.each(targets)('end users on $name', (target) => {
     await sandboxes?.close();
   });
 
-  const owner = (credits = 100) => ownerWithCredits(svc, credits);
+  // Owners the operator makes (their browser speaks with a token): sign-ups from one address are limited.
+  const owner = (credits = 100) => invitedOwner(svc, credits);
 
   /** Connects Jira as the end user through a connect link: consent at the sandbox, then the site picker. */
   async function connectJira(eu: EndUserBrowser, link: string, site: number) {
@@ -610,7 +611,8 @@ describe.each(targets)('end users on $name', (target) => {
   it.runIf(target.enabled)(
     'an MCP app approved by an end user acts as them; other people, owners and servers cannot approve for them; deleting them ends it',
     async () => {
-      const { b } = await owner();
+      // Signed up: the End users page is read with the session.
+      const { b } = await ownerWithCredits(svc);
       const serverId = await callersServer(b);
       const closedServerId = await callersServer(b, 'Closed to end users');
       const opened = await b.api('PATCH', `/api/servers/${serverId}`, { end_user_apps: true, end_user_sign_in_url: 'https://app.example.com/mcp-sign-in' });

@@ -13,8 +13,8 @@ export async function ownerWithCredits(svc: TestService, credits = 100): Promise
 }
 
 /** Another owner, made by the operator (sign-ups from one address are limited): its browser speaks with its token. */
-export async function invitedOwner(svc: TestService): Promise<{ id: string; b: HttpBrowser }> {
-  const made = await createOwner(svc, 0);
+export async function invitedOwner(svc: TestService, credits = 0): Promise<{ id: string; b: HttpBrowser }> {
+  const made = await createOwner(svc, credits);
   const browser = new HttpBrowser(svc.url);
   browser.token = made.token;
   return { id: made.id, b: browser };
