@@ -1,6 +1,6 @@
 // Per-key rate limits: a burst window and a per-minute window, both enforced.
 //
-// One process (the embedded store): counters in memory (rate-limiter-flexible). Several instances (MongoDB): the
+// One process (the embedded store): counters in memory, a window from a key's first call. Several instances (MongoDB): the
 // counters are shared in the store, but a call does not write them: each instance reserves a block of a window's
 // points from the shared counter and spends it locally, so most calls cost no store operation at all. Blocks are a
 // fraction of what the window has left (so near the limit they shrink to single points and instances hold little
@@ -13,7 +13,6 @@
 // so that a key in use does not wait for the store when a window starts. When the store does not answer in time or fails,
 // each instance falls back to its own in-memory limits (so N instances allow up to N times the limit) instead of
 // failing calls, and tries the store again for the next block.
-import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { RateOutcome } from '../mcp/backend.ts';
 import type { StoreClock } from '../store/clock.ts';
 import { type Collection, type Doc, DuplicateKeyError, type IndexSpec, type Store } from '../store/port.ts';
@@ -83,9 +82,7 @@ export class KeyRateLimiter {
    */
   constructor(limits: RateLimits, shared?: Store, onFallback?: (window: string, ms: number) => void) {
     const make = (points: number, duration: number, name: string): Window =>
-      shared
-        ? new ReservedWindow(points, duration, name, shared, onFallback)
-        : new LocalWindow(new RateLimiterMemory({ points, duration, keyPrefix: name }), points);
+      shared ? new ReservedWindow(points, duration, name, shared, onFallback) : new LocalWindow(points, duration);
     this.windows = [make(limits.burstPoints, limits.burstSeconds, 'burst'), make(limits.minutePoints, 60, 'minute')];
   }
 
@@ -117,21 +114,40 @@ export class KeyRateLimiter {
   }
 }
 
-/** A window counted by one rate-limiter-flexible limiter, every call (in memory). */
+/**
+ * A window counted in memory, every call: it starts at a key's first call and lasts `durationSeconds` (as
+ * rate-limiter-flexible's memory limiter counts, without its timer per key and window).
+ */
 class LocalWindow implements Window {
+  private readonly counts = new Map<string, { start: number; used: number }>();
+  private readonly durationMs: number;
+  private sweptAt = Date.now();
+
   constructor(
-    private readonly limiter: RateLimiterAbstract,
     readonly points: number,
-  ) {}
+    durationSeconds: number,
+  ) {
+    this.durationMs = durationSeconds * 1000;
+  }
 
   async consume(key: string, requests: number): Promise<Verdict> {
-    try {
-      const res = await this.limiter.consume(key, requests);
-      return { allowed: true, remaining: res.remainingPoints, resetMs: res.msBeforeNext };
-    } catch (err) {
-      if (!(err instanceof RateLimiterRes)) throw err;
-      return { allowed: false, remaining: 0, resetMs: err.msBeforeNext };
+    const now = Date.now();
+    if (now - this.sweptAt >= this.durationMs) this.sweep(now);
+    let count = this.counts.get(key);
+    if (!count || now >= count.start + this.durationMs) {
+      count = { start: now, used: 0 };
+      this.counts.set(key, count);
     }
+    const resetMs = count.start + this.durationMs - now;
+    if (count.used + requests > this.points) return { allowed: false, remaining: 0, resetMs };
+    count.used += requests;
+    return { allowed: true, remaining: this.points - count.used, resetMs };
+  }
+
+  /** Forgets the windows that ended (once per window length). */
+  private sweep(now: number): void {
+    this.sweptAt = now;
+    for (const [key, count] of this.counts) if (now >= count.start + this.durationMs) this.counts.delete(key);
   }
 }
 
@@ -175,7 +191,7 @@ class ReservedWindow implements Window {
     this.clock = store.clock;
     this.durationMs = durationSeconds * 1000;
     this.sweptAt = this.clock.now();
-    this.fallback = new LocalWindow(new RateLimiterMemory({ points, duration: durationSeconds, keyPrefix: `${name}-fallback` }), points);
+    this.fallback = new LocalWindow(points, durationSeconds);
   }
 
   async consume(key: string, requests: number): Promise<Verdict> {
