@@ -49,7 +49,12 @@ export function logFile(dest: number | string): DestinationStream {
   setInterval(() => {
     if (!waiting) return;
     waiting = false;
-    file.flush(() => undefined);
+    // Without a callback (one would add listeners each time a write is still under way); a closed file throws.
+    try {
+      file.flush();
+    } catch {
+      // closed at exit, after its last lines
+    }
   }, FLUSH_EVERY_MS).unref();
   return {
     write(line: string) {
