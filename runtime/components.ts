@@ -195,7 +195,7 @@ export async function buildComponents(
   const metrics = new Metrics(passwordChecks);
   const owners = new Owners(store);
   // The lookups of a call may outlive KEY_CACHE_MS: every instance hears of a change through the store.
-  const changes = new ChangeFeed(store);
+  const changes = new ChangeFeed(store, store.kind === 'mongodb' ? config.mongo.deadlineMs : 0);
   const keys = new ApiKeys(store, config.keyCacheMs, changes);
   const servers = new Servers(store, config.keyCacheMs, changes);
   const tools = new CustomTools(store, catalog, config.keyCacheMs, changes);

@@ -1,7 +1,7 @@
 // Changes to what the lookup caches keep (a key, a server, a server's tools, an account), announced through the
 // store so that every instance may keep a lookup for longer than KEY_CACHE_MS and still see another instance's
 // change within it. The writer announces a change before it writes it (`announce`: one insert); every instance
-// reads the announcements of the last RECENT_MS once a second in the background (`poll`) and drops what they name.
+// reads the recent announcements once a second in the background (`poll`) and drops what they name.
 //
 // A cache keeps an entry past KEY_CACHE_MS only while this instance has applied every announcement older than
 // KEY_CACHE_MS (`current`: the polls work) and no announcement of its key is recent (the change it announced may
@@ -24,11 +24,14 @@ interface ChangeDoc extends Doc {
 
 /**
  * How long an announcement is read again and counts as recent: longer than the write it announces may take
- * (the store deadline, a few retries) and than a poll's gap that does not drop everything.
+ * (a few attempts, each within the store's deadline: `recentMs`, at least this) and than a poll's gap that does
+ * not drop everything.
  */
 const RECENT_MS = 60_000;
-/** Announcements are deleted this long after they were made. */
-const KEPT_MS = 10 * 60_000;
+/** The writes after an announcement: a few, each retried up to 4 times within the store's deadline. */
+const WRITES_PER_ANNOUNCEMENT = 10;
+/** Announcements are deleted this long after they were made (longer than `recentMs` can be). */
+const KEPT_MS = 30 * 60_000;
 
 /** The announcements' index: the polls' query, and their expiry where the server has TTL indexes (else `sweep`). */
 export const CHANGES_INDEXES: IndexSpec[] = [{ collection: CHANGES_COLLECTION, fields: ['at'], expireAfterSeconds: KEPT_MS / 1000 }];
@@ -43,7 +46,7 @@ export class ChangeFeed {
   private readonly changes: Collection<ChangeDoc>;
   private readonly clock: StoreClock;
   private readonly followers = new Map<string, ChangeFollower[]>();
-  /** Announcements read or made in the last RECENT_MS, by id: what they named (`cache\0key`) and when. */
+  /** Announcements read or made in the last `recentMs`, by id: what they named (`cache\0key`) and when. */
   private readonly seen = new Map<string, { entry: string; at: number }>();
   /** The newest announcement of each `cache\0key` among `seen` (store time). */
   private readonly announced = new Map<string, number>();
@@ -51,9 +54,13 @@ export class ChangeFeed {
   private appliedSince = -Infinity;
   private polling = false;
 
-  constructor(store: Store) {
+  private readonly recentMs: number;
+
+  /** `deadlineMs`: how long one store operation may take (MONGODB_DEADLINE_MS), which bounds a change's writes. */
+  constructor(store: Store, deadlineMs = 0) {
     this.changes = store.collection<ChangeDoc>(CHANGES_COLLECTION);
     this.clock = store.clock;
+    this.recentMs = Math.max(RECENT_MS, WRITES_PER_ANNOUNCEMENT * deadlineMs);
   }
 
   /** Has `follower` told of every announcement of the cache `name`. */
@@ -73,22 +80,22 @@ export class ChangeFeed {
     return Date.now() - this.appliedSince < ms;
   }
 
-  /** Whether the entry was announced in the last RECENT_MS (its change may not be written yet). */
+  /** Whether the entry was announced in the last `recentMs` (its change may not be written yet). */
   recent(name: string, key: string): boolean {
     const at = this.announced.get(`${name}\0${key}`);
-    return at !== undefined && at > this.clock.now() - RECENT_MS;
+    return at !== undefined && at > this.clock.now() - this.recentMs;
   }
 
-  /** Reads the announcements of the last RECENT_MS and applies those not seen yet (once a second, in the background). */
+  /** Reads the announcements of the last `recentMs` and applies those not seen yet (once a second, in the background). */
   async poll(): Promise<void> {
     if (this.polling) return;
     this.polling = true;
     try {
       const started = Date.now();
-      const since = this.clock.now() - RECENT_MS;
+      const since = this.clock.now() - this.recentMs;
       const docs = await this.changes.find({ at: { $gte: new Date(since) } });
       // Announcements older than what this read covers may have been missed: drop everything.
-      if (started - this.appliedSince > RECENT_MS / 2) for (const list of this.followers.values()) for (const f of list) f.clear();
+      if (started - this.appliedSince > this.recentMs / 2) for (const list of this.followers.values()) for (const f of list) f.clear();
       for (const doc of docs) if (!this.seen.has(doc._id)) this.apply(doc);
       for (const [id, s] of this.seen) {
         if (s.at >= since) continue;
