@@ -10,13 +10,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
-import { createServer, Server } from 'node:http';
+import { createServer, Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { MongoClient } from 'mongodb';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { pino } from 'pino';
 import { loadConfig } from '../runtime/config.ts';
+import { logFile } from '../runtime/log.ts';
 import { startService } from '../runtime/service.ts';
 import { answerSignals } from './signals.ts';
 
@@ -41,7 +41,7 @@ const config = loadConfig({
     : {}),
 });
 config.inMemory = !mongodbUrl && process.env.BENCH_STORE !== 'file';
-const service = await startService({ config, logDestination: pino.destination('/dev/null') });
+const service = await startService({ config, logDestination: logFile('/dev/null') });
 const setUp = joined ?? (await setUpOwner());
 const commands = mongodbUrl ? await countCommands(service.store.mongo!.client as MongoClient, inRequest!, setUp.owner) : undefined;
 console.log(
@@ -81,17 +81,28 @@ function withDatabase(url: string, db: string): string {
 
 /**
  * Every request this process's HTTP servers answer runs in a context of its own, so that a MongoDB command can
- * be told apart: sent while answering a request (on a call's path: the answer waits for it) or by a timer
- * (the last-used flush, the roll-up, settlement, lease renewals: in the background). Only the MongoDB row does
+ * be told apart: sent while answering a request (on a call's path: the answer may wait for it) or otherwise
+ * (timers: the last-used flush, the roll-up, settlement, lease renewals, the credit blocks' tick, even one set
+ * while answering an earlier request: in the background). Only the MongoDB row does
  * this: the promise hooks it turns on slow its process, whose rates count for nothing (its command counts do).
  */
-function answerInRequestContext(): AsyncLocalStorage<true> {
-  const context = new AsyncLocalStorage<true>();
+function answerInRequestContext(): AsyncLocalStorage<Answering> {
+  const context = new AsyncLocalStorage<Answering>();
   const emit = Server.prototype.emit as (this: Server, event: string, ...args: unknown[]) => boolean;
   Server.prototype.emit = function (this: Server, event: string, ...args: unknown[]) {
-    return event === 'request' ? context.run(true, () => emit.call(this, event, ...args)) : emit.call(this, event, ...args);
+    if (event !== 'request') return emit.call(this, event, ...args);
+    // A timer set while answering keeps the request's context: what it sends after the answer is background.
+    const answering = { now: true };
+    const done = () => (answering.now = false);
+    (args[1] as ServerResponse).once('finish', done).once('close', done);
+    return context.run(answering, () => emit.call(this, event, ...args));
   };
   return context;
+}
+
+/** Whether the request a context belongs to is still being answered. */
+interface Answering {
+  now: boolean;
 }
 
 /**
@@ -100,7 +111,7 @@ function answerInRequestContext(): AsyncLocalStorage<true> {
  * those sent while answering a request, and the owner's line: the writes to the owner's credit document
  * (`credits`, _id the owner; every statement of an update command counts, as each writes the document).
  */
-async function countCommands(client: MongoClient, inRequest: AsyncLocalStorage<true>, ownerId: string): Promise<string> {
+async function countCommands(client: MongoClient, inRequest: AsyncLocalStorage<Answering>, ownerId: string): Promise<string> {
   const WRITES = new Set(['insert', 'update', 'delete', 'findAndModify']);
   const counts = { commands: 0, writes: 0, onPath: 0, ownerLine: 0 };
   /** Each kind of command (name, collection, the fields it filters or sets on) and how often it was sent, on the path or not. */
@@ -108,10 +119,11 @@ async function countCommands(client: MongoClient, inRequest: AsyncLocalStorage<t
   client.on('commandStarted', (e) => {
     counts.commands++;
     if (WRITES.has(e.commandName)) counts.writes++;
-    if (inRequest.getStore()) counts.onPath++;
+    const onPath = inRequest.getStore()?.now === true;
+    if (onPath) counts.onPath++;
     const kind = commandKind(e.commandName, e.command);
     const seen = kinds.get(kind) ?? { onPath: 0, background: 0 };
-    seen[inRequest.getStore() ? 'onPath' : 'background']++;
+    seen[onPath ? 'onPath' : 'background']++;
     kinds.set(kind, seen);
     const { command } = e;
     if (command.findAndModify === 'credits' && command.query?._id === ownerId) counts.ownerLine++;

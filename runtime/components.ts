@@ -47,6 +47,7 @@ import { Sandboxes } from './sandbox/sandboxes.ts';
 import { generatedSecret, randomToken } from './secrets.ts';
 import { CustomTools } from './servers/custom-tools.ts';
 import { Servers } from './servers/servers.ts';
+import { ChangeFeed } from './store/changes.ts';
 import { type Store, StoreUnavailableError } from './store/port.ts';
 import type { LiveCatalog } from './toolspec/live.ts';
 import type { Provider } from './toolspec/catalog.ts';
@@ -75,6 +76,10 @@ const BLOCK_LEASE_MS = 30_000;
 
 export interface Components extends ApiDeps {
   store: Store;
+  /** Changes of the lookups' entries, announced through the store (polled every second). */
+  changes: ChangeFeed;
+  /** The MCP rate limiters (the keys' and the owners'), which reserve the next windows of keys in use every second. */
+  rateLimiters: KeyRateLimiter[];
   pipeline: CallPipeline;
   requestStates: RequestStates;
   metrics: Metrics;
@@ -189,10 +194,12 @@ export async function buildComponents(
   const instance = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const metrics = new Metrics(passwordChecks);
   const owners = new Owners(store);
-  const keys = new ApiKeys(store, config.keyCacheMs);
-  const servers = new Servers(store, config.keyCacheMs);
-  const tools = new CustomTools(store, catalog, config.keyCacheMs);
-  const accounts = new Accounts(store, catalog, vault, config.keyCacheMs);
+  // The lookups of a call may outlive KEY_CACHE_MS: every instance hears of a change through the store.
+  const changes = new ChangeFeed(store, store.kind === 'mongodb' ? config.mongo.deadlineMs : 0);
+  const keys = new ApiKeys(store, config.keyCacheMs, changes);
+  const servers = new Servers(store, config.keyCacheMs, changes);
+  const tools = new CustomTools(store, catalog, config.keyCacheMs, changes);
+  const accounts = new Accounts(store, catalog, vault, config.keyCacheMs, changes);
   // Shared counters on MongoDB (in the store's time); in memory on the embedded store.
   const sharedCounters = store.kind === 'mongodb' ? store : undefined;
   const mail = config.mail && buildMail(config.mail, { store, vault, masterKey, owners, keys, servers, site, metrics, instance, logger, sharedCounters });
@@ -296,6 +303,8 @@ export async function buildComponents(
   });
   return {
     store,
+    changes,
+    rateLimiters: [rateLimiter, ownerRateLimiter],
     catalog,
     pipeline,
     requestStates,

@@ -13,6 +13,7 @@ import { type Logger, createLoggers } from './log.ts';
 import type { PluginRegistry } from './plugin-api.ts';
 import type { Sandboxes } from './sandbox/sandboxes.ts';
 import { WARN_OFFSET_MS, describeOffset, enforceClockBound } from './store/clock.ts';
+import { CHANGES_INDEXES } from './store/changes.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/port.ts';
 import { LiveCatalog } from './toolspec/live.ts';
@@ -24,6 +25,10 @@ const FLUSH_EVERY_MS = 2000;
 const LEDGER_EVERY_MS = 60_000;
 /** How often the offset of this host's clock to the store's is measured (store/clock.ts). */
 const CLOCK_EVERY_MS = 60_000;
+/** How often the announced changes of lookups are read (store/changes.ts): a change is seen about this soon. */
+const CHANGES_EVERY_MS = 1000;
+/** How often the rate limiters reserve the next window's first block of the keys in use (access/rate-limit.ts). */
+const RESERVE_AHEAD_EVERY_MS = 1000;
 const SWEEP_EVERY_MS = 3_600_000;
 /** Connected accounts due for a refresh or a check (connections.ts), by one instance at a time. */
 const KEEPALIVE_EVERY_MS = 3_600_000;
@@ -80,7 +85,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   reportClock(store, logger);
   let c: Components | undefined;
   try {
-    await store.ensureIndexes([...STORE_INDEXES, ...RETIRED_INDEXES, ...(store.kind === 'mongodb' ? RATE_LIMIT_INDEXES : [])]);
+    await store.ensureIndexes([...STORE_INDEXES, ...RETIRED_INDEXES, ...CHANGES_INDEXES, ...(store.kind === 'mongodb' ? RATE_LIMIT_INDEXES : [])]);
     c = await buildComponents(config, store, catalog, await serviceSecrets(config, store), logger);
     await settleInterruptedCalls(c, logger);
   } catch (err) {
@@ -237,6 +242,10 @@ function startTimers(c: Components, sweeps: () => Promise<void>, flush: () => Pr
   const timers = [
     setInterval(() => flush().catch(backgroundFailure(logger, 'flush failed')), FLUSH_EVERY_MS),
     setInterval(() => void measureClock(c.store, logger), CLOCK_EVERY_MS),
+    // Failures are not logged: a store that cannot be read says so elsewhere, and lookups then live KEY_CACHE_MS.
+    setInterval(() => c.changes.poll().catch(() => undefined), CHANGES_EVERY_MS),
+    // A failed reservation leaves the window's first call to reserve, as without it.
+    setInterval(() => c.rateLimiters.forEach((l) => void l.reserveAhead()), RESERVE_AHEAD_EVERY_MS),
     setInterval(() => void housekeepLedger(c, logger), LEDGER_EVERY_MS),
     setInterval(() => void sweeps(), SWEEP_EVERY_MS),
     setInterval(() => c.connect.connections.keepAlive().catch((err) => logger.error({ err }, 'connection keep-alive failed')), KEEPALIVE_EVERY_MS),
@@ -264,6 +273,7 @@ function sweepsOf(c: Components, config: Config, logger: Logger): () => Promise<
       task('request state sweep', () => c.requestStates.sweep()),
       ...(c.mail ? [task('e-mail link sweep', () => c.mail!.links.sweep()), task('mail outbox sweep', () => c.mail!.outbox.sweep())] : []),
       ...(c.store.kind === 'mongodb' ? [task('rate-limit counter sweep', () => sweepExpiredCounters(c.store))] : []),
+      task('cache change sweep', () => c.changes.sweep()),
     ]);
   };
 }

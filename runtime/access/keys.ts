@@ -4,6 +4,7 @@ import type { Collection, Doc, Store } from '../store/port.ts';
 import { LastUsedTimes } from '../store/last-used.ts';
 import { retryTransient } from '../store/retry.ts';
 import { randomId, randomToken, sha256 } from '../secrets.ts';
+import type { ChangeFeed } from '../store/changes.ts';
 import { TtlCache } from '../ttl-cache.ts';
 import { type Restrictions, restrictionsView } from './restrictions.ts';
 
@@ -56,9 +57,10 @@ export class ApiKeys {
   /** Last-used times, written in the background at most once a minute per key (never on the hot path). */
   private readonly touched: LastUsedTimes;
 
-  constructor(store: Store, cacheMs: number) {
+  /** `changes`: the feed that tells every instance of a change (store/changes.ts), so lookups may live longer. */
+  constructor(store: Store, cacheMs: number, changes?: ChangeFeed) {
     this.keys = store.collection<ApiKeyDoc>('api_keys');
-    this.cache = new TtlCache(cacheMs);
+    this.cache = new TtlCache(cacheMs, undefined, changes && { feed: changes, name: 'api_keys' });
     this.touched = new LastUsedTimes(this.keys, store.clock);
   }
 
@@ -85,6 +87,7 @@ export class ApiKeys {
       restrictions,
       ...('endUserId' in actor ? { end_user_id: actor.endUserId } : actor.actForEndUsers ? { act_for_end_users: true } : {}),
     };
+    // Not announced: no instance can have looked up a value that did not exist.
     await this.keys.insertOne(doc);
     this.cache.delete(doc.hash);
     return { doc, key };
@@ -113,6 +116,7 @@ export class ApiKeys {
   /** Revokes every key of an end user (their deletion); how many were live. Safe to repeat. */
   async revokeForEndUser(ownerId: string, endUserId: string): Promise<number> {
     const live = (await this.listForEndUser(ownerId, endUserId)).filter((k) => !k.revoked_at);
+    for (const doc of live) await this.cache.announce(doc.hash);
     await retryTransient(() => this.keys.updateMany({ owner_id: ownerId, end_user_id: endUserId, revoked_at: null }, { $set: { revoked_at: new Date() } }));
     for (const doc of live) this.cache.delete(doc.hash);
     return live.length;
@@ -168,6 +172,7 @@ export class ApiKeys {
    */
   async revokeAll(ownerId: string, serverId: string): Promise<{ revoked: number; unlinked: number }> {
     const affected = await this.listForServer(ownerId, serverId);
+    for (const doc of affected) await this.cache.announce(doc.hash);
     const now = new Date();
     await retryTransient(() => this.keys.updateMany({ owner_id: ownerId, server_id: serverId, revoked_at: null }, { $set: { revoked_at: now } }));
     await retryTransient(() =>
@@ -193,14 +198,19 @@ export class ApiKeys {
   /** Sets revoked_at once (a repeat, or a concurrent revocation, changes nothing); the key as it is now. */
   private async revokeDoc(doc: ApiKeyDoc): Promise<ApiKeyDoc | null> {
     if (doc.revoked_at) return doc;
+    await this.cache.announce(doc.hash);
     const revoked = await retryTransient(() => this.keys.findOneAndUpdate({ _id: doc._id, revoked_at: null }, { $set: { revoked_at: new Date() } }));
     this.cache.delete(doc.hash);
     return revoked ?? this.keys.findOne({ _id: doc._id });
   }
 
   private async change(filter: Record<string, unknown>, update: Parameters<Collection<ApiKeyDoc>['findOneAndUpdate']>[1]): Promise<ApiKeyDoc | null> {
-    const doc = await this.keys.findOneAndUpdate(filter, update);
-    if (doc) this.cache.delete(doc.hash);
+    // The key's hash (which never changes) is announced before the change.
+    const before = await this.keys.findOne(filter);
+    if (!before) return null;
+    await this.cache.announce(before.hash);
+    const doc = await this.keys.findOneAndUpdate({ ...filter, _id: before._id }, update);
+    this.cache.delete(before.hash);
     return doc;
   }
 }

@@ -1,6 +1,6 @@
 // Per-key rate limits: a burst window and a per-minute window, both enforced.
 //
-// One process (the embedded store): counters in memory (rate-limiter-flexible). Several instances (MongoDB): the
+// One process (the embedded store): counters in memory, a window from a key's first call. Several instances (MongoDB): the
 // counters are shared in the store, but a call does not write them: each instance reserves a block of a window's
 // points from the shared counter and spends it locally, so most calls cost no store operation at all. Blocks are a
 // fraction of what the window has left (so near the limit they shrink to single points and instances hold little
@@ -8,10 +8,11 @@
 // may hold a few reserved points it does not use before the window resets, so under a load above the limit a key
 // gets slightly fewer calls than the limit (measured within 10%), never more. Shared windows are fixed slices of
 // the store's time (store/clock.ts), the same for every instance whatever its host's clock says, so no instance
-// admits past the limit nor refuses for longer than a window. When the store does not answer in time or fails,
+// admits past the limit nor refuses for longer than a window. A key used more than once in a window has its first
+// block of the next window reserved in the background (`reserveAhead`, every second from the service's timers),
+// so that a key in use does not wait for the store when a window starts. When the store does not answer in time or fails,
 // each instance falls back to its own in-memory limits (so N instances allow up to N times the limit) instead of
 // failing calls, and tries the store again for the next block.
-import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { RateOutcome } from '../mcp/backend.ts';
 import type { StoreClock } from '../store/clock.ts';
 import { type Collection, type Doc, DuplicateKeyError, type IndexSpec, type Store } from '../store/port.ts';
@@ -69,6 +70,7 @@ interface Verdict {
 interface Window {
   points: number;
   consume(key: string, requests: number): Promise<Verdict>;
+  reserveAhead?(): Promise<void>;
 }
 
 export class KeyRateLimiter {
@@ -80,10 +82,13 @@ export class KeyRateLimiter {
    */
   constructor(limits: RateLimits, shared?: Store, onFallback?: (window: string, ms: number) => void) {
     const make = (points: number, duration: number, name: string): Window =>
-      shared
-        ? new ReservedWindow(points, duration, name, shared, onFallback)
-        : new LocalWindow(new RateLimiterMemory({ points, duration, keyPrefix: name }), points);
+      shared ? new ReservedWindow(points, duration, name, shared, onFallback) : new LocalWindow(points, duration);
     this.windows = [make(limits.burstPoints, limits.burstSeconds, 'burst'), make(limits.minutePoints, 60, 'minute')];
+  }
+
+  /** Reserves the next window's first block of the keys in use (shared windows; every second, in the background). */
+  async reserveAhead(): Promise<void> {
+    await Promise.all(this.windows.map((w) => w.reserveAhead?.()));
   }
 
   /** Counts `requests` in every window; refused when any window is exhausted. */
@@ -109,21 +114,40 @@ export class KeyRateLimiter {
   }
 }
 
-/** A window counted by one rate-limiter-flexible limiter, every call (in memory). */
+/**
+ * A window counted in memory, every call: it starts at a key's first call and lasts `durationSeconds` (as
+ * rate-limiter-flexible's memory limiter counts, without its timer per key and window).
+ */
 class LocalWindow implements Window {
+  private readonly counts = new Map<string, { start: number; used: number }>();
+  private readonly durationMs: number;
+  private sweptAt = Date.now();
+
   constructor(
-    private readonly limiter: RateLimiterAbstract,
     readonly points: number,
-  ) {}
+    durationSeconds: number,
+  ) {
+    this.durationMs = durationSeconds * 1000;
+  }
 
   async consume(key: string, requests: number): Promise<Verdict> {
-    try {
-      const res = await this.limiter.consume(key, requests);
-      return { allowed: true, remaining: res.remainingPoints, resetMs: res.msBeforeNext };
-    } catch (err) {
-      if (!(err instanceof RateLimiterRes)) throw err;
-      return { allowed: false, remaining: 0, resetMs: err.msBeforeNext };
+    const now = Date.now();
+    if (now - this.sweptAt >= this.durationMs) this.sweep(now);
+    let count = this.counts.get(key);
+    if (!count || now >= count.start + this.durationMs) {
+      count = { start: now, used: 0 };
+      this.counts.set(key, count);
     }
+    const resetMs = count.start + this.durationMs - now;
+    if (count.used + requests > this.points) return { allowed: false, remaining: 0, resetMs };
+    count.used += requests;
+    return { allowed: true, remaining: this.points - count.used, resetMs };
+  }
+
+  /** Forgets the windows that ended (once per window length). */
+  private sweep(now: number): void {
+    this.sweptAt = now;
+    for (const [key, count] of this.counts) if (now >= count.start + this.durationMs) this.counts.delete(key);
   }
 }
 
@@ -148,6 +172,10 @@ class ReservedWindow implements Window {
   private readonly durationMs: number;
   private readonly fallback: LocalWindow;
   private readonly allowances = new Map<string, Allowance>();
+  /** The next window's allowance of keys in use, reserved in the background before that window starts. */
+  private readonly ahead = new Map<string, Allowance>();
+  /** Keys used more than once in their window and without a next one yet: the next `reserveAhead` reserves it. */
+  private readonly wanted = new Map<string, number>();
   private sweptAt: number;
   /** Until then the store is not asked: it failed or was too slow moments ago. */
   private degradedUntil = 0;
@@ -163,7 +191,7 @@ class ReservedWindow implements Window {
     this.clock = store.clock;
     this.durationMs = durationSeconds * 1000;
     this.sweptAt = this.clock.now();
-    this.fallback = new LocalWindow(new RateLimiterMemory({ points, duration: durationSeconds, keyPrefix: `${name}-fallback` }), points);
+    this.fallback = new LocalWindow(points, durationSeconds);
   }
 
   async consume(key: string, requests: number): Promise<Verdict> {
@@ -174,8 +202,12 @@ class ReservedWindow implements Window {
     const start = now - (now % this.durationMs);
     let a = this.allowances.get(key);
     if (!a || a.start !== start) {
-      a = { start, points: 0, sharedLeft: this.points, resetAt: start + this.durationMs, exhausted: false };
+      const next = this.ahead.get(key);
+      this.ahead.delete(key);
+      a = next?.start === start ? next : this.allowance(start);
       this.allowances.set(key, a);
+    } else if (!a.exhausted && !this.ahead.has(key)) {
+      this.wanted.set(key, a.resetAt);
     }
     while (a.points < requests && !a.exhausted) {
       if (a.reserving) {
@@ -198,6 +230,31 @@ class ReservedWindow implements Window {
     if (a.exhausted || a.points < requests) return { allowed: false, remaining: 0, resetMs };
     a.points -= requests;
     return { allowed: true, remaining: a.points + a.sharedLeft, resetMs };
+  }
+
+  private allowance(start: number): Allowance {
+    return { start, points: 0, sharedLeft: this.points, resetAt: start + this.durationMs, exhausted: false };
+  }
+
+  /**
+   * Reserves the first block of the next window of the keys in use (`wanted`), unless it has started. A failure
+   * leaves nothing behind: that window's first call reserves, as without it.
+   */
+  async reserveAhead(): Promise<void> {
+    const due = [...this.wanted].filter(([key, start]) => start > this.clock.now() && !this.ahead.has(key));
+    this.wanted.clear();
+    if (this.clock.now() < this.degradedUntil) return;
+    const block = Math.max(1, Math.floor(this.points * BLOCK_FRACTION));
+    await Promise.all(
+      due.map(async ([key, start]) => {
+        const next = this.allowance(start);
+        this.ahead.set(key, next);
+        const reservation = this.reserve(key, next, block, 1);
+        next.reserving = reservation.then(() => undefined);
+        const reserved = await reservation.finally(() => (next.reserving = undefined));
+        if (reserved === 'unavailable' && this.ahead.get(key) === next) this.ahead.delete(key);
+      }),
+    );
   }
 
   /**
@@ -252,5 +309,6 @@ class ReservedWindow implements Window {
     if (now - this.sweptAt < this.durationMs) return;
     this.sweptAt = now;
     for (const [key, a] of this.allowances) if (now >= a.resetAt && !a.reserving) this.allowances.delete(key);
+    for (const [key, a] of this.ahead) if (now >= a.resetAt && !a.reserving) this.ahead.delete(key);
   }
 }

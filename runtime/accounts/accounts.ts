@@ -1,7 +1,7 @@
 // Stored third-party accounts. Fields come from each provider.yaml; secret fields are encrypted at rest
 // with AES-256-GCM under the master key, never returned (a mask shows their last 4 characters) and never
-// logged. Decrypted credentials are kept in memory only briefly (the lookup cache, KEY_CACHE_MS), for
-// the calls that use them; they are never written anywhere.
+// logged. Decrypted credentials are kept in memory only briefly (KEY_CACHE_MS), for the calls that use them;
+// they are never written anywhere (the lookup cache that may keep an account longer keeps it sealed).
 //
 // An account is pasted by its owner (`auth: token`) or connected by OAuth (`auth: oauth`, provider.yaml
 // `connect`): then it also holds the token pair, encrypted apart from its fields, which connections.ts keeps
@@ -17,6 +17,7 @@ import type { AccountFieldSpec } from '../toolspec/types.ts';
 import type { StoreClock } from '../store/clock.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
 import { randomId } from '../secrets.ts';
+import type { ChangeFeed } from '../store/changes.ts';
 import { TtlCache } from '../ttl-cache.ts';
 
 /** A value encrypted by the Vault. */
@@ -184,7 +185,9 @@ interface CallEntry {
 
 export class Accounts {
   private readonly accounts: Collection<AccountDoc>;
-  /** Account id -> owner and decrypted fields (null: no such account), for the hot path. */
+  /** Account id -> the stored account, sealed (null: no such account), for the hot path; follows the change feed. */
+  private readonly docs: TtlCache<string, AccountDoc | null>;
+  /** Account id -> owner and decrypted fields (null: no such account), made from `docs`, for KEY_CACHE_MS only. */
   private readonly cache: TtlCache<string, CallEntry | null>;
   /** Set once connections.ts is built (it needs this repository). */
   renewals?: Renewals;
@@ -196,10 +199,14 @@ export class Accounts {
     private readonly catalog: CatalogSource,
     private readonly vault: Vault,
     cacheMs: number,
+    /** The feed that tells every instance of a change (store/changes.ts), so lookups may live longer. */
+    changes?: ChangeFeed,
   ) {
     this.accounts = store.collection<AccountDoc>('accounts');
     this.clock = store.clock;
+    this.docs = new TtlCache(cacheMs, undefined, changes && { feed: changes, name: 'accounts' });
     this.cache = new TtlCache(cacheMs);
+    changes?.follow('accounts', this.cache);
   }
 
   /** Validates the body of a create (all required fields) or an update (only the fields given). */
@@ -308,11 +315,12 @@ export class Accounts {
     if (!doc) return null;
     const provider = this.providerFor(doc.kind);
     const now = this.clock.date();
+    await this.docs.announce(id);
     const updated = await this.accounts.findOneAndUpdate(
       { _id: id, owner_id: ownerId },
       { $set: { ...this.connectedParts(provider, id, input, (doc.connection?.version ?? 0) + 1, now), verified_at: input.verified ? now : null } },
     );
-    this.cache.delete(id);
+    this.forget(id);
     return updated;
   }
 
@@ -392,19 +400,21 @@ export class Accounts {
       state_reason: null,
       checked_at: now,
     };
+    await this.docs.announce(id);
     const updated = await this.accounts.findOneAndUpdate({ _id: id, 'connection.version': doc.connection!.version }, { $set: set });
-    this.cache.delete(id);
+    this.forget(id);
     return updated;
   }
 
   /** Records the account's health; the document as it was before, or null when there is no such account. */
   async setState(id: string, state: AccountState, reason: string | null): Promise<AccountDoc | null> {
+    await this.docs.announce(id);
     const before = await this.accounts.findOneAndUpdate(
       { _id: id },
       { $set: { state, state_reason: state === 'connected' ? null : reason, checked_at: this.clock.date() } },
       { returnDocument: 'before' },
     );
-    this.cache.delete(id);
+    this.forget(id);
     return before;
   }
 
@@ -435,16 +445,18 @@ export class Accounts {
 
   /** Removes one account of an end user (replaced by a new one, or refused by its provider). */
   async deleteOfEndUser(ownerId: string, endUserId: string, id: string): Promise<boolean> {
+    await this.docs.announce(id);
     const n = await this.accounts.deleteOne({ _id: id, owner_id: ownerId, end_user_id: endUserId });
-    this.cache.delete(id);
+    this.forget(id);
     return n > 0;
   }
 
   /** Removes every account of an end user (their deletion); how many. */
   async deleteForEndUser(ownerId: string, endUserId: string): Promise<number> {
     const docs = await this.ofEndUser(ownerId, endUserId);
+    for (const doc of docs) await this.docs.announce(doc._id);
     const n = await this.accounts.deleteMany({ owner_id: ownerId, end_user_id: endUserId });
-    for (const doc of docs) this.cache.delete(doc._id);
+    for (const doc of docs) this.forget(doc._id);
     return n;
   }
 
@@ -468,21 +480,24 @@ export class Accounts {
       : {};
     if (name !== undefined) set.name = name;
     if (!Object.keys(set).length) return doc;
+    await this.docs.announce(id);
     const updated = await this.accounts.findOneAndUpdate({ _id: id, owner_id: ownerId }, { $set: set });
-    this.cache.delete(id);
+    this.forget(id);
     return updated;
   }
 
   async delete(ownerId: string, id: string): Promise<boolean> {
+    await this.docs.announce(id);
     const n = await this.accounts.deleteOne({ _id: id, owner_id: ownerId, end_user_id: null });
-    this.cache.delete(id);
+    this.forget(id);
     return n > 0;
   }
 
   async markVerified(id: string): Promise<void> {
     const now = this.clock.date();
+    await this.docs.announce(id);
     await this.accounts.updateOne({ _id: id }, { $set: { verified_at: now, state: 'connected', state_reason: null, checked_at: now } });
-    this.cache.delete(id);
+    this.forget(id);
   }
 
   /** Decrypted credentials of an owner's account (cached briefly: decryption is costly per call). */
@@ -519,9 +534,15 @@ export class Accounts {
     return credentials;
   }
 
+  /** Drops what this instance keeps of the account (after a change here). */
+  private forget(id: string): void {
+    this.docs.delete(id);
+    this.cache.delete(id);
+  }
+
   private entry(id: string): Promise<CallEntry | null> {
     return this.cache.fetch(id, async () => {
-      const doc = await this.accounts.findOne({ _id: id });
+      const doc = await this.docs.fetch(id, () => this.accounts.findOne({ _id: id }));
       return (
         doc && {
           ownerId: doc.owner_id,

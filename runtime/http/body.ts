@@ -1,23 +1,42 @@
 // Reads a request body as text with a hard size limit (checked on Content-Length and while streaming).
+// With the stream's events, not `for await`: an async iterator over the request costs a call more than the rest.
 import type { IncomingMessage } from 'node:http';
 
 export class BodyTooLargeError extends Error {}
 
-export async function readBody(req: IncomingMessage, limit: number): Promise<string> {
+export function readBody(req: IncomingMessage, limit: number): Promise<string> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) {
     req.resume();
-    throw new BodyTooLargeError();
+    return Promise.reject(new BodyTooLargeError());
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) return void chunks.push(chunk);
+      done();
       req.resume();
-      throw new BodyTooLargeError();
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+      reject(new BodyTooLargeError());
+    };
+    const onEnd = () => {
+      done();
+      resolve(chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    };
+    const onError = (err: Error) => {
+      done();
+      reject(err);
+    };
+    // A request whose client went away before the end: what `for await` answered with.
+    const onClose = () => {
+      if (req.complete) return;
+      done();
+      reject(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+    };
+    const done = () => {
+      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+    };
+    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+  });
 }

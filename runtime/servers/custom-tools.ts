@@ -8,6 +8,7 @@ import type { BaseTool, Catalog } from '../toolspec/catalog.ts';
 import type { CatalogSource } from '../toolspec/live.ts';
 import type { Collection, Doc, Store } from '../store/port.ts';
 import { randomId } from '../secrets.ts';
+import type { ChangeFeed } from '../store/changes.ts';
 import { TtlCache } from '../ttl-cache.ts';
 
 export interface CustomToolDoc extends Doc {
@@ -86,9 +87,11 @@ export class CustomTools {
     store: Store,
     private readonly catalog: CatalogSource,
     cacheMs: number,
+    /** The feed that tells every instance of a change (store/changes.ts), so lookups may live longer. */
+    changes?: ChangeFeed,
   ) {
     this.tools = store.collection<CustomToolDoc>('tools');
-    this.cache = new TtlCache(cacheMs);
+    this.cache = new TtlCache(cacheMs, undefined, changes && { feed: changes, name: 'tools' });
     // Bound tools point at compiled specs: a reloaded catalog makes every cached list stale.
     catalog.onReload(() => this.cache.clear());
   }
@@ -97,6 +100,7 @@ export class CustomTools {
     doc: Pick<CustomToolDoc, 'owner_id' | 'server_id' | 'name' | 'base_tool' | 'account_id' | 'defaults' | 'locked' | 'description'>,
   ): Promise<CustomToolDoc> {
     const full: CustomToolDoc = { ...doc, _id: randomId('tool_'), created_at: new Date() };
+    await this.cache.announce(doc.server_id);
     await this.tools.insertOne(full);
     this.cache.delete(doc.server_id);
     return full;
@@ -125,18 +129,21 @@ export class CustomTools {
     id: string,
     changes: Partial<Pick<CustomToolDoc, 'name' | 'account_id' | 'defaults' | 'locked' | 'description'>>,
   ): Promise<CustomToolDoc | null> {
+    await this.cache.announce(serverId);
     const doc = await this.tools.findOneAndUpdate({ _id: id, owner_id: ownerId, server_id: serverId }, { $set: changes });
     this.cache.delete(serverId);
     return doc;
   }
 
   async delete(ownerId: string, serverId: string, id: string): Promise<boolean> {
+    await this.cache.announce(serverId);
     const n = await this.tools.deleteOne({ _id: id, owner_id: ownerId, server_id: serverId });
     this.cache.delete(serverId);
     return n > 0;
   }
 
   async deleteForServer(ownerId: string, serverId: string): Promise<void> {
+    await this.cache.announce(serverId);
     await this.tools.deleteMany({ owner_id: ownerId, server_id: serverId });
     this.cache.delete(serverId);
   }

@@ -1,6 +1,7 @@
 // Tool servers: the thing an MCP client talks to at /mcp/<server_id>.
 import type { Collection, Doc, Store } from '../store/port.ts';
 import { randomId } from '../secrets.ts';
+import type { ChangeFeed } from '../store/changes.ts';
 import { TtlCache } from '../ttl-cache.ts';
 
 export interface ServerDoc extends Doc {
@@ -37,9 +38,10 @@ export class Servers {
   private readonly servers: Collection<ServerDoc>;
   private readonly cache: TtlCache<string, ServerDoc | null>;
 
-  constructor(store: Store, cacheMs: number) {
+  /** `changes`: the feed that tells every instance of a change (store/changes.ts), so lookups may live longer. */
+  constructor(store: Store, cacheMs: number, changes?: ChangeFeed) {
     this.servers = store.collection<ServerDoc>('servers');
-    this.cache = new TtlCache(cacheMs);
+    this.cache = new TtlCache(cacheMs, undefined, changes && { feed: changes, name: 'servers' });
   }
 
   /** How many servers the owner has (its quota counts them). */
@@ -56,6 +58,7 @@ export class Servers {
       created_at: new Date(),
       ...(sandbox ? { sandbox: true as const } : {}),
     };
+    await this.cache.announce(doc._id);
     await this.servers.insertOne(doc);
     this.cache.delete(doc._id);
     return doc;
@@ -75,12 +78,14 @@ export class Servers {
   }
 
   async update(ownerId: string, id: string, changes: ServerChanges): Promise<ServerDoc | null> {
+    await this.cache.announce(id);
     const doc = await this.servers.findOneAndUpdate({ _id: id, owner_id: ownerId }, { $set: changes });
     this.cache.delete(id);
     return doc;
   }
 
   async delete(ownerId: string, id: string): Promise<boolean> {
+    await this.cache.announce(id);
     const n = await this.servers.deleteOne({ _id: id, owner_id: ownerId });
     this.cache.delete(id);
     return n > 0;
