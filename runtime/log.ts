@@ -31,35 +31,7 @@ export interface Loggers {
   accessLog: Logger;
 }
 
-/**
- * Log lines are written in batches of whole lines of at most PIPE_BUF bytes (so that the writes of several
- * processes to one pipe never mix within a line), once half that waits or FLUSH_EVERY_MS after a line was logged.
- */
-const PIPE_BUF = 4096;
-const FLUSH_EVERY_MS = 100;
-
-/**
- * Where the service writes its log (a file descriptor or a path): lines are gathered and written in batches, a
- * write per line costing a busy service more than the rest of logging. A line waits at most FLUSH_EVERY_MS; what
- * waits is written at exit (pino's own handler), and lost only with a kill -9.
- */
-export function logFile(dest: number | string): DestinationStream {
-  const file = pino.destination({ dest, minLength: PIPE_BUF / 2, maxWrite: PIPE_BUF });
-  let waiting = false;
-  setInterval(() => {
-    if (!waiting) return;
-    waiting = false;
-    file.flush(() => undefined);
-  }, FLUSH_EVERY_MS).unref();
-  return {
-    write(line: string) {
-      waiting = true;
-      file.write(line);
-    },
-  };
-}
-
-export function createLoggers(level: string, destination: DestinationStream = logFile(1)): Loggers {
+export function createLoggers(level: string, destination: DestinationStream = pino.destination(1)): Loggers {
   const base = { service: 'tool-server' };
   return {
     logger: pino({ level, redact: { paths: REDACT, censor: '[redacted]' }, base }, destination),
