@@ -78,8 +78,6 @@ export interface Components extends ApiDeps {
   store: Store;
   /** Changes of the lookups' entries, announced through the store (polled every second). */
   changes: ChangeFeed;
-  /** The MCP rate limiters (the keys' and the owners'), which reserve the next windows of keys in use every second. */
-  rateLimiters: KeyRateLimiter[];
   pipeline: CallPipeline;
   requestStates: RequestStates;
   metrics: Metrics;
@@ -304,7 +302,6 @@ export async function buildComponents(
   return {
     store,
     changes,
-    rateLimiters: [rateLimiter, ownerRateLimiter],
     catalog,
     pipeline,
     requestStates,

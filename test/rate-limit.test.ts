@@ -69,38 +69,6 @@ describe.runIf(Boolean(MONGODB_URL))('rate limits shared through MongoDB', () =>
     }
   }, 60_000);
 
-  it("a key in use has its next windows' first blocks reserved in the background: a window's first call waits for no store command", async () => {
-    const { url, dbName } = mongoTestUrl('rate_limit_ahead', { monitorCommands: 'true' });
-    const store = await open(url, dbName);
-    await store.ensureIndexes(RATE_LIMIT_INDEXES);
-    let reservations = 0;
-    (store.mongo!.client as MongoClient).on('commandStarted', (e) => {
-      if (e.commandName === 'findAndModify') reservations++;
-    });
-    const limits = { burstPoints: 100, burstSeconds: 2, minutePoints: 1000 };
-    const limiter = new KeyRateLimiter(limits, store);
-    const counters = store.collection('rate_limits');
-    const burst = limits.burstSeconds * 1000;
-    // Two calls early in a window: the first reserves on its path, the second starts the reservations ahead.
-    await new Promise((resolve) => setTimeout(resolve, burst - (store.clock.now() % burst) + 50));
-    const now = store.clock.now();
-    const nextBurst = now - (now % burst) + burst;
-    const nextMinute = now - (now % 60_000) + 60_000;
-    expect((await limiter.consume('key_ahead')).allowed).toBe(true);
-    expect((await limiter.consume('key_ahead')).allowed).toBe(true);
-    // What the service's timers do every second.
-    await limiter.reserveAhead();
-    expect(await counters.findOne({ _id: `burst:key_ahead:${nextBurst}` })).toMatchObject({ points: Math.floor(limits.burstPoints / 8) });
-    expect(await counters.findOne({ _id: `minute:key_ahead:${nextMinute}` })).toMatchObject({ points: Math.floor(limits.minutePoints / 8) });
-    await vi.waitFor(() => expect(store.clock.now()).toBeGreaterThanOrEqual(nextBurst), { timeout: 10_000, interval: 50 });
-    reservations = 0;
-    const outcome = await limiter.consume('key_ahead');
-    expect(outcome.allowed).toBe(true);
-    expect(reservations).toBe(0);
-    // What the block holds, less this call, plus what the shared window has left.
-    expect(outcome.headers['RateLimit-Remaining']).toBe(String(limits.burstPoints - 1));
-  }, 30_000);
-
   it("window counters run on the store's time: hosts 90 s ahead and behind see one window, neither ended nor stretched", async () => {
     const { url, dbName } = mongoTestUrl('window_counter');
     const [onTime, skewed] = [await open(url, dbName), await open(url, dbName)];

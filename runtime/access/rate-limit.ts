@@ -8,9 +8,7 @@
 // may hold a few reserved points it does not use before the window resets, so under a load above the limit a key
 // gets slightly fewer calls than the limit (measured within 10%), never more. Shared windows are fixed slices of
 // the store's time (store/clock.ts), the same for every instance whatever its host's clock says, so no instance
-// admits past the limit nor refuses for longer than a window. A key used more than once in a window has its first
-// block of the next window reserved in the background (`reserveAhead`, every second from the service's timers),
-// so that a key in use does not wait for the store when a window starts. When the store does not answer in time or fails,
+// admits past the limit nor refuses for longer than a window. When the store does not answer in time or fails,
 // each instance falls back to its own in-memory limits (so N instances allow up to N times the limit) instead of
 // failing calls, and tries the store again for the next block.
 import type { RateOutcome } from '../mcp/backend.ts';
@@ -70,7 +68,6 @@ interface Verdict {
 interface Window {
   points: number;
   consume(key: string, requests: number): Promise<Verdict>;
-  reserveAhead?(): Promise<void>;
 }
 
 export class KeyRateLimiter {
@@ -84,11 +81,6 @@ export class KeyRateLimiter {
     const make = (points: number, duration: number, name: string): Window =>
       shared ? new ReservedWindow(points, duration, name, shared, onFallback) : new LocalWindow(points, duration);
     this.windows = [make(limits.burstPoints, limits.burstSeconds, 'burst'), make(limits.minutePoints, 60, 'minute')];
-  }
-
-  /** Reserves the next window's first block of the keys in use (shared windows; every second, in the background). */
-  async reserveAhead(): Promise<void> {
-    await Promise.all(this.windows.map((w) => w.reserveAhead?.()));
   }
 
   /** Counts `requests` in every window; refused when any window is exhausted. */
@@ -172,10 +164,6 @@ class ReservedWindow implements Window {
   private readonly durationMs: number;
   private readonly fallback: LocalWindow;
   private readonly allowances = new Map<string, Allowance>();
-  /** The next window's allowance of keys in use, reserved in the background before that window starts. */
-  private readonly ahead = new Map<string, Allowance>();
-  /** Keys used more than once in their window and without a next one yet: the next `reserveAhead` reserves it. */
-  private readonly wanted = new Map<string, number>();
   private sweptAt: number;
   /** Until then the store is not asked: it failed or was too slow moments ago. */
   private degradedUntil = 0;
@@ -202,12 +190,8 @@ class ReservedWindow implements Window {
     const start = now - (now % this.durationMs);
     let a = this.allowances.get(key);
     if (!a || a.start !== start) {
-      const next = this.ahead.get(key);
-      this.ahead.delete(key);
-      a = next?.start === start ? next : this.allowance(start);
+      a = { start, points: 0, sharedLeft: this.points, resetAt: start + this.durationMs, exhausted: false };
       this.allowances.set(key, a);
-    } else if (!a.exhausted && !this.ahead.has(key)) {
-      this.wanted.set(key, a.resetAt);
     }
     while (a.points < requests && !a.exhausted) {
       if (a.reserving) {
@@ -230,31 +214,6 @@ class ReservedWindow implements Window {
     if (a.exhausted || a.points < requests) return { allowed: false, remaining: 0, resetMs };
     a.points -= requests;
     return { allowed: true, remaining: a.points + a.sharedLeft, resetMs };
-  }
-
-  private allowance(start: number): Allowance {
-    return { start, points: 0, sharedLeft: this.points, resetAt: start + this.durationMs, exhausted: false };
-  }
-
-  /**
-   * Reserves the first block of the next window of the keys in use (`wanted`), unless it has started. A failure
-   * leaves nothing behind: that window's first call reserves, as without it.
-   */
-  async reserveAhead(): Promise<void> {
-    const due = [...this.wanted].filter(([key, start]) => start > this.clock.now() && !this.ahead.has(key));
-    this.wanted.clear();
-    if (this.clock.now() < this.degradedUntil) return;
-    const block = Math.max(1, Math.floor(this.points * BLOCK_FRACTION));
-    await Promise.all(
-      due.map(async ([key, start]) => {
-        const next = this.allowance(start);
-        this.ahead.set(key, next);
-        const reservation = this.reserve(key, next, block, 1);
-        next.reserving = reservation.then(() => undefined);
-        const reserved = await reservation.finally(() => (next.reserving = undefined));
-        if (reserved === 'unavailable' && this.ahead.get(key) === next) this.ahead.delete(key);
-      }),
-    );
   }
 
   /**
@@ -309,6 +268,5 @@ class ReservedWindow implements Window {
     if (now - this.sweptAt < this.durationMs) return;
     this.sweptAt = now;
     for (const [key, a] of this.allowances) if (now >= a.resetAt && !a.reserving) this.allowances.delete(key);
-    for (const [key, a] of this.ahead) if (now >= a.resetAt && !a.reserving) this.ahead.delete(key);
   }
 }
