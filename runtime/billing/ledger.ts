@@ -363,10 +363,15 @@ export class Ledger {
       const first = slotOf(this.options.instance) % partitions;
       for (let i = 0; i < partitions; i++) {
         const partition = (first + i) % partitions;
-        const startedAt = this.store.clock.now();
+        // Stamped inside the lease: once it is released, another instance's run may start at once.
+        let startedAt = 0;
+        let endedAt = 0;
         const run = await this.leases[partition].run(this.options.leaseMs, async (hold) => {
+          startedAt = this.store.clock.now();
           const refunded = await this.settlement.settleAll('stale', { index: partition, of: partitions, keep: hold.keep });
-          return { refunded, rolled: (await hold.keep()) ? await this.rollUp.run(partition, hold) : 0 };
+          const rolled = (await hold.keep()) ? await this.rollUp.run(partition, hold) : 0;
+          endedAt = this.store.clock.now();
+          return { refunded, rolled };
         });
         if (!run) continue;
         done = { refunded: (done?.refunded ?? 0) + run.result.refunded, rolled: (done?.rolled ?? 0) + run.result.rolled };
@@ -375,7 +380,7 @@ export class Ledger {
           partitions,
           instance: this.options.instance,
           startedAt,
-          endedAt: this.store.clock.now(),
+          endedAt,
           ...run.result,
           renewals: run.renewals,
         });
