@@ -26,8 +26,8 @@ function call(cost = 2, tool = 'tracker_get_issue'): CallCharge {
 
 for (const target of storeTargets('ledger')) {
   describe.runIf(target.enabled)(`ledger: ${target.name}`, () => {
-    async function setup(balance = 100, options: Partial<LedgerOptions> = {}) {
-      const store = await target.open();
+    async function setup(balance = 100, options: Partial<LedgerOptions> = {}, open: { slowReads?: boolean } = {}) {
+      const store = await target.open(open);
       await store.ensureIndexes(STORE_INDEXES);
       const credits = new Credits(store);
       await credits.grant(OWNER, balance);
@@ -282,7 +282,9 @@ for (const target of storeTargets('ledger')) {
     });
 
     it('the check is exact under live traffic: 8 writers, 40 checks, no false break', async () => {
-      const { store, ledger } = await setup(1_000_000, { settledMs: 0 });
+      // Each check reads every record of the owner: on FerretDB under a busy machine one took over the 3-s
+      // deadline, which is the production guard, not what this test is about.
+      const { store, ledger } = await setup(1_000_000, { settledMs: 0 }, { slowReads: true });
       let running = true;
       // Paced (at most 400 calls/s in all): what is tested is the check under traffic, not the writers' speed, and
       // FerretDB's queries read every record, so unpaced writers (credit blocks charge from memory) outgrow its deadline.

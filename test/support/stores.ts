@@ -13,8 +13,12 @@ import { MONGODB_URL, dropTestDatabases, mongoTestUrl } from './mongo.ts';
 export interface StoreTarget {
   name: string;
   enabled: boolean;
-  open: () => Promise<Store>;
+  /** `slowReads`: a test whose queries read every record (FerretDB scans) gets a longer deadline on MongoDB. */
+  open: (o?: { slowReads?: boolean }) => Promise<Store>;
 }
+
+/** The deadline of a store operation where a test's queries scan (FerretDB on a busy 2-core machine). */
+const SLOW_READS_DEADLINE_MS = 20_000;
 
 /** The targets of a suite (call at the top of a test file: it registers the clean-up). */
 export function storeTargets(prefix: string): StoreTarget[] {
@@ -37,9 +41,9 @@ export function storeTargets(prefix: string): StoreTarget[] {
     {
       name: 'MongoDB (MONGODB_URL)',
       enabled: Boolean(MONGODB_URL),
-      open: () => {
+      open: (o = {}) => {
         const { url, dbName } = mongoTestUrl(prefix.replace(/\W/g, '_'));
-        return openMongoStore(url, { dbName });
+        return openMongoStore(url, { dbName, ...(o.slowReads ? { deadlineMs: SLOW_READS_DEADLINE_MS } : {}) });
       },
     },
   ];
