@@ -23,9 +23,10 @@ import { render } from './views.ts';
 
 const DECISION_PATH = '/oauth/authorize/end-user';
 
-/** The person of this browser, when it holds a session of the server's owner's end user who still exists. */
-async function personFor(d: ApiDeps, ctx: Context, server: ServerDoc): Promise<{ browser: EndUserBrowser; person: EndUserDoc } | null> {
-  const browser = await d.connect.sessions.browserOf(ctx.cookies.get(END_USER_COOKIE));
+const browserOf = (d: ApiDeps, ctx: Context) => d.connect.sessions.browserOf(ctx.cookies.get(END_USER_COOKIE));
+
+/** The person of a browser's end-user session, when it is one of the server's owner's end users who still exists. */
+async function personOf(d: ApiDeps, browser: EndUserBrowser | null, server: ServerDoc): Promise<{ browser: EndUserBrowser; person: EndUserDoc } | null> {
   if (!browser || browser.ownerId !== server.owner_id) return null;
   const person = await d.endUsers.byId(browser.endUserId);
   return person && person.owner_id === server.owner_id ? { browser, person } : null;
@@ -40,7 +41,7 @@ export async function endUserAuthorization(d: ApiDeps, ctx: Context, r: Authoriz
   if (!r.serverId || ctx.query.as === 'owner') return false;
   const server = await d.servers.lookup(r.serverId);
   if (!server?.end_user_apps) return false;
-  const found = await personFor(d, ctx, server);
+  const found = await personOf(d, await browserOf(d, ctx), server);
   const asOwner = withParams(`${d.site.publicUrl}${ctx.originalUrl}`, { as: 'owner' });
   const client = clientFacts(r);
   if (!found) {
@@ -85,7 +86,7 @@ export function endUserConsentPages(router: Router, d: ApiDeps): void {
   router.post(
     DECISION_PATH,
     endUserPage(async (ctx) => {
-      const browser = await d.connect.sessions.browserOf(ctx.cookies.get(END_USER_COOKIE));
+      const browser = await browserOf(d, ctx);
       if (!browser)
         throw new ConnectLinkRefusal('This browser is not signed in', 'Open the app that gave you this server, then connect the application again.', 403);
       const form = await endUserForm(d, ctx, browser);
@@ -97,8 +98,8 @@ export function endUserConsentPages(router: Router, d: ApiDeps): void {
       }
       const r = checked.request;
       const server = r.serverId ? await d.servers.lookup(r.serverId) : null;
-      const found = server?.end_user_apps ? await personFor(d, ctx, server) : null;
-      if (!server || !found || found.browser.session !== browser.session)
+      const found = server?.end_user_apps ? await personOf(d, browser, server) : null;
+      if (!server || !found)
         throw new ConnectLinkRefusal(
           'This server is not yours to connect',
           'The server does not let its users connect applications, or this browser belongs to someone else. Open the app that gave you this server and connect the application again.',
