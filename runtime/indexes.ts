@@ -63,6 +63,11 @@ export const STORE_INDEXES: IndexSpec[] = [
   //   The roll-up's records in order of time, one partition's slots at a time, and retention's oldest ones
   //   (billing/rollup.ts). On the embedded store a scan of the records it holds serves them.
   { collection: 'calls', fields: ['slot', 'at'], embedded: false },
+  //   The same on the embedded store: the records in order of time (a range of them walked in order, stopping at
+  //   the batch's end, instead of a scan and a sort of every record it holds at each batch), also the call log's
+  //   pages and retention's oldest. About 3 µs a record written (measured with npm run bench:profile). Dropped
+  //   on MongoDB, where the roll-up of the version before slots had it.
+  { collection: 'calls', fields: ['at'], mongodb: false },
   { collection: 'credits', fields: ['unsettled'] },
   { collection: 'oauth_grants', fields: ['owner_id', 'server_id'] },
   { collection: 'oauth_access_tokens', fields: ['grant_id'] },
@@ -98,8 +103,6 @@ export const RETIRED_INDEXES: IndexSpec[] = [
     ['owner_id', 'key_id', 'at'],
     ['owner_id', 'tool', 'at'],
     ['owner_id', 'outcome', 'at'],
-    // Before slots, the roll-up read every owner's records by time alone.
-    ['at'],
   ].map((fields): IndexSpec => ({ collection: 'calls', fields, retired: true })),
   ...[['owner_id', 'at'], ['owner_id', 'action', 'at'], ['action', 'at'], ['at']].map((fields): IndexSpec => ({
     collection: 'audit_events',

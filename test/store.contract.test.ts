@@ -202,6 +202,30 @@ function storeContract(open: () => Promise<Store>): void {
       expect(await persons.find({ _id: 'b' }, { projection: { tags: 0, address: 0, born: 0 } })).toEqual([{ _id: 'b', name: 'Bob', age: 25 }]);
     });
 
+    it('a range of an indexed field sorted on it: limits, skips, both directions, ties at the limit, projection', async () => {
+      // The shape the ledger's batches and pages take (the embedded store walks the index in order for it).
+      const events = store.collection<Doc & { at: Date; n: number; kind: string }>('events');
+      await store.ensureIndexes([{ collection: 'events', fields: ['at'] }]);
+      const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s));
+      // Inserted out of order; seconds 3 and 5 are shared by two events each.
+      const seconds = [5, 1, 3, 9, 3, 7, 5, 2];
+      await events.insertMany(seconds.map((s, i) => ({ _id: `e${i}`, at: at(s), n: i, kind: i % 2 ? 'odd' : 'even' })));
+      const found = async (filter: Filter, options: Parameters<typeof events.find>[1]) => (await events.find(filter, options)).map((e) => e.n);
+
+      const from2to7 = { at: { $gte: at(2), $lt: at(7) } };
+      expect(await found(from2to7, { sort: { at: 1, _id: 1 } })).toEqual([7, 2, 4, 0, 6]);
+      expect(await found(from2to7, { sort: { at: 1, _id: 1 }, limit: 2 })).toEqual([7, 2]);
+      // The limit falls inside a tie (second 3): the whole sort decides which of the tied ones come first.
+      expect(await found(from2to7, { sort: { at: 1, _id: -1 }, limit: 2 })).toEqual([7, 4]);
+      expect(await found(from2to7, { sort: { at: -1, _id: 1 }, limit: 3 })).toEqual([0, 6, 2]);
+      expect(await found(from2to7, { sort: { at: 1, _id: 1 }, skip: 2, limit: 2 })).toEqual([4, 0]);
+      expect(await found({ ...from2to7, kind: 'odd' }, { sort: { at: 1 } })).toEqual([7]);
+      expect(await found({ at: { $gt: at(5) } }, { sort: { at: -1 } })).toEqual([3, 5]);
+      expect(await found({ at: { $lte: at(1) } }, { sort: { at: 1 }, limit: 0 })).toEqual([1]);
+      expect(await events.find({ at: { $lt: at(2) } }, { sort: { at: 1 }, projection: { n: 1 } })).toEqual([{ _id: 'e1', n: 1 }]);
+      expect(await events.find({ at: { $gt: at(8) } }, { sort: { at: 1 }, projection: { _id: 0, at: 1 } })).toEqual([{ at: at(9) }]);
+    });
+
     it('rejects what is outside the dialect, on every adapter', async () => {
       await expect(persons.find({ name: { $regex: '^A' } })).rejects.toBeInstanceOf(DialectError);
       await expect(persons.find({ name: /^A/ })).rejects.toBeInstanceOf(DialectError);

@@ -190,7 +190,8 @@ async function ensureCollectionIndexes(driver: DriverCollection, specs: IndexSpe
     const { fields, unique = false } = spec;
     const keys = Object.fromEntries(fields.map((field) => [field, 1 as const]));
     const found = existing.find((index) => JSON.stringify(index.key) === JSON.stringify(keys));
-    if (spec.retired) {
+    // Retired, or the embedded store's only: dropped where an earlier version built it.
+    if (spec.retired || spec.mongodb === false) {
       if (found) await dropIndex(driver, found.name as string);
       continue;
     }

@@ -138,6 +138,11 @@ export interface IndexSpec {
    * of several conditions; an index there would only cost every insert (a compound one about 25 µs a record).
    */
   embedded?: false;
+  /**
+   * false: built on the embedded store only (dropped on MongoDB), for a find whose MongoDB index is compound:
+   * nedb walks only a single field's index in order (indexWalk in embedded.ts).
+   */
+  mongodb?: false;
   /** An index the service no longer uses: dropped wherever it exists (each index costs every write). */
   retired?: true;
 }
