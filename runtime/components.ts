@@ -259,6 +259,7 @@ export async function buildComponents(
     leaseMs: HOUSEKEEPING_LEASE_MS,
     maxCallMs: MAX_CALL_MS,
     blockLeaseMs: BLOCK_LEASE_MS,
+    feed: changes,
     settledMs,
     instance,
     onBackgroundError: backgroundFailure(logger, 'ledger housekeeping failed'),

@@ -25,8 +25,6 @@ const FLUSH_EVERY_MS = 2000;
 const LEDGER_EVERY_MS = 60_000;
 /** How often the offset of this host's clock to the store's is measured (store/clock.ts). */
 const CLOCK_EVERY_MS = 60_000;
-/** How often the announced changes of lookups are read (store/changes.ts): a change is seen about this soon. */
-const CHANGES_EVERY_MS = 1000;
 const SWEEP_EVERY_MS = 3_600_000;
 /** Connected accounts due for a refresh or a check (connections.ts), by one instance at a time. */
 const KEEPALIVE_EVERY_MS = 3_600_000;
@@ -241,7 +239,7 @@ function startTimers(c: Components, sweeps: () => Promise<void>, flush: () => Pr
     setInterval(() => flush().catch(backgroundFailure(logger, 'flush failed')), FLUSH_EVERY_MS),
     setInterval(() => void measureClock(c.store, logger), CLOCK_EVERY_MS),
     // Failures are not logged: a store that cannot be read says so elsewhere, and lookups then live KEY_CACHE_MS.
-    setInterval(() => c.changes.poll().catch(() => undefined), CHANGES_EVERY_MS),
+    setInterval(() => c.changes.poll().catch(() => undefined), c.changes.pollMs),
     setInterval(() => void housekeepLedger(c, logger), LEDGER_EVERY_MS),
     setInterval(() => void sweeps(), SWEEP_EVERY_MS),
     setInterval(() => c.connect.connections.keepAlive().catch((err) => logger.error({ err }, 'connection keep-alive failed')), KEEPALIVE_EVERY_MS),

@@ -5,9 +5,11 @@
 // and another process's idle block, a process killed while holding blocks, and budgets under blocks.
 import { describe, expect, it } from 'vitest';
 import { Budgets } from '../runtime/access/budgets.ts';
+import { IDLE_MS } from '../runtime/billing/credit-blocks.ts';
 import { Credits } from '../runtime/billing/credits.ts';
 import { type CallCharge, Ledger, type LedgerOptions, recordOf } from '../runtime/billing/ledger.ts';
 import { STORE_INDEXES } from '../runtime/indexes.ts';
+import { CHANGES_INDEXES, ChangeFeed } from '../runtime/store/changes.ts';
 import type { Collection, Doc, Store } from '../runtime/store/port.ts';
 import { LEDGER_OPTIONS } from './support/ledger.ts';
 import { storeTargets } from './support/stores.ts';
@@ -132,6 +134,48 @@ for (const target of storeTargets('credit_blocks')) {
       expect(await line()).toMatchObject({ balance: 0, blocks: {} });
       expect((await a.check(OWNER))[0]).toMatchObject({ kept: GRANT, open: 0, difference: 0, ok: true });
       await store.close();
+    }, 60_000);
+
+    it('an owner with plenty keeps a block through idle moments; when the balance runs out elsewhere, the announcement that its credits are wanted brings the block back', async () => {
+      const store = await target.open();
+      await store.ensureIndexes([...STORE_INDEXES, ...CHANGES_INDEXES]);
+      const GRANT = 1_000_000;
+      await new Credits(store).grant(OWNER, GRANT);
+      // Two processes of the service: each its own change feed, read every pollMs as the service reads it.
+      const feeds = PROCESSES.slice(0, 2).map(() => new ChangeFeed(store));
+      // Their first read finds no earlier one to go on from: a gap, after which any owner's credits may be wanted.
+      await Promise.all(feeds.map((feed) => feed.poll()));
+      const polls = feeds.map((feed) => setInterval(() => feed.poll().catch(() => undefined), feed.pollMs));
+      const [a, b] = feeds.map((feed, i) => new Ledger(store, new Credits(store), { ...LEDGER_OPTIONS, instance: PROCESSES[i]!, feed }));
+      const line = () => a.credits.docs.findOne({ _id: OWNER });
+      try {
+        // a's owner is busy for a moment (its rate makes the next block roomy), then a goes quiet.
+        let keptByA = 0;
+        for (let round = 0; round < 6; round++) {
+          keptByA += (await Promise.all(Array.from({ length: 20 }, () => paidCall(a, false)))).filter(Boolean).length;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        const taken = Object.keys((await line())!.blocks ?? {});
+        expect(taken.length).toBeGreaterThan(0);
+        // Longer than an idle block of an owner near zero is kept (IDLE_MS and a tick): a roomy one stays.
+        await new Promise((resolve) => setTimeout(resolve, 2 * IDLE_MS));
+        expect(Object.keys((await line())!.blocks ?? {})).toEqual(taken);
+        const held = GRANT - keptByA - (await line())!.balance;
+        expect(held).toBeGreaterThan(0);
+        // The balance outside a's block is spent elsewhere (an operator's debit takes all the line has).
+        await new Credits(store).grant(OWNER, -GRANT);
+        // b cannot fit a call: it announces that the owner's credits are wanted, a gives its idle block back, b is served.
+        expect(await paidCall(b, false)).not.toBeNull();
+        let keptByB = 1;
+        while (await paidCall(b, false)) keptByB++;
+        expect(keptByB).toBe(held);
+        await Promise.all([a, b].map((l) => l.flush(true)));
+        expect(await line()).toMatchObject({ balance: 0, blocks: {} });
+        expect((await a.check(OWNER))[0]).toMatchObject({ kept: keptByA + keptByB, open: 0, difference: 0, ok: true });
+      } finally {
+        polls.forEach(clearInterval);
+        await store.close();
+      }
     }, 60_000);
 
     it('loses nothing when a process is killed holding blocks: settlement returns them after their lease, usage is the acknowledged calls', async () => {

@@ -11,6 +11,13 @@
 // exactly what the waiting calls cost: today's per-call charge, group-committed; nothing sits idle in a block
 // there, and an idle block elsewhere is given back within IDLE_MS plus a tick.
 //
+// An owner with plenty (what is left after the block is at least ROOMY_SHARE blocks of ROOMY_SECONDS of use) gets
+// a roomy block: ROOMY_SECONDS of use, kept through idle moments until it is spent or its lease ends, so that
+// calls seconds apart (an agent thinking between them) are charged from memory, not by a take each. Should the
+// balance run low meanwhile, a process that cannot fit a call announces that the owner's credits are wanted
+// (through the change feed, store/changes.ts) before it waits for blocks to come back; every process gives back
+// its idle blocks of that owner within a poll of the feed, IDLE_MS and a tick. Without a feed, no block is roomy.
+//
 // Crash safety: the line lists every live block with its lease. A process that dies holding blocks loses
 // nothing: once a block's lease and the longest call it could have started are over, settlement records the
 // gaps of its range as interrupted and returns the rest (settlement.ts), guarded by the entry like a return.
@@ -25,9 +32,19 @@ export interface Charge {
   block: string;
 }
 
+/** What the blocks need of the change feed (store/changes.ts): to announce, and to hear, that an owner's credits are wanted. */
+export interface WantedFeed {
+  announce(name: string, key: string): Promise<void>;
+  follow(name: string, follower: { delete(key: string): void; clear(): void }): void;
+  /** How often every process reads the feed (what waiting for blocks to come back allows for). */
+  readonly pollMs: number;
+}
+
 export interface CreditBlocksOptions {
   /** How long a block hands out sub-ranges (its lease, by the store's clock). */
   leaseMs: number;
+  /** The change feed every process of the service reads; without one no block is roomy. */
+  feed?: WantedFeed;
   /** Writes the record of a block's unused rest, before the block goes back (the records tile the line). */
   recordRest: (ownerId: string, blockId: string, from: number, credits: number) => Promise<void>;
   onBackgroundError?: (err: unknown) => void;
@@ -37,8 +54,16 @@ export interface CreditBlocksOptions {
 const BLOCK_SECONDS = 1;
 /** A block is at most this fraction of what the balance has left (1/8), so idle blocks never hold much of it. */
 const FAIR_SHARE = 8;
-/** A block without a new call this long is given back. */
+/** A block without a new call this long is given back (a roomy one only when its owner's credits are wanted). */
 export const IDLE_MS = 1000;
+/** A roomy block holds about this many seconds of the owner's use in this process. */
+const ROOMY_SECONDS = 10;
+/** A block is roomy when what the balance has left after it is at least this many such blocks. */
+const ROOMY_SHARE = 64;
+/** How long after an announcement that an owner's credits are wanted its roomy blocks are given back when idle. */
+const WANTED_MS = 10_000;
+/** The change feed's name for "this owner's credits are wanted" (its key: the owner). */
+export const CREDITS_WANTED = 'credits-wanted';
 /** How often idle blocks are retired and finished ones given back. */
 export const TICK_MS = 250;
 /** Takes tried when other processes move the line's end in between; then the calls are refused as not fitting. */
@@ -57,6 +82,8 @@ interface Block {
   running: number;
   /** Credits of this block's refunded calls, given back with the block. */
   refunded: number;
+  /** Kept through idle moments (see the top of the file). */
+  roomy: boolean;
   /** Hands out nothing more: given back once `running` is 0. */
   retired: boolean;
   /** Store time it was retired. */
@@ -69,6 +96,8 @@ interface OwnerBlocks {
   live: Block | null;
   blocks: Map<string, Block>;
   use: UseRate;
+  /** Store time another process announced it could not fit a call (its idle roomy blocks go back until WANTED_MS after). */
+  wantedAt: number;
 }
 
 /** A process's use of credits from blocks (an owner's, a budget's): credits per second, smoothed over its takes. */
@@ -97,6 +126,12 @@ export class UseRate {
     const headroom = Math.floor(Math.min(this.rate * BLOCK_SECONDS, left / FAIR_SHARE));
     return headroom >= largestCost ? headroom : 0;
   }
+
+  /** A roomy block's headroom: ROOMY_SECONDS of this use, where `left` holds ROOMY_SHARE of those; else 0. */
+  roomyHeadroom(left: number, largestCost: number): number {
+    const headroom = Math.floor(this.rate * ROOMY_SECONDS);
+    return headroom >= largestCost && headroom * ROOMY_SHARE <= left ? headroom : 0;
+  }
 }
 
 export class CreditBlocks {
@@ -111,6 +146,19 @@ export class CreditBlocks {
     private readonly options: CreditBlocksOptions,
   ) {
     credits.holding((ownerId) => this.held(ownerId));
+    options.feed?.follow(CREDITS_WANTED, {
+      delete: (ownerId) => this.wanted(ownerId),
+      // A gap in what the feed told: any owner's credits may be wanted.
+      clear: () => {
+        for (const ownerId of this.owners.keys()) this.wanted(ownerId);
+      },
+    });
+  }
+
+  /** Another process could not fit a call of the owner's: its idle roomy blocks here go back (tick). */
+  private wanted(ownerId: string): void {
+    const owner = this.owners.get(ownerId);
+    if (owner) owner.wantedAt = this.clock.now();
   }
 
   /** What this process holds for the owner and has not handed to a call: the unused rest of its blocks and their refunds. */
@@ -186,7 +234,9 @@ export class CreditBlocks {
     }
     let starts = (await this.exchange(ownerId, owner, costs, wanted)).map((s, i) => served[i] ?? s);
     if (starts.some((s, i) => s === null && costs[i] > 0) && (await this.credits.blockIds(ownerId)).length > 0) {
-      await new Promise((resolve) => setTimeout(resolve, IDLE_MS + 2 * TICK_MS));
+      const feed = this.options.feed;
+      if (feed) await feed.announce(CREDITS_WANTED, ownerId).catch((err: unknown) => this.options.onBackgroundError?.(err));
+      await new Promise((resolve) => setTimeout(resolve, (feed?.pollMs ?? 0) + IDLE_MS + 2 * TICK_MS));
       const refused = wanted.filter((i) => starts[i] === null);
       const again = await this.exchange(ownerId, owner, costs, refused);
       starts = starts.map((s, i) => s ?? again[i]);
@@ -206,7 +256,11 @@ export class CreditBlocks {
       const need = chosen.reduce((sum, i) => sum + costs[i], 0);
       if (need === 0 && returning.length === 0) break;
       const now = this.clock.now();
-      const headroom = line && need > 0 ? owner.use.headroom(line.balance + back - need, Math.max(...chosen.map((i) => costs[i]))) : 0;
+      const left = line ? line.balance + back - need : 0;
+      const largest = Math.max(...chosen.map((i) => costs[i]));
+      const roomyHeadroom = this.options.feed && need > 0 ? owner.use.roomyHeadroom(left, largest) : 0;
+      const roomy = roomyHeadroom > 0;
+      const headroom = roomy ? roomyHeadroom : line && need > 0 ? owner.use.headroom(left, largest) : 0;
       const take = line && need > 0 ? { id: `b${randomBytes(8).toString('hex')}`, size: need + headroom, until: new Date(now + this.options.leaseMs) } : null;
       if (await this.credits.exchange(ownerId, line ?? { debited: 0, balance: 0 }, take, returning)) {
         for (const r of returning) owner.blocks.delete(r.id);
@@ -220,6 +274,7 @@ export class CreditBlocks {
             lastUsed: now,
             running: 0,
             refunded: 0,
+            roomy,
             retired: headroom === 0,
             retiredAt: now,
             restRecorded: false,
@@ -267,7 +322,7 @@ export class CreditBlocks {
   private ownerOf(ownerId: string): OwnerBlocks {
     let owner = this.owners.get(ownerId);
     if (!owner) {
-      owner = { live: null, blocks: new Map(), use: new UseRate() };
+      owner = { live: null, blocks: new Map(), use: new UseRate(), wantedAt: -Infinity };
       this.owners.set(ownerId, owner);
       this.timer ??= setInterval(() => this.tick(), TICK_MS).unref();
     }
@@ -285,14 +340,16 @@ export class CreditBlocks {
   }
 
   /**
-   * Retires idle and expired blocks, and gives back the finished ones: at once for an owner without a live block
-   * (near zero, its refunds come back within a tick), else with the owner's next take, or after IDLE_MS.
+   * Retires idle and expired blocks (a roomy one idle only while its owner's credits are wanted), and gives back
+   * the finished ones: at once for an owner without a live block (near zero, its refunds come back within a
+   * tick), else with the owner's next take, or after IDLE_MS.
    */
   private tick(): void {
     const now = this.clock.now();
     for (const [ownerId, owner] of this.owners) {
       const live = owner.live;
-      if (live && (now - live.lastUsed >= IDLE_MS || now >= live.until)) this.retire(owner, live);
+      const keptIdle = live?.roomy === true && now - owner.wantedAt >= WANTED_MS;
+      if (live && ((!keptIdle && now - live.lastUsed >= IDLE_MS) || now >= live.until)) this.retire(owner, live);
       const due = finished(owner).some((b) => !owner.live || now - b.retiredAt >= IDLE_MS);
       if (due) this.writes.add(ownerId, 0).catch((err: unknown) => this.options.onBackgroundError?.(err));
       else if (owner.blocks.size === 0) this.forgetIfEmpty(ownerId, owner);

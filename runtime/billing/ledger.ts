@@ -12,7 +12,7 @@
 // invariant, exact under traffic), rejections.ts and log-caps.ts (what keeps one owner from filling the log).
 import { DuplicateKeyError, type Collection, type Doc, type Filter, type Store, StoreUnavailableError } from '../store/port.ts';
 import { Lease } from '../store/lease.ts';
-import { type Charge, CreditBlocks } from './credit-blocks.ts';
+import { type Charge, CreditBlocks, type WantedFeed } from './credit-blocks.ts';
 import type { Credits } from './credits.ts';
 import { GroupCommit } from './group-commit.ts';
 import { type InvariantReport, checkLedger } from './ledger-check.ts';
@@ -122,6 +122,8 @@ export interface LedgerOptions {
   maxCallMs: number;
   /** A credit block hands out ranges this long (its lease); settlement returns a block maxCallMs after its lease. */
   blockLeaseMs: number;
+  /** The change feed every process reads: lets blocks of owners with plenty be kept while idle (credit-blocks.ts). */
+  feed?: WantedFeed;
   /**
    * Records are rolled once this old, so that one being written by another instance is never missed (a slow
    * store's write time, with margin); this process's own writes hold the roll-up back until they are stored.
@@ -195,6 +197,7 @@ export class Ledger {
     this.settlement = new Settlement(this.calls, credits, options.maxCallMs, store.clock);
     this.blocks = new CreditBlocks(credits, store.clock, {
       leaseMs: options.blockLeaseMs,
+      feed: options.feed,
       recordRest: (ownerId, blockId, from, credits) => this.records.add(restRecord(ownerId, blockId, from, credits)),
       onBackgroundError: options.onBackgroundError,
     });

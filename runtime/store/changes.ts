@@ -42,7 +42,12 @@ export interface ChangeFollower {
   clear(): void;
 }
 
+/** How often the service reads the feed (runtime/service.ts): a change is seen about this soon. */
+const POLL_MS = 1000;
+
 export class ChangeFeed {
+  /** How often every process reads the announcements (`poll`): what a writer waiting to be heard allows for. */
+  readonly pollMs = POLL_MS;
   private readonly changes: Collection<ChangeDoc>;
   private readonly clock: StoreClock;
   private readonly followers = new Map<string, ChangeFollower[]>();
