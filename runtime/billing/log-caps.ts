@@ -43,15 +43,25 @@ export class LogCaps {
     return cutoffs;
   }
 
-  /** Records of the owner before `before` were deleted (only those that could be: the next trim counts again). */
-  forget(owner: string, before: Date, deleted: number): void {
+  /**
+   * Records of the owner before `before` were deleted, those that could be: when some could not (not rolled or
+   * settled yet), the owner's records still before `before` are read again (not every owner's: under traffic
+   * that is most trims, and each read of the whole log cost a scan of every record the store holds).
+   */
+  async forget(calls: Collection<CallDoc>, owner: string, before: Date, deleted: number): Promise<void> {
+    const known = this.times?.get(owner);
+    if (!known) return;
+    const older = known.filter((t) => t < before.getTime()).length;
+    const left =
+      older === deleted
+        ? []
+        : (await calls.find({ owner_id: owner, at: { $lt: before } }, { projection: { at: 1 } })).map(({ at }) => at.getTime()).sort((a, b) => a - b);
+    // Records noted meanwhile are newer than `before`: they are in the list read again now.
     const times = this.times?.get(owner);
     if (!times) return;
-    const stay = times.filter((t) => t >= before.getTime());
+    const stay = [...left, ...times.filter((t) => t >= before.getTime())];
     this.total -= times.length - stay.length;
-    if (stay.length + deleted !== times.length)
-      this.times = null; // not all could go (not rolled or settled yet): read again
-    else if (stay.length === 0) this.times!.delete(owner);
+    if (stay.length === 0) this.times!.delete(owner);
     else this.times!.set(owner, stay);
   }
 

@@ -282,7 +282,7 @@ export class RollUp {
     for (const [owner, cutoff] of await this.caps.cutoffs(this.ledger.calls)) {
       if (!slots.includes(slotOf(owner))) continue;
       const upTo = new Date(Math.min(cutoff.getTime(), rolledBefore(owner)));
-      this.caps.forget(owner, upTo, await this.deleteSettled(owner, upTo));
+      await this.caps.forget(this.ledger.calls, owner, upTo, await this.deleteSettled(owner, upTo));
     }
   }
 
