@@ -22,6 +22,7 @@
 // nothing: once a block's lease and the longest call it could have started are over, settlement records the
 // gaps of its range as interrupted and returns the rest (settlement.ts), guarded by the entry like a return.
 import { randomBytes } from 'node:crypto';
+import type { ChangeFeed } from '../store/changes.ts';
 import type { StoreClock } from '../store/clock.ts';
 import type { BlockReturn, Credits } from './credits.ts';
 import { KeyedGroupCommit } from './group-commit.ts';
@@ -32,13 +33,8 @@ export interface Charge {
   block: string;
 }
 
-/** What the blocks need of the change feed (store/changes.ts): to announce, and to hear, that an owner's credits are wanted. */
-export interface WantedFeed {
-  announce(name: string, key: string): Promise<void>;
-  follow(name: string, follower: { delete(key: string): void; clear(): void }): void;
-  /** How often every process reads the feed (what waiting for blocks to come back allows for). */
-  readonly pollMs: number;
-}
+/** What the blocks need of the change feed: to announce, and to hear, that an owner's credits are wanted. */
+export type WantedFeed = Pick<ChangeFeed, 'announce' | 'follow' | 'pollMs'>;
 
 export interface CreditBlocksOptions {
   /** How long a block hands out sub-ranges (its lease, by the store's clock). */
@@ -63,7 +59,7 @@ const ROOMY_SHARE = 64;
 /** How long after an announcement that an owner's credits are wanted its roomy blocks are given back when idle. */
 const WANTED_MS = 10_000;
 /** The change feed's name for "this owner's credits are wanted" (its key: the owner). */
-export const CREDITS_WANTED = 'credits-wanted';
+const CREDITS_WANTED = 'credits-wanted';
 /** How often idle blocks are retired and finished ones given back. */
 export const TICK_MS = 250;
 /** Takes tried when other processes move the line's end in between; then the calls are refused as not fitting. */
@@ -258,10 +254,11 @@ export class CreditBlocks {
       const now = this.clock.now();
       const left = line ? line.balance + back - need : 0;
       const largest = Math.max(...chosen.map((i) => costs[i]));
-      const roomyHeadroom = this.options.feed && need > 0 ? owner.use.roomyHeadroom(left, largest) : 0;
+      const taking = line !== null && need > 0;
+      const roomyHeadroom = taking && this.options.feed ? owner.use.roomyHeadroom(left, largest) : 0;
       const roomy = roomyHeadroom > 0;
-      const headroom = roomy ? roomyHeadroom : line && need > 0 ? owner.use.headroom(left, largest) : 0;
-      const take = line && need > 0 ? { id: `b${randomBytes(8).toString('hex')}`, size: need + headroom, until: new Date(now + this.options.leaseMs) } : null;
+      const headroom = roomyHeadroom || (taking ? owner.use.headroom(left, largest) : 0);
+      const take = taking ? { id: `b${randomBytes(8).toString('hex')}`, size: need + headroom, until: new Date(now + this.options.leaseMs) } : null;
       if (await this.credits.exchange(ownerId, line ?? { debited: 0, balance: 0 }, take, returning)) {
         for (const r of returning) owner.blocks.delete(r.id);
         if (take && line) {

@@ -320,10 +320,11 @@ class EmbeddedCollection implements Collection<Doc> {
 
   async find(filter: Filter, options: FindOptions = {}): Promise<Doc[]> {
     checkFilter(filter);
+    const query = toNedbQuery(filter);
     return this.read(async (db) => {
-      const walk = indexWalk(db, toNedbQuery(filter), options);
+      const walk = indexWalk(db, query, options);
       if (walk) return internals(db).executor.pushAsync(async () => walk());
-      let cursor = db.findAsync(toNedbQuery(filter), options.projection ?? {});
+      let cursor = db.findAsync(query, options.projection ?? {});
       if (options.sort) cursor = cursor.sort(options.sort);
       if (options.skip !== undefined) cursor = cursor.skip(options.skip);
       if (options.limit !== undefined) cursor = cursor.limit(options.limit);
