@@ -23,6 +23,7 @@ const common = [
   },
   {
     group: ['node:async_hooks', 'async_hooks'],
+    importNames: ['AsyncLocalStorage', 'createHook'],
     message:
       'Speed: AsyncLocalStorage turns on promise hooks for the whole process on Node 20 (about 45 µs of CPU per MCP call in bench:profile); hand the callee what it needs instead.',
   },

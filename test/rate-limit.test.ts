@@ -2,6 +2,7 @@
 // would have): the limit holds across them within 10% and never above, at a small fraction of a store operation
 // per call; and when the store goes down or hangs, each instance falls back to its own limits instead of failing.
 // The exact counters of the owners' writes and of sign-ins keep their windows whatever a host's clock says.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { connect, createServer, type Socket } from 'node:net';
 import type { MongoClient } from 'mongodb';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -67,6 +68,57 @@ describe.runIf(Boolean(MONGODB_URL))('rate limits shared through MongoDB', () =>
       expect(storeOps / 600).toBeLessThan(0.15);
       break;
     }
+  }, 60_000);
+
+  it('a key far from its limit: the first call of its next window waits for no store command, and each instance admits at most one call over a window that others used up', async () => {
+    const { url, dbName } = mongoTestUrl('rate_limit_advance', { monitorCommands: 'true' });
+    await (await open(url, dbName)).ensureIndexes(RATE_LIMIT_INDEXES);
+    const limits = { burstPoints: 100, burstSeconds: 3, minutePoints: 1_000_000 };
+    // Reservations sent in a call's async context while it waited for its verdict.
+    const waiting = new AsyncLocalStorage<{ now: boolean }>();
+    let inCalls = 0;
+    const [a, b] = await Promise.all(
+      [0, 1].map(async () => {
+        const store = await open(url, dbName);
+        (store.mongo!.client as MongoClient).on('commandStarted', (e) => {
+          if (e.commandName === 'findAndModify' && waiting.getStore()?.now) inCalls++;
+        });
+        return new KeyRateLimiter(limits, store);
+      }),
+    );
+    const consume = (limiter: KeyRateLimiter, requests = 1) => {
+      const call = { now: true };
+      return waiting.run(call, () => limiter.consume('key_calm', requests).finally(() => (call.now = false)));
+    };
+    const clock = stores[0].clock;
+    const windowMs = limits.burstSeconds * 1000;
+    const nextWindow = () => new Promise((resolve) => setTimeout(resolve, windowMs - (clock.now() % windowMs) + 100));
+
+    // Window 1: a few calls through each instance (each reserves its first block on the call's path).
+    await nextWindow();
+    for (const limiter of [a, b, a, b]) expect((await consume(limiter)).allowed).toBe(true);
+    expect(inCalls).toBeGreaterThan(0);
+    // Window 2: the key was far from its limit, so each instance's first call is admitted at once, its point
+    // reserved off its path; the calls after it are served from that reservation.
+    await nextWindow();
+    inCalls = 0;
+    for (const limiter of [a, b, a, b, a, b]) expect((await consume(limiter)).allowed).toBe(true);
+    expect(inCalls).toBe(0);
+    // Window 3: b uses the whole window up, then a's first call is admitted in advance: one over, and a refuses the next.
+    await nextWindow();
+    const windowOf = () => Math.floor(clock.now() / windowMs);
+    const third = windowOf();
+    let admitted = 0;
+    while ((await consume(b)).allowed) admitted++;
+    expect(admitted).toBe(limits.burstPoints);
+    expect((await consume(a)).allowed).toBe(true);
+    expect((await consume(a)).allowed).toBe(false);
+    expect(windowOf(), 'the machine was too slow to use a window up within it').toBe(third);
+    // Window 4: a's last window was used up, so its first call waits for its reservation again.
+    await nextWindow();
+    inCalls = 0;
+    expect((await consume(a)).allowed).toBe(true);
+    expect(inCalls).toBeGreaterThan(0);
   }, 60_000);
 
   it("window counters run on the store's time: hosts 90 s ahead and behind see one window, neither ended nor stretched", async () => {

@@ -6,12 +6,18 @@
 // fraction of what the window has left (so near the limit they shrink to single points and instances hold little
 // unused), and a window the store says is used up is refused locally until it resets. The trade-off: an instance
 // may hold a few reserved points it does not use before the window resets, so under a load above the limit a key
-// gets slightly fewer calls than the limit (measured within 10%), never more. Shared windows are fixed slices of
+// gets slightly fewer calls than the limit (measured within 10%), never more. A key far from its limit (its last
+// window here ended with at least half of it left, less than CALM_MS ago) does not wait for the store at the
+// start of a window: the window's first call here is admitted at once and its point is paid from the window's
+// first block, reserved off the call's path. Should other instances have used the whole window up meanwhile,
+// that call is one over: at most one call per instance and window, and only for limits of at least
+// ADVANCE_MIN_POINTS (one call per instance is then within 1% for up to ten instances). Shared windows are fixed slices of
 // the store's time (store/clock.ts), the same for every instance whatever its host's clock says, so no instance
 // admits past the limit nor refuses for longer than a window. When the store does not answer in time or fails,
 // each instance falls back to its own in-memory limits (so N instances allow up to N times the limit) instead of
 // failing calls, and tries the store again for the next block.
 import type { RateOutcome } from '../mcp/backend.ts';
+import { type OffPath, offPath } from '../off-path.ts';
 import type { StoreClock } from '../store/clock.ts';
 import { type Collection, type Doc, DuplicateKeyError, type IndexSpec, type Store } from '../store/port.ts';
 
@@ -58,6 +64,12 @@ const STORE_TIMEOUT_MS = 1000;
 const DEGRADED_MS = 5000;
 /** Reservations attempted when other instances keep taking what the window had left; then it counts as used up. */
 const RESERVE_ATTEMPTS = 4;
+/** Windows of at least this many points may admit their first call in advance (see the top of the file). */
+const ADVANCE_MIN_POINTS = 100;
+/** A window is calm when what it had left at its last reservation here is at least this share of its points. */
+const CALM_SHARE = 1 / 2;
+/** How long after a calm window ended the next window of its key may admit its first call in advance. */
+const CALM_MS = 60_000;
 
 interface Verdict {
   allowed: boolean;
@@ -153,6 +165,8 @@ interface Allowance {
   resetAt: number;
   /** The window is used up (the store refused a reservation): refuse locally until resetAt. */
   exhausted: boolean;
+  /** Points admitted in advance, paid from the window's first block. */
+  advanced: number;
   /** A reservation under way: calls that find nothing left wait for it rather than reserve again. */
   reserving?: Promise<void>;
 }
@@ -164,6 +178,10 @@ class ReservedWindow implements Window {
   private readonly durationMs: number;
   private readonly fallback: LocalWindow;
   private readonly allowances = new Map<string, Allowance>();
+  /** Keys whose last window here was calm, and until when (store time) their next window may admit in advance. */
+  private readonly calm = new Map<string, number>();
+  /** Reservations made in advance run here, not in the context of the call that was admitted. */
+  private readonly offPath: OffPath = offPath();
   private sweptAt: number;
   /** Until then the store is not asked: it failed or was too slow moments ago. */
   private degradedUntil = 0;
@@ -190,8 +208,10 @@ class ReservedWindow implements Window {
     const start = now - (now % this.durationMs);
     let a = this.allowances.get(key);
     if (!a || a.start !== start) {
-      a = { start, points: 0, sharedLeft: this.points, resetAt: start + this.durationMs, exhausted: false };
+      if (a) this.ended(key, a);
+      a = { start, points: 0, sharedLeft: this.points, resetAt: start + this.durationMs, exhausted: false, advanced: 0 };
       this.allowances.set(key, a);
+      if (this.points >= ADVANCE_MIN_POINTS && now < (this.calm.get(key) ?? 0)) return this.admitInAdvance(key, a, requests);
     }
     while (a.points < requests && !a.exhausted) {
       if (a.reserving) {
@@ -201,14 +221,7 @@ class ReservedWindow implements Window {
       // The reservation this call waited for may have found the store down.
       if (this.clock.now() < this.degradedUntil) return this.fallback.consume(key, requests);
       const block = Math.max(requests, Math.floor(a.sharedLeft * BLOCK_FRACTION));
-      const reservation = this.reserve(key, a, block, requests);
-      a.reserving = reservation.then(() => undefined);
-      const reserved = await reservation.finally(() => (a.reserving = undefined));
-      if (reserved === 'unavailable') {
-        this.degradedUntil = this.clock.now() + DEGRADED_MS;
-        this.onFallback?.(this.name, DEGRADED_MS);
-        return this.fallback.consume(key, requests);
-      }
+      if ((await this.reserving(key, a, block, requests)) === 'unavailable') return this.fallback.consume(key, requests);
     }
     const resetMs = Math.max(0, a.resetAt - this.clock.now());
     if (a.exhausted || a.points < requests) return { allowed: false, remaining: 0, resetMs };
@@ -216,30 +229,53 @@ class ReservedWindow implements Window {
     return { allowed: true, remaining: a.points + a.sharedLeft, resetMs };
   }
 
+  /** The first call of a calm key's new window: admitted now; its points come out of the window's first block, reserved off its path. */
+  private admitInAdvance(key: string, a: Allowance, requests: number): Verdict {
+    a.advanced = requests;
+    const block = Math.max(requests, Math.floor(this.points * BLOCK_FRACTION));
+    void this.offPath(() => this.reserving(key, a, block + requests, requests));
+    return { allowed: true, remaining: this.points - requests, resetMs: a.resetAt - this.clock.now() };
+  }
+
+  /** A reservation that the window's other calls wait for rather than reserve again. */
+  private reserving(key: string, a: Allowance, block: number, requests: number): Promise<'reserved' | 'exhausted' | 'unavailable'> {
+    const reservation = this.reserve(key, a, block, requests);
+    a.reserving = reservation.then(() => undefined);
+    return reservation.finally(() => (a.reserving = undefined));
+  }
+
   /**
    * Takes `block` points (fewer if the window has less left, at least `requests`) from the shared counter into the
-   * allowance; 'unavailable' when the store failed or was too slow.
+   * allowance, less what was admitted in advance; 'unavailable' when the store failed or was too slow (then calls
+   * are judged by this instance's own limits for DEGRADED_MS).
    */
   private async reserve(key: string, a: Allowance, block: number, requests: number): Promise<'reserved' | 'exhausted' | 'unavailable'> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), STORE_TIMEOUT_MS)));
     try {
       const taken = await Promise.race([this.take(`${this.name}:${key}:${a.start}`, a.resetAt, block, requests), late]);
-      if (taken === 'late') return 'unavailable';
+      if (taken === 'late') return this.degraded();
       if (!taken) {
         // Used up for this window.
         a.exhausted = true;
         a.sharedLeft = 0;
         return 'exhausted';
       }
-      a.points += taken.points;
+      a.points += taken.points - a.advanced;
       a.sharedLeft = taken.left;
       return 'reserved';
     } catch {
-      return 'unavailable';
+      return this.degraded();
     } finally {
+      a.advanced = 0;
       clearTimeout(timer);
     }
+  }
+
+  private degraded(): 'unavailable' {
+    this.degradedUntil = this.clock.now() + DEGRADED_MS;
+    this.onFallback?.(this.name, DEGRADED_MS);
+    return 'unavailable';
   }
 
   /** One conditional increment of the window's counter (created by the first); null when not even `least` points are left. */
@@ -263,10 +299,21 @@ class ReservedWindow implements Window {
     return null;
   }
 
-  /** Forgets the allowances of windows that ended (once per window length). */
+  /** Forgets the allowances of windows that ended (once per window length), and calm that no longer counts. */
   private sweep(now: number): void {
     if (now - this.sweptAt < this.durationMs) return;
     this.sweptAt = now;
-    for (const [key, a] of this.allowances) if (now >= a.resetAt && !a.reserving) this.allowances.delete(key);
+    for (const [key, until] of this.calm) if (now >= until) this.calm.delete(key);
+    for (const [key, a] of this.allowances) {
+      if (now < a.resetAt || a.reserving) continue;
+      this.ended(key, a);
+      this.allowances.delete(key);
+    }
+  }
+
+  /** A key's window ended here: whether it was calm (its next window may admit its first call in advance). */
+  private ended(key: string, a: Allowance): void {
+    if (!a.exhausted && a.sharedLeft >= this.points * CALM_SHARE) this.calm.set(key, a.resetAt + CALM_MS);
+    else this.calm.delete(key);
   }
 }
