@@ -3,6 +3,7 @@
 // Budgets on one store, each with its own blocks, as three instances have. One owner's calls through three
 // processes with refunds (the credit document stays small, the balance exact, no range lost), an owner near zero
 // and another process's idle block, a process killed while holding blocks, and budgets under blocks.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { describe, expect, it } from 'vitest';
 import { Budgets } from '../runtime/access/budgets.ts';
 import { IDLE_MS } from '../runtime/billing/credit-blocks.ts';
@@ -176,6 +177,49 @@ for (const target of storeTargets('credit_blocks')) {
         polls.forEach(clearInterval);
         await store.close();
       }
+    }, 60_000);
+
+    it("a steady owner's calls make no take of their own: each roomy block's successor is taken ahead, off the calls' paths", async () => {
+      const store = await target.open();
+      await store.ensureIndexes([...STORE_INDEXES, ...CHANGES_INDEXES]);
+      await new Credits(store).grant(OWNER, 100_000_000);
+      // Blocks of a 2-s lease, so that several succeed one another within the test (at its end, or when spent).
+      const ledger = new Ledger(store, new Credits(store), { ...LEDGER_OPTIONS, instance: 'a', feed: new ChangeFeed(store), blockLeaseMs: 2000 });
+      // Takes sent in a call's async context (the call made it, and waited for it) and elsewhere.
+      const inCall = new AsyncLocalStorage<true>();
+      const takes = { inCall: 0, elsewhere: 0 };
+      const exchange = ledger.credits.exchange.bind(ledger.credits);
+      ledger.credits.exchange = (ownerId, line, take, returns) => {
+        if (take) takes[inCall.getStore() ? 'inCall' : 'elsewhere']++;
+        return exchange(ownerId, line, take, returns);
+      };
+      const callFor = (ms: number, pauseEvery: number) =>
+        inCall.run(true, async () => {
+          let kept = 0;
+          for (const until = performance.now() + ms; performance.now() < until;) {
+            if ((await paidCall(ledger, false)) === null) throw new Error('a call was refused');
+            if (++kept % pauseEvery === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+          }
+          return kept;
+        });
+      // The owner's first calls take blocks themselves (no rate to size a roomy one by yet), until a roomy block's
+      // successor was taken ahead.
+      let kept = 0;
+      for (const until = performance.now() + 30_000; takes.elsewhere === 0 && performance.now() < until;) kept += await callFor(200, 10);
+      expect(takes.inCall).toBeGreaterThan(0);
+      expect(takes.elsewhere).toBeGreaterThan(0);
+      Object.assign(takes, { inCall: 0, elsewhere: 0 });
+      // Steady calls for three leases, then a moment at several times the rate: blocks end by their lease and by
+      // being spent.
+      kept += await callFor(5000, 10);
+      kept += await callFor(2000, Infinity);
+      expect(takes.inCall).toBe(0);
+      expect(takes.elsewhere).toBeGreaterThanOrEqual(3);
+      await ledger.flush(true);
+      expect((await ledger.check(OWNER))[0]).toMatchObject({ kept, open: 0, difference: 0, ok: true });
+      // Every block's rest was recorded: the records tile the line, successors and all.
+      expect(await tiles(ledger)).toEqual({ end: (await ledger.credits.line(OWNER))!.debited, gaps: 0 });
+      await store.close();
     }, 60_000);
 
     it('loses nothing when a process is killed holding blocks: settlement returns them after their lease, usage is the acknowledged calls', async () => {

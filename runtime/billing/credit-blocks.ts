@@ -17,6 +17,8 @@
 // balance run low meanwhile, a process that cannot fit a call announces that the owner's credits are wanted
 // (through the change feed, store/changes.ts) before it waits for blocks to come back; every process gives back
 // its idle blocks of that owner within a poll of the feed, IDLE_MS and a tick. Without a feed, no block is roomy.
+// A roomy block's successor is taken ahead, off the calls' paths, once a quarter of its credits or half of its
+// lease is left: an owner calling steadily, even with pauses of seconds, has its calls served from memory.
 //
 // Crash safety: the line lists every live block with its lease. A process that dies holding blocks loses
 // nothing: once a block's lease and the longest call it could have started are over, settlement records the
@@ -24,6 +26,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ChangeFeed } from '../store/changes.ts';
 import type { StoreClock } from '../store/clock.ts';
+import { type OffPath, offPath } from '../off-path.ts';
 import type { BlockReturn, Credits } from './credits.ts';
 import { KeyedGroupCommit } from './group-commit.ts';
 
@@ -58,6 +61,10 @@ const ROOMY_SECONDS = 10;
 const ROOMY_SHARE = 64;
 /** How long after an announcement that an owner's credits are wanted its roomy blocks are given back when idle. */
 const WANTED_MS = 10_000;
+/** A roomy block's successor is taken once what is left of its credits is below this share of them... */
+const AHEAD_CREDITS_SHARE = 1 / 4;
+/** ...or what is left of its lease below this share of it (a call within it keeps the owner's blocks going). */
+const AHEAD_LEASE_SHARE = 1 / 2;
 /** The change feed's name for "this owner's credits are wanted" (its key: the owner). */
 const CREDITS_WANTED = 'credits-wanted';
 /** How often idle blocks are retired and finished ones given back. */
@@ -80,6 +87,8 @@ interface Block {
   refunded: number;
   /** Kept through idle moments (see the top of the file). */
   roomy: boolean;
+  /** Its successor was asked for ahead (once per block). */
+  successorAsked: boolean;
   /** Hands out nothing more: given back once `running` is 0. */
   retired: boolean;
   /** Store time it was retired. */
@@ -94,6 +103,8 @@ interface OwnerBlocks {
   use: UseRate;
   /** Store time another process announced it could not fit a call (its idle roomy blocks go back until WANTED_MS after). */
   wantedAt: number;
+  /** The live roomy block is running out: the next write takes its successor. */
+  ahead: boolean;
 }
 
 /** A process's use of credits from blocks (an owner's, a budget's): credits per second, smoothed over its takes. */
@@ -135,6 +146,8 @@ export class CreditBlocks {
   /** One write of an owner's line at a time in this process; a cost of 0 only gives finished blocks back. */
   private readonly writes = new KeyedGroupCommit<number, Charge | null>((ownerId, costs) => this.write(ownerId, costs));
   private timer: NodeJS.Timeout | null = null;
+  /** Takes ahead run here, not in the context of the call that found the block running out. */
+  private readonly offPath: OffPath = offPath();
 
   constructor(
     private readonly credits: Credits,
@@ -167,7 +180,7 @@ export class CreditBlocks {
   /** Takes `cost` credits: from the live block in memory, else with the owner's next write. Null: the balance does not cover it. */
   charge(ownerId: string, cost: number): Promise<Charge | null> {
     const owner = this.owners.get(ownerId);
-    const charge = owner && this.handOut(owner, cost);
+    const charge = owner && this.handOut(ownerId, owner, cost);
     if (charge) {
       this.credits.charged(ownerId);
       return Promise.resolve(charge);
@@ -179,7 +192,7 @@ export class CreditBlocks {
   }
 
   /** A range of the live block, if it has one left for `cost` and its lease is not over. */
-  private handOut(owner: OwnerBlocks, cost: number): Charge | null {
+  private handOut(ownerId: string, owner: OwnerBlocks, cost: number): Charge | null {
     const block = owner.live;
     const now = this.clock.now();
     if (!block || now >= block.until || block.end - block.next < cost) return null;
@@ -188,6 +201,11 @@ export class CreditBlocks {
     block.running++;
     block.lastUsed = now;
     owner.use.used(cost);
+    if (block.roomy && !block.successorAsked && runningOut(block, now, this.options.leaseMs)) {
+      block.successorAsked = true;
+      owner.ahead = true;
+      this.offPath(() => this.writes.add(ownerId, 0)).catch((err: unknown) => this.options.onBackgroundError?.(err));
+    }
     return { from, block: block.id };
   }
 
@@ -221,14 +239,18 @@ export class CreditBlocks {
    */
   private async write(ownerId: string, costs: number[]): Promise<Array<Charge | null>> {
     const owner = this.ownerOf(ownerId);
-    // Calls that queued while the previous write was under way: the block it took serves them first.
-    const served = costs.map((cost) => (cost > 0 ? this.handOut(owner, cost) : null));
+    // Calls that queued while the previous write was under way: the block it took serves them first, and they do
+    // not wait for returns (the tick makes those).
+    const served = costs.map((cost) => (cost > 0 ? this.handOut(ownerId, owner, cost) : null));
     const wanted = costs.flatMap((cost, i) => (cost > 0 && !served[i] ? [i] : []));
-    if (wanted.length > 0) {
-      if (owner.live) this.retire(owner, owner.live);
-      owner.use.taking(this.clock.now());
-    }
-    let starts = (await this.exchange(ownerId, owner, costs, wanted)).map((s, i) => served[i] ?? s);
+    if (served.every(Boolean)) return served;
+    const now = this.clock.now();
+    // A take ahead keeps the live block handing out until its successor is there (exchange retires it then).
+    const ahead = wanted.length === 0 && owner.ahead && owner.live !== null && now - owner.wantedAt >= WANTED_MS;
+    owner.ahead = false;
+    if (wanted.length > 0 && owner.live) this.retire(owner, owner.live);
+    if (wanted.length > 0 || ahead) owner.use.taking(now);
+    let starts = (await this.exchange(ownerId, owner, costs, wanted, ahead)).map((s, i) => served[i] ?? s);
     if (starts.some((s, i) => s === null && costs[i] > 0) && (await this.credits.blockIds(ownerId)).length > 0) {
       const feed = this.options.feed;
       if (feed) await feed.announce(CREDITS_WANTED, ownerId).catch((err: unknown) => this.options.onBackgroundError?.(err));
@@ -241,24 +263,27 @@ export class CreditBlocks {
     return starts;
   }
 
-  /** Gives back what is finished and takes a block for the charges `wanted` (indexes into costs) that fit. */
-  private async exchange(ownerId: string, owner: OwnerBlocks, costs: number[], wanted: number[]): Promise<Array<Charge | null>> {
+  /**
+   * Gives back what is finished and takes a block for the charges `wanted` (indexes into costs) that fit, or
+   * (`ahead`) a roomy block to succeed the live one, if the owner still has plenty.
+   */
+  private async exchange(ownerId: string, owner: OwnerBlocks, costs: number[], wanted: number[], ahead = false): Promise<Array<Charge | null>> {
     const starts: Array<Charge | null> = costs.map(() => null);
     let returning = await this.returnsOf(ownerId, owner);
-    let line = wanted.length > 0 ? await this.credits.line(ownerId) : null;
+    let line = wanted.length > 0 || ahead ? await this.credits.line(ownerId) : null;
     for (let attempt = 0; attempt < TAKE_ATTEMPTS; attempt++) {
       const back = returning.reduce((sum, r) => sum + r.credits, 0);
       const chosen = line ? fitting(costs, wanted, line.balance + back) : [];
       const need = chosen.reduce((sum, i) => sum + costs[i], 0);
-      if (need === 0 && returning.length === 0) break;
       const now = this.clock.now();
       const left = line ? line.balance + back - need : 0;
-      const largest = Math.max(...chosen.map((i) => costs[i]));
-      const taking = line !== null && need > 0;
+      const largest = Math.max(0, ...chosen.map((i) => costs[i]));
+      const taking = line !== null && (need > 0 || ahead);
       const roomyHeadroom = taking && this.options.feed ? owner.use.roomyHeadroom(left, largest) : 0;
       const roomy = roomyHeadroom > 0;
-      const headroom = roomyHeadroom || (taking ? owner.use.headroom(left, largest) : 0);
-      const take = taking ? { id: `b${randomBytes(8).toString('hex')}`, size: need + headroom, until: new Date(now + this.options.leaseMs) } : null;
+      const headroom = roomyHeadroom || (taking && need > 0 ? owner.use.headroom(left, largest) : 0);
+      const take = need > 0 || roomy ? { id: `b${randomBytes(8).toString('hex')}`, size: need + headroom, until: new Date(now + this.options.leaseMs) } : null;
+      if (!take && returning.length === 0) break;
       if (await this.credits.exchange(ownerId, line ?? { debited: 0, balance: 0 }, take, returning)) {
         for (const r of returning) owner.blocks.delete(r.id);
         if (take && line) {
@@ -272,6 +297,7 @@ export class CreditBlocks {
             running: 0,
             refunded: 0,
             roomy,
+            successorAsked: false,
             retired: headroom === 0,
             retiredAt: now,
             restRecorded: false,
@@ -283,7 +309,10 @@ export class CreditBlocks {
           }
           owner.use.used(need);
           owner.blocks.set(block.id, block);
-          if (!block.retired) owner.live = block;
+          if (!block.retired) {
+            if (owner.live) this.retire(owner, owner.live);
+            owner.live = block;
+          }
         }
         return starts;
       }
@@ -319,7 +348,7 @@ export class CreditBlocks {
   private ownerOf(ownerId: string): OwnerBlocks {
     let owner = this.owners.get(ownerId);
     if (!owner) {
-      owner = { live: null, blocks: new Map(), use: new UseRate(), wantedAt: -Infinity };
+      owner = { live: null, blocks: new Map(), use: new UseRate(), wantedAt: -Infinity, ahead: false };
       this.owners.set(ownerId, owner);
       this.timer ??= setInterval(() => this.tick(), TICK_MS).unref();
     }
@@ -352,6 +381,11 @@ export class CreditBlocks {
       else if (owner.blocks.size === 0) this.forgetIfEmpty(ownerId, owner);
     }
   }
+}
+
+/** A roomy block running out of credits or of lease: its successor is due. */
+function runningOut(block: Block, now: number, leaseMs: number): boolean {
+  return block.end - block.next < (block.end - block.from) * AHEAD_CREDITS_SHARE || block.until - now < leaseMs * AHEAD_LEASE_SHARE;
 }
 
 /** Blocks that hand out nothing more and whose calls are over: ready to go back. */
