@@ -81,6 +81,8 @@ interface Row {
   cpuPerCall?: number;
   /** The MongoDB commands the server sent during the measure (commandCounts). */
   store?: CommandCounts;
+  /** Of those, the ones sent on a call's path, by kind (name, collection, the shape of its filter and update). */
+  pathKinds?: Record<string, number>;
   /** What the row's turns add up to: seconds measured, CPU µs, and each turn's p50. */
   seconds: number;
   cpu: number;
@@ -106,6 +108,7 @@ async function measure(target: Target, method: Method, connections: number, seco
   const expected = target.expect[method]!;
   const cpuBefore = target.pid ? await cpuMicros(target.pid) : 0;
   const countsBefore = target.commands ? await commandCounts(target.commands) : undefined;
+  const kindsBefore = target.commands ? await pathKinds(target.commands) : undefined;
   let wrong = 0;
   const pages: string[] = [];
   const result = await autocannon({
@@ -135,6 +138,8 @@ async function measure(target: Target, method: Method, connections: number, seco
     const after = await commandCounts(target.commands!);
     r.store = { commands: 0, writes: 0, onPath: 0, ownerLine: 0 };
     for (const k of Object.keys(r.store) as Array<keyof CommandCounts>) r.store[k] = after[k] - countsBefore[k];
+    const kindsAfter = await pathKinds(target.commands!);
+    r.pathKinds = Object.fromEntries(Object.entries(kindsAfter).map(([kind, n]) => [kind, n - (kindsBefore![kind] ?? 0)]));
   }
   return r;
 }
@@ -172,6 +177,7 @@ function added(a: Row, b: Row): Row {
     p50s,
     ...(a.cpuPerCall !== undefined && { cpuPerCall: cpu / completed }),
     ...(a.store && b.store && { store: sumCounts([a.store, b.store]) }),
+    ...(a.pathKinds && b.pathKinds && { pathKinds: addedKinds(a.pathKinds, b.pathKinds) }),
   };
 }
 
@@ -181,6 +187,9 @@ const sumCounts = (counts: CommandCounts[]): CommandCounts => ({
   onPath: counts.reduce((n, c) => n + c.onPath, 0),
   ownerLine: counts.reduce((n, c) => n + c.ownerLine, 0),
 });
+
+const addedKinds = (a: Record<string, number>, b: Record<string, number>) =>
+  Object.fromEntries([...new Set([...Object.keys(a), ...Object.keys(b)])].map((kind) => [kind, (a[kind] ?? 0) + (b[kind] ?? 0)]));
 
 async function pagesNotServed(upstream: string, pages: string[]): Promise<number> {
   const res = await fetch(`${upstream}/__served`, { method: 'POST', body: JSON.stringify(pages) });
@@ -199,6 +208,11 @@ interface CommandCounts {
 }
 async function commandCounts(url: string): Promise<CommandCounts> {
   return (await (await fetch(url)).json()) as CommandCounts;
+}
+/** How many commands of each kind a server sent on a call's path so far. */
+async function pathKinds(url: string): Promise<Record<string, number>> {
+  const kinds = (await (await fetch(`${url}kinds`)).json()) as Record<string, { onPath: number }>;
+  return Object.fromEntries(Object.entries(kinds).map(([kind, n]) => [kind, n.onPath]));
 }
 
 async function measureGet(name: string, url: string, connections: number): Promise<Row> {
@@ -343,8 +357,12 @@ async function main(): Promise<void> {
     // At c=1 the commands sent while a call is answered are the ones it waits for, one after the other.
     const perCall = (r: Row, count: (c: CommandCounts) => number) => (count(r.store!) / r.completed).toFixed(2);
     const single = rowOf(OURS_MONGO, 1);
+    const kinds = Object.entries(single.pathKinds!)
+      .filter(([, n]) => n > 0)
+      .sort(([, x], [, y]) => y - x)
+      .map(([kind, n]) => `${(n / single.completed).toFixed(3)} ${kind}`);
     goals.push(
-      `mongo commands per call c=1 ${perCall(single, (c) => c.onPath)} (on the call's path; ${perCall(single, (c) => c.commands - c.onPath)} more in the background)`,
+      `mongo commands per call c=1 ${perCall(single, (c) => c.onPath)} (on the call's path: ${kinds.join('; ')}; ${perCall(single, (c) => c.commands - c.onPath)} more in the background)`,
     );
     goals.push(`mongo writes per call c=32 ${perCall(rowOf(OURS_MONGO, 32), (c) => c.writes)}`);
     goals.push(
