@@ -67,6 +67,11 @@ const AHEAD_CREDITS_SHARE = 1 / 4;
 const AHEAD_LEASE_SHARE = 1 / 2;
 /** The change feed's name for "this owner's credits are wanted" (its key: the owner). */
 const CREDITS_WANTED = 'credits-wanted';
+/**
+ * An owner with nothing held here is forgotten (its rate with it) this long after its last take: one back from a
+ * pause of a minute gets a block sized by its rate at once, not blocks growing from a call's cost again.
+ */
+const FORGET_MS = 120_000;
 /** How often idle blocks are retired and finished ones given back. */
 export const TICK_MS = 250;
 /** Takes tried when other processes move the line's end in between; then the calls are refused as not fitting. */
@@ -269,8 +274,10 @@ export class CreditBlocks {
    */
   private async exchange(ownerId: string, owner: OwnerBlocks, costs: number[], wanted: number[], ahead = false): Promise<Array<Charge | null>> {
     const starts: Array<Charge | null> = costs.map(() => null);
-    let returning = await this.returnsOf(ownerId, owner);
     let line = wanted.length > 0 || ahead ? await this.credits.line(ownerId) : null;
+    // Calls that the balance covers do not wait for the records of finished blocks' rests: those go back later.
+    const covered = line !== null && wanted.length > 0 && fitting(costs, wanted, line.balance).length === wanted.length;
+    let returning = await this.returnsOf(ownerId, owner, covered);
     for (let attempt = 0; attempt < TAKE_ATTEMPTS; attempt++) {
       const back = returning.reduce((sum, r) => sum + r.credits, 0);
       const chosen = line ? fitting(costs, wanted, line.balance + back) : [];
@@ -331,9 +338,12 @@ export class CreditBlocks {
     return starts;
   }
 
-  /** The returns of the owner's finished blocks, each rest recorded first (the records tile the line). */
-  private async returnsOf(ownerId: string, owner: OwnerBlocks): Promise<BlockReturn[]> {
-    const done = finished(owner);
+  /**
+   * The returns of the owner's finished blocks, each rest recorded first (the records tile the line); only of those
+   * with no rest to record when `restless`.
+   */
+  private async returnsOf(ownerId: string, owner: OwnerBlocks, restless: boolean): Promise<BlockReturn[]> {
+    const done = finished(owner).filter((b) => !restless || b.restRecorded || b.next >= b.end);
     await Promise.all(
       done
         .filter((b) => !b.restRecorded && b.next < b.end)
@@ -355,9 +365,9 @@ export class CreditBlocks {
     return owner;
   }
 
-  /** Owners with nothing held are forgotten after their rate has gone stale; the timer stops with the last. */
+  /** Owners with nothing held are forgotten FORGET_MS after their last take; the timer stops with the last. */
   private forgetIfEmpty(ownerId: string, owner: OwnerBlocks): void {
-    if (owner.blocks.size > 0 || this.clock.now() - owner.use.lastTake < 10 * IDLE_MS) return;
+    if (owner.blocks.size > 0 || this.clock.now() - owner.use.lastTake < FORGET_MS) return;
     this.owners.delete(ownerId);
     if (this.owners.size === 0 && this.timer) {
       clearInterval(this.timer);
