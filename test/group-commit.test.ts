@@ -1,5 +1,7 @@
 // Group commit (runtime/billing/group-commit.ts), on its own: which items go into one write, that each caller
-// gets its own result in order, that a failed write fails its batch and only its batch, and the per-key form.
+// gets its own result in order, that a failed write fails its batch and only its batch, whose async context a
+// write runs in, and the per-key form.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { describe, expect, it } from 'vitest';
 import { GroupCommit, KeyedGroupCommit } from '../runtime/billing/group-commit.ts';
 
@@ -22,6 +24,24 @@ describe('GroupCommit', () => {
     expect(calls.map((c) => c.items)).toEqual([[1, 2, 3]]);
     calls[0].finish(['one', 'two', 'three']);
     expect(await Promise.all(results)).toEqual(['one', 'two', 'three']);
+  });
+
+  it("runs each write in the async context of its batch's first item, not of whoever started the writing", async () => {
+    const context = new AsyncLocalStorage<string>();
+    const contexts: Array<string | undefined> = [];
+    const { calls, write } = controlledWrite<void>();
+    const commit = new GroupCommit<number, void>((items) => (contexts.push(context.getStore()), write(items)));
+    const first = context.run('call 1', () => commit.add(1));
+    await turn();
+    // Added while the first write is under way: the second write is theirs, though the first item's writing runs it.
+    const later = [context.run('block rest', () => commit.add(2)), context.run('call 3', () => commit.add(3))];
+    calls[0].finish();
+    await first;
+    await turn();
+    calls[1].finish();
+    await Promise.all(later);
+    expect(calls.map((c) => c.items)).toEqual([[1], [2, 3]]);
+    expect(contexts).toEqual(['call 1', 'block rest']);
   });
 
   it('gathers what arrives during a write into the next write, one write at a time', async () => {

@@ -3,7 +3,10 @@
 // slow store gets bigger batches, not a longer queue; a lone item waits one turn. (Measured: starting the
 // first write at once instead leaves one caller as fast and cuts tools/call at c=32 by a third.) When a write
 // finds the store refusing or past its deadline, what arrived meanwhile fails with it, unwritten: it would
-// wait as long again, and its callers are owed a quick answer (503).
+// wait as long again, and its callers are owed a quick answer (503). Each write runs in the async context of its
+// batch's first item, not of whoever started the writing: work of the service (a credit block's rest) that joins
+// the writing while a call's record is written is not that call's.
+import { AsyncResource } from 'node:async_hooks';
 import { StoreUnavailableError } from '../store/port.ts';
 
 interface Waiting<T, R> {
@@ -14,6 +17,8 @@ interface Waiting<T, R> {
 
 export class GroupCommit<T, R> {
   private waiting: Waiting<T, R>[] = [];
+  /** The async context of the first item waiting. */
+  private waitingScope: AsyncResource | null = null;
   private draining: Promise<void> | null = null;
 
   /** `write` stores a batch and returns one result per item, in order (nothing when R is void); if it throws, every item of the batch fails. */
@@ -24,6 +29,7 @@ export class GroupCommit<T, R> {
 
   add(item: T): Promise<R> {
     return new Promise<R>((resolve, reject) => {
+      if (this.waiting.length === 0) this.waitingScope = new AsyncResource('group-commit');
       this.waiting.push({ item, resolve, reject });
       this.draining ??= new Promise<void>((turnEnded) => setImmediate(turnEnded)).then(() => this.drain());
     });
@@ -37,9 +43,11 @@ export class GroupCommit<T, R> {
   private async drain(): Promise<void> {
     while (this.waiting.length > 0) {
       const batch = this.waiting;
+      const scope = this.waitingScope!;
       this.waiting = [];
+      this.waitingScope = null;
       try {
-        const results = await this.write(batch.map((w) => w.item));
+        const results = await scope.runInAsyncScope(() => this.write(batch.map((w) => w.item)));
         batch.forEach((w, i) => w.resolve(results?.[i] as R));
       } catch (err) {
         for (const w of batch) w.reject(err);
