@@ -27,7 +27,7 @@ import { randomBytes } from 'node:crypto';
 import type { ChangeFeed } from '../store/changes.ts';
 import type { StoreClock } from '../store/clock.ts';
 import { type OffPath, offPath } from '../off-path.ts';
-import type { BlockReturn, Credits } from './credits.ts';
+import type { BlockReturn, Credits, LineState } from './credits.ts';
 import { KeyedGroupCommit } from './group-commit.ts';
 
 /** A call's charge: its range of the owner's line starts at `from`, inside block `block`. */
@@ -110,6 +110,12 @@ interface OwnerBlocks {
   wantedAt: number;
   /** The live roomy block is running out: the next write takes its successor. */
   ahead: boolean;
+  /**
+   * The line as this process's last write of it answered: a take that it covers starts from it without reading
+   * the line, until another process is seen to have moved the line's end (`shared`: read before every take).
+   */
+  line: LineState | null;
+  shared: boolean;
 }
 
 /** A process's use of credits from blocks (an owner's, a budget's): credits per second, smoothed over its takes. */
@@ -274,7 +280,8 @@ export class CreditBlocks {
    */
   private async exchange(ownerId: string, owner: OwnerBlocks, costs: number[], wanted: number[], ahead = false): Promise<Array<Charge | null>> {
     const starts: Array<Charge | null> = costs.map(() => null);
-    let line = wanted.length > 0 || ahead ? await this.credits.line(ownerId) : null;
+    const known = !owner.shared && owner.line && fitting(costs, wanted, owner.line.balance).length === wanted.length ? owner.line : null;
+    let line = wanted.length > 0 || ahead ? (known ?? (await this.credits.line(ownerId))) : null;
     // Calls that the balance covers do not wait for the records of finished blocks' rests: those go back later.
     const covered = line !== null && wanted.length > 0 && fitting(costs, wanted, line.balance).length === wanted.length;
     let returning = await this.returnsOf(ownerId, owner, covered);
@@ -291,7 +298,9 @@ export class CreditBlocks {
       const headroom = roomyHeadroom || (taking && need > 0 ? owner.use.headroom(left, largest) : 0);
       const take = need > 0 || roomy ? { id: `b${randomBytes(8).toString('hex')}`, size: need + headroom, until: new Date(now + this.options.leaseMs) } : null;
       if (!take && returning.length === 0) break;
-      if (await this.credits.exchange(ownerId, line ?? { debited: 0, balance: 0 }, take, returning)) {
+      const written = await this.credits.exchange(ownerId, line ?? { debited: 0, balance: 0 }, take, returning);
+      if (written) {
+        owner.line = written;
         for (const r of returning) owner.blocks.delete(r.id);
         if (take && line) {
           const block: Block = {
@@ -333,7 +342,11 @@ export class CreditBlocks {
         for (const r of returning) if (!present.has(r.id)) owner.blocks.delete(r.id);
         returning = returning.filter((r) => present.has(r.id));
       }
-      if (line) line = await this.credits.line(ownerId);
+      if (line) {
+        const was = line;
+        line = await this.credits.line(ownerId);
+        if (was === known && line?.debited !== known.debited) owner.shared = true;
+      }
     }
     return starts;
   }
@@ -358,7 +371,7 @@ export class CreditBlocks {
   private ownerOf(ownerId: string): OwnerBlocks {
     let owner = this.owners.get(ownerId);
     if (!owner) {
-      owner = { live: null, blocks: new Map(), use: new UseRate(), wantedAt: -Infinity, ahead: false };
+      owner = { live: null, blocks: new Map(), use: new UseRate(), wantedAt: -Infinity, ahead: false, line: null, shared: false };
       this.owners.set(ownerId, owner);
       this.timer ??= setInterval(() => this.tick(), TICK_MS).unref();
     }
