@@ -6,14 +6,14 @@
 // fraction of what the window has left (so near the limit they shrink to single points and instances hold little
 // unused), and a window the store says is used up is refused locally until it resets. The trade-off: an instance
 // may hold a few reserved points it does not use before the window resets, so under a load above the limit a key
-// gets slightly fewer calls than the limit (measured within 10%), never more. A key far from its limit (its last
-// window here ended with at least half of it left, less than CALM_MS ago) does not wait for the store at the
-// start of a window: the window's first call here is admitted at once and its point is paid from the window's
-// first block, reserved off the call's path. Should other instances have used the whole window up meanwhile,
-// that call is one over: at most one call per instance and window, and only for limits of at least
-// ADVANCE_MIN_POINTS (one call per instance is then within 1% for up to ten instances). Shared windows are fixed slices of
+// gets slightly fewer calls than the limit (measured within 10%), never more, with one exception. A key far from
+// its limit (its last window here ended with at least half of it left, less than CALM_MS ago) does not wait for
+// the store at the start of a window: the window's first call here is admitted at once and its points are paid
+// from the window's first block, reserved off the call's path. Should other instances have used the whole window
+// up meanwhile, that call is over the limit: at most one call per instance and window, and only for limits of at
+// least ADVANCE_MIN_POINTS (so within 1% with up to ten instances). Shared windows are fixed slices of
 // the store's time (store/clock.ts), the same for every instance whatever its host's clock says, so no instance
-// admits past the limit nor refuses for longer than a window. When the store does not answer in time or fails,
+// admits past the limit (that one call aside) nor refuses for longer than a window. When the store does not answer in time or fails,
 // each instance falls back to its own in-memory limits (so N instances allow up to N times the limit) instead of
 // failing calls, and tries the store again for the next block.
 import type { RateOutcome } from '../mcp/backend.ts';
