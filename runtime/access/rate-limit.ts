@@ -11,11 +11,11 @@
 // the store at the start of a window: the window's first call here is admitted at once and its points are paid
 // from the window's first block, reserved off the call's path. Should other instances have used the whole window
 // up meanwhile, that call is over the limit: at most one call per instance and window, and only for limits of at
-// least ADVANCE_MIN_POINTS (so within 1% with up to ten instances). Shared windows are fixed slices of
-// the store's time (store/clock.ts), the same for every instance whatever its host's clock says, so no instance
-// admits past the limit (that one call aside) nor refuses for longer than a window. When the store does not answer in time or fails,
-// each instance falls back to its own in-memory limits (so N instances allow up to N times the limit) instead of
-// failing calls, and tries the store again for the next block.
+// least ADVANCE_MIN_POINTS (so within 1% with up to ten instances). Shared windows are fixed slices of the
+// store's time (store/clock.ts), the same for every instance whatever its host's clock says, so no instance admits
+// past the limit (that one call aside) nor refuses for longer than a window. When the store does not answer in
+// time or fails, each instance falls back to its own in-memory limits (so N instances allow up to N times the
+// limit) instead of failing calls, and tries the store again for the next block.
 import type { RateOutcome } from '../mcp/backend.ts';
 import { type OffPath, offPath } from '../off-path.ts';
 import type { StoreClock } from '../store/clock.ts';

@@ -343,9 +343,10 @@ export class CreditBlocks {
         returning = returning.filter((r) => present.has(r.id));
       }
       if (line) {
-        const was = line;
+        const tried = line;
         line = await this.credits.line(ownerId);
-        if (was === known && line?.debited !== known.debited) owner.shared = true;
+        // Another process moved the line's end since this one last wrote it: read the line before every take now.
+        if (tried === known && line?.debited !== known.debited) owner.shared = true;
       }
     }
     return starts;
