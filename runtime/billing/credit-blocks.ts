@@ -280,10 +280,11 @@ export class CreditBlocks {
    */
   private async exchange(ownerId: string, owner: OwnerBlocks, costs: number[], wanted: number[], ahead = false): Promise<Array<Charge | null>> {
     const starts: Array<Charge | null> = costs.map(() => null);
-    const known = !owner.shared && owner.line && fitting(costs, wanted, owner.line.balance).length === wanted.length ? owner.line : null;
+    const coversAll = (state: LineState) => fitting(costs, wanted, state.balance).length === wanted.length;
+    const known = !owner.shared && owner.line && coversAll(owner.line) ? owner.line : null;
     let line = wanted.length > 0 || ahead ? (known ?? (await this.credits.line(ownerId))) : null;
     // Calls that the balance covers do not wait for the records of finished blocks' rests: those go back later.
-    const covered = line !== null && wanted.length > 0 && fitting(costs, wanted, line.balance).length === wanted.length;
+    const covered = line !== null && wanted.length > 0 && coversAll(line);
     let returning = await this.returnsOf(ownerId, owner, covered);
     for (let attempt = 0; attempt < TAKE_ATTEMPTS; attempt++) {
       const back = returning.reduce((sum, r) => sum + r.credits, 0);
