@@ -76,6 +76,28 @@ for (const target of storeTargets('cache-changes').filter((t) => t.name !== 'emb
       expect((await b.keys.lookup(key))?.revoked_at).toBeInstanceOf(Date);
     });
 
+    it('drops what its followers hold after a gap in its reads, but not at its first read soon after it was made', async () => {
+      const changes = new ChangeFeed(store);
+      const clears: number[] = [];
+      changes.follow('api_keys', { delete() {}, clear: () => void clears.push(Date.now()) });
+      later(1000);
+      await changes.poll();
+      expect(clears).toEqual([]);
+      // Reads that fail for 40 s (more than half of the minute of announcements a read covers).
+      later(40_000);
+      await changes.poll();
+      expect(clears).toEqual([Date.now()]);
+      later(1000);
+      await changes.poll();
+      expect(clears).toHaveLength(1);
+      // A feed whose first read comes that long after it was made: what was read meanwhile may miss a change.
+      const late = new ChangeFeed(store);
+      late.follow('api_keys', { delete() {}, clear: () => void clears.push(Date.now()) });
+      later(40_000);
+      await late.poll();
+      expect(clears).toHaveLength(2);
+    });
+
     it('reads a followed key again after FOLLOWED_MAX_MS', async () => {
       const a = await instance();
       const { key, doc } = await a.keys.create('own_1', 'k', { kind: 'global' });

@@ -57,6 +57,11 @@ export class ChangeFeed {
   private readonly announced = new Map<string, number>();
   /** When the last successful poll started (host time): every announcement written before it is applied here. */
   private appliedSince = -Infinity;
+  /**
+   * When the feed was made (host time): what its followers hold was read since, so a first poll soon after is no
+   * gap (the announcements it reads cover every change not yet written when they read it).
+   */
+  private readonly madeAt = Date.now();
   private polling = false;
 
   private readonly recentMs: number;
@@ -100,7 +105,7 @@ export class ChangeFeed {
       const since = this.clock.now() - this.recentMs;
       const docs = await this.changes.find({ at: { $gte: new Date(since) } });
       // Announcements older than what this read covers may have been missed: drop everything.
-      if (started - this.appliedSince > this.recentMs / 2) for (const list of this.followers.values()) for (const f of list) f.clear();
+      if (started - Math.max(this.appliedSince, this.madeAt) > this.recentMs / 2) for (const list of this.followers.values()) for (const f of list) f.clear();
       for (const doc of docs) if (!this.seen.has(doc._id)) this.apply(doc);
       for (const [id, s] of this.seen) {
         if (s.at >= since) continue;
