@@ -224,6 +224,13 @@ function storeContract(open: () => Promise<Store>): void {
       expect(await found({ at: { $lte: at(1) } }, { sort: { at: 1 }, limit: 0 })).toEqual([1]);
       expect(await events.find({ at: { $lt: at(2) } }, { sort: { at: 1 }, projection: { n: 1 } })).toEqual([{ _id: 'e1', n: 1 }]);
       expect(await events.find({ at: { $gt: at(8) } }, { sort: { at: 1 }, projection: { _id: 0, at: 1 } })).toEqual([{ at: at(9) }]);
+      expect(await events.find({ at: { $gt: at(8) } }, { sort: { at: 1 }, projection: { kind: 0, at: 0 } })).toEqual([{ _id: 'e3', n: 3 }]);
+      // What a projection hands out is a copy: changing it changes nothing stored.
+      await events.updateOne({ _id: 'e3' }, { $set: { tags: ['a'] } });
+      const [picked] = await events.find({ at: { $gt: at(8) } }, { sort: { at: 1 }, projection: { tags: 1, missing: 1 } });
+      expect(picked).toEqual({ _id: 'e3', tags: ['a'] });
+      (picked!.tags as string[]).push('b');
+      expect((await events.findOne({ _id: 'e3' }))?.tags).toEqual(['a']);
     });
 
     it('rejects what is outside the dialect, on every adapter', async () => {

@@ -732,16 +732,29 @@ function indexWalk(db: Datastore, query: NedbQuery, options: FindOptions): (() =
       });
     }
     const page = taken.slice(options.skip ?? 0, wanted);
-    const projected = options.projection && Object.keys(options.projection).length > 0 ? project(db, query, options.projection, page) : page;
     // Copies, as nedb's find hands out.
-    return projected.map((doc) => nedbModel.deepCopy(doc));
+    return options.projection && Object.keys(options.projection).length > 0
+      ? project(db, query, options.projection, page)
+      : page.map((doc) => nedbModel.deepCopy(doc));
   };
 }
 
+/** Copies of `docs` with nedb's projection rules. */
 function project(db: Datastore, query: NedbQuery, projection: Record<string, 0 | 1>, docs: Doc[]): Doc[] {
+  const { _id, ...fields } = projection;
+  const picked = Object.keys(fields);
+  // What the housekeeping's batches ask (a few top-level fields of each record): each value copied once, where
+  // nedb's cursor copies the document to project it and the projection is copied again.
+  if (picked.length > 0 && picked.every((field) => fields[field] === 1 && !field.includes('.'))) {
+    return docs.map((doc) => {
+      const copy: Doc = _id === 0 ? ({} as Doc) : { _id: doc._id };
+      for (const field of picked) if (doc[field] !== undefined) copy[field] = nedbModel.deepCopy(doc[field]);
+      return copy;
+    });
+  }
   const cursor = new NedbCursor(db, query);
   cursor.projection({ ...projection });
-  return cursor._project(docs);
+  return cursor._project(docs).map((doc) => nedbModel.deepCopy(doc));
 }
 
 function nullOrMissing(path: string): NedbQuery {
