@@ -6,6 +6,7 @@
 // PROFILE_OUT=<dir> keeps the profiles there (<server>.cpuprofile: open in Chrome DevTools or speedscope
 // for the flame graph); PROFILE_ONLY=ours-memory,ours-file,bare-proxy (the default), bare-durable, ours-tsx,
 // bare-tsx, ours-notion picks the servers. They run built, as `npm start` runs the service, except the -tsx ones.
+// PROFILE_METHOD=tools/list profiles tools/list instead (ours only: the bare proxy answers every POST as a call).
 import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { SourceMap, type SourceMapPayload } from 'node:module';
@@ -19,8 +20,10 @@ import { BENCH_PAGE, children, launch, runBench } from './processes.ts';
 const CALLS = Number(process.env.PROFILE_CALLS || 20_000);
 const CONNECTIONS = Number(process.env.PROFILE_CONNECTIONS || 32);
 const call = (name: string, args: object) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } });
-const PING = call('demo_ping', {});
-const GET_PAGE = call('get_page', { page_id: BENCH_PAGE.id });
+const METHOD = process.env.PROFILE_METHOD === 'tools/list' ? 'tools/list' : 'tools/call';
+const LIST = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+const PING = METHOD === 'tools/list' ? LIST : call('demo_ping', {});
+const GET_PAGE = METHOD === 'tools/list' ? LIST : call('get_page', { page_id: BENCH_PAGE.id });
 
 interface Frame {
   functionName: string;
@@ -197,7 +200,7 @@ async function main(): Promise<void> {
   const stages = [...STAGES.map(([s]) => s), 'other (V8, tsx, timers)'];
   const cell = (m: Map<string, number>, s: string) => (m.get(s) ? m.get(s)!.toFixed(0) : '-');
   const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
-  console.log(`\nCPU µs per tools/call (${CALLS} calls at c=${CONNECTIONS}, V8 sampling profiler, idle excluded)\n`);
+  console.log(`\nCPU µs per ${METHOD} (${CALLS} calls at c=${CONNECTIONS}, V8 sampling profiler, idle excluded)\n`);
   console.log(`| stage | ${columns.map(([n]) => n).join(' | ')} |`);
   console.log(`|---|${columns.map(() => '---:').join('|')}|`);
   for (const s of stages) if (columns.some(([, m]) => m.get(s))) console.log(`| ${s} | ${columns.map(([, m]) => cell(m, s)).join(' | ')} |`);
