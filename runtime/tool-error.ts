@@ -42,6 +42,6 @@ export class ToolError extends Error {
   }
 
   toJSON(): ToolErrorBody {
-    return { ...this.details, code: this.code, message: this.message, retryable: this.retryable, provider_status: this.providerStatus };
+    return Object.assign({}, this.details, { code: this.code, message: this.message, retryable: this.retryable, provider_status: this.providerStatus });
   }
 }

@@ -201,7 +201,7 @@ function mergeTexts(nodes: AdfNode[]): AdfNode[] {
   for (const node of nodes) {
     const last = out[out.length - 1];
     if (node.type === 'text' && last?.type === 'text' && sameMarks(last.marks, node.marks)) {
-      out[out.length - 1] = { ...last, text: `${last.text}${node.text}` };
+      out[out.length - 1] = Object.assign({}, last, { text: `${last.text}${node.text}` });
     } else {
       out.push(node);
     }

@@ -24,7 +24,7 @@ export const markdownToAdfPlugin: RequestPlugin<{ pointers: string[]; argument: 
     type: 'object',
     additionalProperties: false,
     required: ['pointers', 'argument'],
-    properties: { ...POINTERS_OPTIONS.properties, argument: { type: 'string', minLength: 1 } },
+    properties: Object.assign({}, POINTERS_OPTIONS.properties, { argument: { type: 'string', minLength: 1 } }),
   },
   async apply(request, { options, offLoop }) {
     const convert = (text: unknown) =>

@@ -30,7 +30,9 @@ export const searchJqlPlugin: CallPlugin = {
     let reachedEnd = false;
     let last: UpstreamResponse | undefined;
     for (let pageNo = 0; pageNo < MAX_PAGES && issues.length < wanted; pageNo++) {
-      last = await http.send({ ...request, body: { ...body, maxResults: wanted - issues.length, ...(token ? { nextPageToken: token } : {}) } });
+      // eslint-disable-next-line no-restricted-syntax -- the body holds the caller's JSON: an own "__proto__" key stays data
+      const pageBody = { ...body, maxResults: wanted - issues.length, ...(token ? { nextPageToken: token } : {}) };
+      last = await http.send(Object.assign({}, request, { body: pageBody }));
       const page = (last.body ?? {}) as SearchPage;
       const got = Array.isArray(page.issues) ? page.issues : [];
       issues.push(...got);
@@ -79,7 +81,7 @@ export const offsetPagesPlugin: CallPlugin<OffsetOptions> = {
     const all: unknown[] = [];
     let last: UpstreamResponse | undefined;
     for (let pageNo = 0; pageNo < MAX_PAGES; pageNo++) {
-      last = await http.send({ ...request, query: [...baseQuery, ['startAt', String(all.length)]] }, { expectOk: false });
+      last = await http.send(Object.assign({}, request, { query: [...baseQuery, ['startAt', String(all.length)]] }), { expectOk: false });
       // Jira's OpenAPI: project search answers 404 "if no projects matching the search criteria are found".
       if (last.status === options.none_status) break;
       if (last.status < 200 || last.status >= 300) throw new UpstreamStatusError(last);

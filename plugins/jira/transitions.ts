@@ -54,7 +54,9 @@ export const transitionToStatusPlugin: CallPlugin = {
       const issueKey = decodeURIComponent(issuePath.split('/').pop() ?? '');
       throw cannotTransition(issueKey, target, await currentStatus(http, issuePath), transitions);
     }
-    const done = await http.send({ ...request, body: { ...rest, transition: { id: String(chosen.id) } } });
-    return { ...done, body: { transition: { id: String(chosen.id), name: chosen.name }, status: { name: chosen.to?.name ?? target } } };
+    // eslint-disable-next-line no-restricted-syntax -- the body holds the caller's JSON: an own "__proto__" key stays data
+    const transition = { ...rest, transition: { id: String(chosen.id) } };
+    const done = await http.send(Object.assign({}, request, { body: transition }));
+    return Object.assign({}, done, { body: { transition: { id: String(chosen.id), name: chosen.name }, status: { name: chosen.to?.name ?? target } } });
   },
 };

@@ -34,7 +34,7 @@ export function workflowFields(workflow: unknown, shape: Shape): unknown {
 function nodeAsGiven(node: unknown): unknown {
   if (!isObject(node) || !isObject(node.credentials)) return node;
   const credentials = Object.fromEntries(Object.entries(node.credentials).map(([type, ref]) => [type, isObject(ref) ? pick(ref, ['id', 'name']) : ref]));
-  return { ...node, credentials };
+  return Object.assign({}, node, { credentials });
 }
 
 /** Shapes the workflow(s) of the result: the whole result, or those at `pointer` (e.g. /data/*). */

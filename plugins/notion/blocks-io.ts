@@ -21,7 +21,7 @@ function withKids(b: NotionBlock, kids: NotionBlock[]): NotionBlock {
   const body = { ...bodyOf(b) };
   if (kids.length) body.children = kids;
   else delete body.children;
-  return { ...b, [b.type]: body };
+  return Object.assign({}, b, { [b.type]: body });
 }
 
 /** What one request carries of a block: the block and its first 100 children, without grandchildren. */

@@ -284,16 +284,16 @@ function inlineRuns(tokens: Token[] | undefined, style: Annotations, url: string
   for (const token of tokens ?? []) {
     switch (token.type) {
       case 'strong':
-        runs.push(...inlineRuns(token.tokens, { ...style, bold: true }, url));
+        runs.push(...inlineRuns(token.tokens, Object.assign({}, style, { bold: true }), url));
         break;
       case 'em':
-        runs.push(...inlineRuns(token.tokens, { ...style, italic: true }, url));
+        runs.push(...inlineRuns(token.tokens, Object.assign({}, style, { italic: true }), url));
         break;
       case 'del':
-        runs.push(...inlineRuns(token.tokens, { ...style, strikethrough: true }, url));
+        runs.push(...inlineRuns(token.tokens, Object.assign({}, style, { strikethrough: true }), url));
         break;
       case 'codespan':
-        runs.push(textRun(token.text, { ...style, code: true }, url));
+        runs.push(textRun(token.text, Object.assign({}, style, { code: true }), url));
         break;
       case 'link':
         runs.push(...inlineRuns(token.tokens, style, linkUrl(token.href)));
@@ -387,10 +387,10 @@ function withinRichTextLimit(b: NotionBlock): NotionBlock[] {
   const items = body.rich_text;
   if (!items || items.length <= MAX_RICH_TEXT_ITEMS) return [b];
   const continued = CONTINUES_AS_ITSELF.has(b.type);
-  const out: NotionBlock[] = [block(b.type, { ...body, rich_text: items.slice(0, MAX_RICH_TEXT_ITEMS) })];
+  const out: NotionBlock[] = [block(b.type, Object.assign({}, body, { rich_text: items.slice(0, MAX_RICH_TEXT_ITEMS) }))];
   for (let i = MAX_RICH_TEXT_ITEMS; i < items.length; i += MAX_RICH_TEXT_ITEMS) {
     const rich_text = items.slice(i, i + MAX_RICH_TEXT_ITEMS);
-    out.push(continued ? block(b.type, { ...body, rich_text, children: [] }) : block('paragraph', { rich_text, color: 'default' }));
+    out.push(continued ? block(b.type, Object.assign({}, body, { rich_text, children: [] })) : block('paragraph', { rich_text, color: 'default' }));
   }
   return out;
 }
@@ -457,7 +457,7 @@ export function richTextToMarkdown(items: readonly InlineItem[]): string {
     out += trailing;
   };
   for (const item of items) {
-    const a = { ...PLAIN, ...item.annotations };
+    const a = Object.assign({}, PLAIN, item.annotations);
     const url = item.href ?? item.text?.link?.url ?? null;
     const content = item.type === 'equation' && item.equation ? `$${item.equation.expression}$` : (item.plain_text ?? item.text?.content ?? '');
     if (!content) continue;

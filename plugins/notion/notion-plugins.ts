@@ -189,7 +189,7 @@ export const createPagePlugin: CallPlugin = {
 
     const [first = [], ...rest] = batches(blocks);
     if (first.length) body.children = first.map(twoLevels);
-    const created = await http.send({ ...req, body });
+    const created = await http.send(Object.assign({}, req, { body }));
     const page = created.body as { id: string; url?: string };
     if (!blocks.length) return created;
 
@@ -279,7 +279,7 @@ export const pickPlugin: ResponsePlugin<{ pointers: string[]; keys: string[] }> 
     type: 'object',
     additionalProperties: false,
     required: ['pointers', 'keys'],
-    properties: { ...POINTERS_OPTIONS.properties, keys: { type: 'array', minItems: 1, items: { type: 'string' } } },
+    properties: Object.assign({}, POINTERS_OPTIONS.properties, { keys: { type: 'array', minItems: 1, items: { type: 'string' } } }),
   },
   apply(result, { options }) {
     for (const pointer of options.pointers) {

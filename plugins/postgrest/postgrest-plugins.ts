@@ -22,7 +22,7 @@ function withParams(request: OutboundRequest, args: Args, build: () => QueryPara
     checkIdentifier(args.table, 'table', 'table');
     return build();
   });
-  return { ...request, query: [...request.query, ...params] };
+  return Object.assign({}, request, { query: [...request.query, ...params] });
 }
 
 /** database_read_records: select=, filters, order=, limit=, offset=. */

@@ -133,7 +133,7 @@ export class EndUsers {
     else if (change.credit_limit !== undefined) set.credit_limit = change.credit_limit;
     return this.endUsers.findOneAndUpdate(
       { _id: id, owner_id: ownerId },
-      { ...(Object.keys(set).length ? { $set: set } : {}), ...(Object.keys(unset).length ? { $unset: unset } : {}) },
+      Object.assign({}, Object.keys(set).length ? { $set: set } : undefined, Object.keys(unset).length ? { $unset: unset } : undefined),
     );
   }
 

@@ -209,7 +209,7 @@ export class ApiKeys {
     const before = await this.keys.findOne(filter);
     if (!before) return null;
     await this.cache.announce(before.hash);
-    const doc = await this.keys.findOneAndUpdate({ ...filter, _id: before._id }, update);
+    const doc = await this.keys.findOneAndUpdate(Object.assign({}, filter, { _id: before._id }), update);
     this.cache.delete(before.hash);
     return doc;
   }

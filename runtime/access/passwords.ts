@@ -52,7 +52,7 @@ function derive(password: string, salt: Buffer, p: { N: number; r: number; p: nu
   return gate.run(
     () =>
       new Promise((resolve, reject) =>
-        scrypt(password.normalize('NFC'), salt, KEY_BYTES, { ...p, maxmem: 256 * p.N * p.r }, (err, key) => (err ? reject(err) : resolve(key))),
+        scrypt(password.normalize('NFC'), salt, KEY_BYTES, Object.assign({}, p, { maxmem: 256 * p.N * p.r }), (err, key) => (err ? reject(err) : resolve(key))),
       ),
   );
 }

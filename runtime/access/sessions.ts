@@ -68,7 +68,7 @@ export class Sessions {
         if (err instanceof StoreUnavailableError) return doc;
         throw err;
       }
-      return { ...doc, last_seen_at: now, expires_at };
+      return Object.assign({}, doc, { last_seen_at: now, expires_at });
     }
     return doc;
   }

@@ -318,7 +318,11 @@ export class Accounts {
     await this.docs.announce(id);
     const updated = await this.accounts.findOneAndUpdate(
       { _id: id, owner_id: ownerId },
-      { $set: { ...this.connectedParts(provider, id, input, (doc.connection?.version ?? 0) + 1, now), verified_at: input.verified ? now : null } },
+      {
+        $set: Object.assign({}, this.connectedParts(provider, id, input, (doc.connection?.version ?? 0) + 1, now), {
+          verified_at: input.verified ? now : null,
+        }),
+      },
     );
     this.forget(id);
     return updated;
@@ -328,12 +332,12 @@ export class Accounts {
   private connectedParts(provider: Provider, id: string, input: ConnectedAccountInput, version: number, now: Date) {
     // Calls through connect.api read what the connection found; others read the provider's own fields, which
     // the connection must then fill as an owner would (a Supabase project's URL and key).
-    const given = { ...input.fields, ...input.secrets };
+    const given = Object.assign({}, input.fields, input.secrets);
     const own = new Set(provider.spec.account.fields.map((f) => f.name));
     const { plain, secret } = provider.connect?.api
       ? { plain: connectedFields(input.fields), secret: connectedFields(input.secrets) }
       : this.checkFields(provider, Object.fromEntries(Object.entries(given).filter(([k]) => own.has(k))), false);
-    const fields = { ...connectedFields(Object.fromEntries(Object.entries(input.fields).filter(([k]) => !own.has(k)))), ...plain };
+    const fields = Object.assign({}, connectedFields(Object.fromEntries(Object.entries(input.fields).filter(([k]) => !own.has(k)))), plain);
     const { accessToken, refreshToken, expiresIn } = input.tokens;
     const connection: ConnectionDoc = {
       tokens: this.vault.seal({ access_token: accessToken, ...(refreshToken ? { refresh_token: refreshToken } : {}) }, connectionAad(id)),
@@ -395,7 +399,7 @@ export class Accounts {
       'connection.expires_at': tokens.expiresIn ? new Date(now.getTime() + tokens.expiresIn * 1000) : null,
       'connection.refreshable': Boolean(refreshToken),
       ...(tokens.refreshToken ? { 'connection.refreshed_at': now } : {}),
-      ...(secrets ? this.sealed({ ...(doc.sealed ? this.vault.open(doc.sealed, id) : {}), ...secrets }, id) : {}),
+      ...(secrets ? this.sealed(Object.assign({}, doc.sealed ? this.vault.open(doc.sealed, id) : undefined, secrets), id) : {}),
       state: 'connected',
       state_reason: null,
       checked_at: now,
@@ -473,10 +477,17 @@ export class Accounts {
       );
     }
     const { plain, secret } = this.checkFields(provider, body, true);
-    const secrets = { ...(doc.sealed ? this.vault.open(doc.sealed, id) : {}), ...secret };
+    const secrets = Object.assign({}, doc.sealed ? this.vault.open(doc.sealed, id) : undefined, secret);
     // New credentials are unchecked: whatever the old ones' health was, it says nothing of them.
     const set: Record<string, unknown> = Object.keys(body).length
-      ? { fields: { ...doc.fields, ...plain }, ...this.sealed(secrets, id), verified_at: null, state: 'connected', state_reason: null, checked_at: null }
+      ? {
+          fields: Object.assign({}, doc.fields, plain),
+          ...this.sealed(secrets, id),
+          verified_at: null,
+          state: 'connected',
+          state_reason: null,
+          checked_at: null,
+        }
       : {};
     if (name !== undefined) set.name = name;
     if (!Object.keys(set).length) return doc;
@@ -521,7 +532,7 @@ export class Accounts {
 
   /** Builds a credentials' object from a stored account (also for connections.ts, after a refresh). */
   credentialsOf(doc: AccountDoc): AccountCredentials {
-    const fields = Object.freeze({ ...doc.fields, ...(doc.sealed ? this.vault.open(doc.sealed, doc._id) : {}) });
+    const fields = Object.freeze(Object.assign({}, doc.fields, doc.sealed ? this.vault.open(doc.sealed, doc._id) : undefined));
     const credentials: AccountCredentials = doc.sandbox ? { fields, sandboxOwner: doc.owner_id } : { fields };
     if (doc.auth === 'oauth' && doc.connection) {
       const version = doc.connection.version;

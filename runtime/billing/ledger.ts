@@ -301,7 +301,7 @@ export class Ledger {
   /** The owner's latest calls, newest first. */
   latest(ownerId: string, limit: number, serverId?: string): Promise<CallDoc[]> {
     const calls = { owner_id: ownerId, count: { $ne: 0 } }; // not the rests of credit blocks
-    return this.calls.find(serverId ? { ...calls, server_id: serverId } : calls, { sort: { at: -1 }, limit });
+    return this.calls.find(serverId ? Object.assign({}, calls, { server_id: serverId }) : calls, { sort: { at: -1 }, limit });
   }
 
   /**
@@ -314,9 +314,9 @@ export class Ledger {
     if (f.key) filter.key_id = f.key;
     if (f.endUser) filter.end_user_id = f.endUser;
     if (f.tool) filter.tool = f.tool;
-    const hourRange = f.from || f.to ? { hour: { ...(f.from ? { $gte: f.from } : {}), ...(f.to ? { $lt: f.to } : {}) } } : {};
+    const hourRange = f.from || f.to ? { hour: Object.assign({}, f.from ? { $gte: f.from } : undefined, f.to ? { $lt: f.to } : undefined) } : {};
     const { records, rolled } = await this.unrolledThenRolled(filter, { at: { $gte: f.from ?? new Date(0), ...(f.to ? { $lt: f.to } : {}) } }, (rows) =>
-      rows.find({ ...filter, ...hourRange }, rowLimit === Infinity ? {} : { limit: rowLimit + 1 }),
+      rows.find(Object.assign({}, filter, hourRange), rowLimit === Infinity ? {} : { limit: rowLimit + 1 }),
     );
     if (rolled.length > rowLimit) throw new UsageTooLargeError();
     return mergedUsage(rolled, records);
@@ -334,7 +334,7 @@ export class Ledger {
   ): Promise<{ records: CallDoc[]; rolled: R }> {
     const watermark = await this.rollUp.watermark(filter.owner_id);
     const since = atRange.at.$gte && atRange.at.$gte > watermark ? atRange.at.$gte : watermark;
-    const records = await this.calls.find({ ...filter, at: { ...atRange.at, $gte: since } });
+    const records = await this.calls.find(Object.assign({}, filter, { at: Object.assign({}, atRange.at, { $gte: since }) }));
     return { records, rolled: await readRolled(this.rolled) };
   }
 
@@ -447,11 +447,8 @@ export function rangeRecord(ownerId: string, from: number, credits: number, code
 }
 
 /** The record of a block's unused rest: no call (count 0), so that the records tile the line. Stamped when written. */
-const restRecord = (ownerId: string, blockId: string, from: number, credits: number): CallDoc => ({
-  ...rangeRecord(ownerId, from, credits, 'unused_credits', new Date()),
-  block: blockId,
-  count: 0,
-});
+const restRecord = (ownerId: string, blockId: string, from: number, credits: number): CallDoc =>
+  Object.assign(rangeRecord(ownerId, from, credits, 'unused_credits', new Date()), { block: blockId, count: 0 });
 
 /**
  * A charged record's key: the owner, then its place on the line zero-padded, so that one unique index both keeps

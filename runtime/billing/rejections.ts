@@ -35,7 +35,7 @@ export class RejectionLog {
     const id = `${minute}|${doc.owner_id}|${doc.server_id}|${doc.key_id}|${doc.tool}|${doc.via ?? ''}`;
     const record = this.counted.get(id);
     if (record) record.count++;
-    else this.counted.set(id, { ...doc, _id: randomId('call_'), code: 'rejections_counted', latency_ms: null, count: 1, minute });
+    else this.counted.set(id, Object.assign({}, doc, { _id: randomId('call_'), code: 'rejections_counted', latency_ms: null, count: 1, minute }));
     return false;
   }
 
@@ -47,12 +47,13 @@ export class RejectionLog {
       if (!all && minute >= now) continue;
       this.counted.delete(id);
       const at = new Date(minute * MINUTE).toISOString().slice(11, 16);
-      out.push({
-        ...doc,
-        message:
-          `${doc.count} more rejected call${doc.count === 1 ? '' : 's'} of ${doc.tool} in the minute from ${at} UTC, counted here and not logged one by one: ` +
-          `at most ${this.perMinute} rejected calls a minute are logged per owner`,
-      });
+      out.push(
+        Object.assign(doc, {
+          message:
+            `${doc.count} more rejected call${doc.count === 1 ? '' : 's'} of ${doc.tool} in the minute from ${at} UTC, counted here and not logged one by one: ` +
+            `at most ${this.perMinute} rejected calls a minute are logged per owner`,
+        }),
+      );
     }
     return out;
   }

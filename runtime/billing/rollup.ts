@@ -169,13 +169,13 @@ export class RollUp {
 
   /** Records of the slots made in [from, target), oldest first, a page at a time; `end` is where the next page starts. */
   private async nextBatch(filter: Filter, from: Date, target: Date): Promise<{ records: CallDoc[]; end: Date }> {
-    const page = await this.ledger.calls.find({ ...filter, at: { $gte: from, $lt: target } }, { sort: { at: 1 }, limit: PAGE });
+    const page = await this.ledger.calls.find(Object.assign({}, filter, { at: { $gte: from, $lt: target } }), { sort: { at: 1 }, limit: PAGE });
     if (page.length < PAGE) return { records: page, end: target };
     const last = page.at(-1)!.at;
     if (last.getTime() > from.getTime()) return { records: page.filter((c) => c.at < last), end: last };
     // A whole page made in one millisecond: take every record of that millisecond.
     const end = new Date(last.getTime() + 1);
-    return { records: await this.ledger.calls.find({ ...filter, at: { $gte: from, $lt: end } }), end };
+    return { records: await this.ledger.calls.find(Object.assign({}, filter, { at: { $gte: from, $lt: end } })), end };
   }
 
   /**
@@ -252,7 +252,9 @@ export class RollUp {
     if (rows.some((row) => row.through > end)) throw new LostRace();
     const through = new Map(rows.map((row) => [row._id, row.through]));
     for (const [owner, group] of batches) {
-      const held = rows.filter((row) => row.owner_id === owner).map((row) => ({ ...row, debited: row.debited ?? 0, refunded: row.refunded ?? 0 }));
+      const held = rows
+        .filter((row) => row.owner_id === owner)
+        .map((row) => Object.assign({}, row, { debited: row.debited ?? 0, refunded: row.refunded ?? 0 }));
       out.set(owner, sumTotals([...held, totalsOf(unrolled(group, through))]));
     }
     return out;

@@ -196,15 +196,14 @@ export class Settlement {
    * the credits back (a range charged before blocks is refunded here).
    */
   async settleUnrecorded(call: CallDoc & { from: number; charge_key: string }): Promise<boolean> {
-    const record: CallDoc = {
-      ...call,
+    const record: CallDoc = Object.assign({}, call, {
       at: this.clock.date(),
       outcome: 'refunded',
       code: 'store_unavailable',
       credits: 0,
       message:
         'The call reached the provider, but the service could not record it when it ended (its store refused the write or did not answer); its credits were refunded',
-    };
+    });
     try {
       await this.calls.insertOne(record);
     } catch (err) {
@@ -271,11 +270,11 @@ export class Settlement {
 
 /** The record of a range a stop left without a record (in a block, or charged before blocks). */
 function interruptedRecord(ownerId: string, from: number, credits: number, at: Date, block?: string): CallDoc {
-  return {
-    ...rangeRecord(ownerId, from, credits, 'interrupted', at),
-    message: 'The service stopped while this call was running (which tool it was is not known); its credits were refunded',
-    ...(block ? { block } : {}),
-  };
+  return Object.assign(
+    rangeRecord(ownerId, from, credits, 'interrupted', at),
+    { message: 'The service stopped while this call was running (which tool it was is not known); its credits were refunded' },
+    block ? { block } : undefined,
+  );
 }
 
 type Mark = NonNullable<CreditDoc['marks']>[number];

@@ -164,9 +164,9 @@ export class Engine {
       try {
         if (tool.steps.length > 1) ctxBase.progress(`${step.title}`);
         let request = this.render(step.request, view);
-        for (const p of step.request.plugins) request = await p.plugin.apply(request, { ...ctxBase, options: p.options });
+        for (const p of step.request.plugins) request = await p.plugin.apply(request, { options: p.options, ...ctxBase });
         const { call, paginate } = step.request;
-        if (call) last = await call.plugin.apply(request, { ...ctxBase, options: call.options });
+        if (call) last = await call.plugin.apply(request, { options: call.options, ...ctxBase });
         else if (paginate) last = await readPages(paginate, request, http, view, resolved?.base ?? facts.base, ctxBase.progress);
         else last = await http.send(request);
       } catch (err) {
@@ -193,7 +193,7 @@ export class Engine {
     view.response = last;
     let result: unknown = tool.responseMap ? renderTree(tool.responseMap, view) : defaultResult(last);
     try {
-      for (const p of tool.responsePlugins) result = await p.plugin.apply(result, { ...ctxBase, options: p.options });
+      for (const p of tool.responsePlugins) result = await p.plugin.apply(result, { options: p.options, ...ctxBase });
     } catch (err) {
       throw paidFor(toToolError(err, (res) => mapUpstreamError(tool, undefined, res, view), redact));
     }
@@ -322,7 +322,7 @@ export class Engine {
       return this.http.send({
         method: req.method,
         url,
-        headers: { ...facts.headers, ...(sendAuth ? facts.auth : {}), ...req.headers },
+        headers: Object.assign({}, facts.headers, sendAuth ? facts.auth : undefined, req.headers),
         body: req.body,
         timeoutMs: req.timeoutMs ?? this.options.defaultTimeoutMs,
         signal,

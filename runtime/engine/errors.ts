@@ -127,7 +127,7 @@ export function mapUpstreamError(
   provider: Provider | undefined = tool?.provider,
 ): ToolError {
   // Rules read the answer as `response`, beside the call's arguments and account.
-  const errorView = { ...view, response: res };
+  const errorView = Object.assign({}, view, { response: res });
   const errorBody = provider?.errorBody;
   const providerDetailText = errorBody?.detail ? detailFrom(errorBody.detail, res.body, errorView) : providerDetail(res.body);
   const code = providerCode(res.body, errorBody?.code);

@@ -70,7 +70,7 @@ export async function runExchanges(catalog: Catalog, options: { only?: ReadonlyS
       };
       // No Date header: what a tool passes on of the answer's headers is then the same at every run.
       res.sendDate = false;
-      res.writeHead(out.status, { ...out.headers, 'content-length': String(Buffer.byteLength(out.body)) }).end(out.body);
+      res.writeHead(out.status, Object.assign({}, out.headers, { 'content-length': String(Buffer.byteLength(out.body)) })).end(out.body);
     });
   });
   await new Promise<void>((resolve) => standIn.listen(0, '127.0.0.1', resolve));
@@ -136,7 +136,7 @@ async function runOne(
   use(script);
   // A fresh engine per exchange: nothing one exchange resolved (an API base) changes what the next one sends.
   const engine = new Engine(client, { defaultTimeoutMs: timeoutMs });
-  const fields = { ...file.account, [baseField]: origin + named.pathname.replace(/\/+$/, '') };
+  const fields = Object.assign({}, file.account, { [baseField]: origin + named.pathname.replace(/\/+$/, '') });
   let outcome: { result: unknown } | { error: ToolErrorBody };
   try {
     const args = engine.validateArguments(tool, structuredClone(exchange.arguments));

@@ -62,7 +62,7 @@ export async function readPages(
     largest = Math.max(largest, size);
     const next = nextPage(p, request, res, list, pageSize, base);
     if (!next?.request || pages >= maxPages || bytes + largest > p.maxBytes) {
-      return { ...res, items, has_more: next !== undefined, ...(next?.cursor !== undefined ? { next_cursor: next.cursor } : {}), pages };
+      return Object.assign({}, res, { items, has_more: next !== undefined }, next?.cursor !== undefined ? { next_cursor: next.cursor } : undefined, { pages });
     }
     progress(`${items.length} items read`);
     request = next.request;
@@ -112,7 +112,7 @@ function nextPage(
       const cursor = value !== undefined && /^(0|[1-9]\d{0,14})$/.test(value) ? Number(value) : value;
       // A next link to another origin is never followed (nor sent the account's credentials).
       const sameOrigin = url.origin === new URL(base).origin;
-      return { cursor, request: sameOrigin ? { ...request, url, path: '', query: [] } : undefined };
+      return { cursor, request: sameOrigin ? Object.assign({}, request, { url, path: '', query: [] }) : undefined };
     }
   }
 }
@@ -135,8 +135,10 @@ function paramValue(request: OutboundRequest, p: CompiledPagination): unknown {
 
 function withParam(request: OutboundRequest, p: CompiledPagination, value: string | number): OutboundRequest {
   const { name } = p.param;
-  if (p.param.in === 'query') return { ...request, query: [...request.query.filter(([n]) => n !== name), [name, String(value)]] };
-  return { ...request, body: { ...(request.body as Record<string, unknown> | undefined), [name]: value } };
+  if (p.param.in === 'query') return Object.assign({}, request, { query: [...request.query.filter(([n]) => n !== name), [name, String(value)]] });
+  // eslint-disable-next-line no-restricted-syntax -- the body holds the caller's JSON: an own "__proto__" key stays data
+  const body = { ...(request.body as Record<string, unknown> | undefined), [name]: value };
+  return Object.assign({}, request, { body });
 }
 
 /**

@@ -172,7 +172,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     async send(req) {
       // A sandbox connection's requests to a provider go to the owner's sandbox standing for it.
       const diverted = req.sandboxOwner !== undefined ? options.sandboxes?.divert(req.url) : undefined;
-      if (diverted) req = { ...req, url: diverted };
+      if (diverted) req = Object.assign({}, req, { url: diverted });
       try {
         checkUrl(req.url, options.allow);
         checkOutboundHeaders(req.headers);

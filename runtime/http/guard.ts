@@ -190,7 +190,7 @@ export function guardedLookup(allow: AllowList, resolve: LookupFunction = dns.lo
     // sandboxes live there, reached only through their own connections: runtime/sandbox/sandboxes.ts).
     if (/(^|\.)invalid\.?$/i.test(hostname)) return process.nextTick(() => callback(notFound(hostname), '', 0));
     const wantsAll = typeof options === 'object' && options !== null && options.all === true;
-    resolve(hostname, { ...options, all: true }, (err, result, family) => {
+    resolve(hostname, Object.assign({}, options, { all: true }), (err, result, family) => {
       if (err) return callback(err, '', 0);
       const addresses: LookupAddress[] = typeof result === 'string' ? [{ address: result, family: family || isIP(result) }] : result;
       if (addresses.length === 0) return callback(notFound(hostname), '', 0);

@@ -115,7 +115,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     if (!auth.ok) {
       trace?.refused(auth.status);
       if (auth.status === 401) ctx.set('WWW-Authenticate', bearerChallenge(opts.resourceMetadataUrl(ctx.params.serverId), opts.scope, auth.tokenError));
-      return sendHttpError(ctx, auth.status, auth.message ? { ...AUTH_BODIES[auth.status], message: auth.message } : AUTH_BODIES[auth.status]);
+      return sendHttpError(ctx, auth.status, auth.message ? Object.assign({}, AUTH_BODIES[auth.status], { message: auth.message }) : AUTH_BODIES[auth.status]);
     }
     const principal = auth.principal;
     ctx.state.keyId = principal.keyId;
@@ -149,7 +149,8 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       return sendJson(ctx, err.httpStatus, rpcError(typeof id === 'string' || typeof id === 'number' ? id : null, err.code, err.message, err.data));
     }
     const exchange: Exchange = {
-      ...negotiated,
+      version: negotiated.version,
+      modern: negotiated.modern,
       principal,
       acceptsSse: /text\/event-stream/i.test(accept),
       elicitsUrl: negotiated.modern ? declaresUrlElicitation(payload) : ctx.get('mcp-session-id').startsWith(URL_ELICITING_SESSION),
@@ -209,7 +210,9 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
         jsonrpc: '2.0',
         id: req.id,
         // A result that asks for input first says so in its own resultType.
-        result: exchange.modern ? { ...result, ...modernResultFields(req.method, opts.serverInfo, opts.toolsTtlMs), ...pick(result, 'resultType') } : result,
+        result: exchange.modern
+          ? Object.assign({}, result, modernResultFields(req.method, opts.serverInfo, opts.toolsTtlMs), pick(result, 'resultType'))
+          : result,
       };
     } catch (err) {
       if (err instanceof RpcError) return rpcError(req.id, err.code, err.message, err.data);
@@ -472,5 +475,5 @@ function sendHttpError(ctx: Context, status: number, body: { error: string; mess
 
 /** The spec's 429 body, plus which limit refused when it is not the key's own (its owner's across all keys). */
 function sendRateLimited(ctx: Context, rate: RateOutcome): void {
-  sendHttpError(ctx, 429, rate.limit ? { ...AUTH_BODIES[429], limit: rate.limit } : AUTH_BODIES[429]);
+  sendHttpError(ctx, 429, rate.limit ? Object.assign({}, AUTH_BODIES[429], { limit: rate.limit }) : AUTH_BODIES[429]);
 }

@@ -28,7 +28,7 @@ const ERROR_SCHEMA = {
 export function advertisedOutputSchema(output: Record<string, unknown>): Record<string, unknown> {
   return {
     type: 'object',
-    properties: { ...(output.properties as Record<string, unknown> | undefined), error: ERROR_SCHEMA },
+    properties: Object.assign({}, output.properties as Record<string, unknown> | undefined, { error: ERROR_SCHEMA }),
     anyOf: [output, { type: 'object', required: ['error'], properties: { error: ERROR_SCHEMA } }],
   };
 }

@@ -174,9 +174,9 @@ export class CallPipeline implements McpBackend {
   async rateLimit(principal: Caller, requests = 1): Promise<RateOutcome> {
     // The dashboard is no key: its calls count per owner.
     const own = await this.d.rateLimiter.consume(principal.via ? `${principal.via}:${principal.ownerId}` : principal.keyId, requests);
-    if (!own.allowed) return principal.via ? { ...own, limit: 'the limit of your own tries' } : own;
+    if (!own.allowed) return principal.via ? Object.assign({}, own, { limit: 'the limit of your own tries' }) : own;
     const owner = await this.d.ownerRateLimiter.consume(`owner:${principal.ownerId}`, requests);
-    if (!owner.allowed) return { ...owner, limit: `the owner's limit across all its keys and apps (${this.d.ownerRateWords})` };
+    if (!owner.allowed) return Object.assign({}, owner, { limit: `the owner's limit across all its keys and apps (${this.d.ownerRateWords})` });
     // The headers of the tighter of the two.
     return Number(owner.headers['RateLimit-Remaining']) < Number(own.headers['RateLimit-Remaining']) ? owner : own;
   }
@@ -356,7 +356,7 @@ export class CallPipeline implements McpBackend {
 }
 
 const acting = (caller: Caller, endUser: EndUserDoc): AuthOutcome => {
-  const principal: Caller = { ...caller, endUserId: endUser._id, endUserLimit: endUser.credit_limit };
+  const principal: Caller = Object.assign({}, caller, { endUserId: endUser._id, endUserLimit: endUser.credit_limit });
   return { ok: true, principal };
 };
 
@@ -394,5 +394,6 @@ export function mergeArguments(tool: CustomTool, args: Record<string, unknown>):
   }
   const defaults = tool.doc.defaults;
   // Copied: validation fills defaults in place, and the stored defaults are shared by every call.
+  // eslint-disable-next-line no-restricted-syntax -- the caller's JSON: an own "__proto__" key stays data (and is validated)
   return Object.keys(defaults).length ? { ...structuredClone(defaults), ...args } : { ...args };
 }

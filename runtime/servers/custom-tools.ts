@@ -99,7 +99,7 @@ export class CustomTools {
   async create(
     doc: Pick<CustomToolDoc, 'owner_id' | 'server_id' | 'name' | 'base_tool' | 'account_id' | 'defaults' | 'locked' | 'description'>,
   ): Promise<CustomToolDoc> {
-    const full: CustomToolDoc = { ...doc, _id: randomId('tool_'), created_at: new Date() };
+    const full: CustomToolDoc = Object.assign({}, doc, { _id: randomId('tool_'), created_at: new Date() });
     await this.cache.announce(doc.server_id);
     await this.tools.insertOne(full);
     this.cache.delete(doc.server_id);

@@ -620,7 +620,7 @@ function applyOperators(doc: Doc, update: Update, inserting: boolean): Doc {
     if (quick) return quick;
   }
   const { $setOnInsert, $pull, ...operators } = update;
-  const nedbUpdate: Record<string, Record<string, unknown>> = { ...operators, $set: { ...operators.$set } };
+  const nedbUpdate: Record<string, Record<string, unknown>> = Object.assign({}, operators, { $set: Object.assign({}, operators.$set) });
   if (inserting && $setOnInsert) Object.assign(nedbUpdate.$set!, $setOnInsert);
   if ($pull) {
     // MongoDB: pulling from a missing field does nothing; nedb would throw.

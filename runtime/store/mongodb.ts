@@ -75,7 +75,7 @@ export interface MongoStoreOptions extends Partial<MongoOptions>, StoreEvents {
 }
 
 export async function openMongoStore(url: string, options: MongoStoreOptions = {}): Promise<Store> {
-  const settings = { ...DEFAULT_MONGO_OPTIONS, ...options };
+  const settings = Object.assign({}, DEFAULT_MONGO_OPTIONS, options);
   const deadline = settings.deadlineMs;
   const client = new MongoClient(url, {
     // An undefined field is left out, as on the embedded store (the driver would store null).
@@ -83,7 +83,7 @@ export async function openMongoStore(url: string, options: MongoStoreOptions = {
     // Set here, not left to the URL: a write acknowledged by a majority, journaled, survives a failover; one
     // that a majority does not acknowledge within the deadline fails. (w may be a tag set's name, which the
     // driver's type leaves out.)
-    writeConcern: { ...writeConcernFor(url, settings.allowWeakWrites), wtimeoutMS: deadline } as WriteConcernSettings,
+    writeConcern: Object.assign({}, writeConcernFor(url, settings.allowWeakWrites), { wtimeoutMS: deadline }) as WriteConcernSettings,
     // Every read from the primary: what a write just acknowledged is what the next read sees (a charge, a
     // revocation), whatever the URL says.
     readPreference: 'primary',
@@ -227,7 +227,7 @@ async function dropIndex(driver: DriverCollection, name: string): Promise<void> 
 async function createIndex(driver: DriverCollection, spec: IndexSpec, keys: Record<string, 1>, ttl: number | undefined, shared: Shared): Promise<string> {
   const options: Omit<IndexDescription, 'key'> = { unique: spec.unique ?? false, sparse: spec.sparse ?? false };
   try {
-    return await driver.createIndex(keys, ttl === undefined ? options : { ...options, expireAfterSeconds: ttl });
+    return await driver.createIndex(keys, ttl === undefined ? options : Object.assign({}, options, { expireAfterSeconds: ttl }));
   } catch (error) {
     if (ttl !== undefined && error instanceof MongoServerError && error.code === NOT_IMPLEMENTED) {
       shared.ttlIndexes = false; // a server without TTL indexes that did not say so in buildInfo
@@ -272,7 +272,7 @@ class MongoCollection implements Collection<Doc> {
 
   async find(filter: Filter, options: FindOptions = {}): Promise<Doc[]> {
     checkFilter(filter);
-    return (await this.read(() => this.driver.find(filter, { ...options, maxTimeMS: this.shared.deadlineMs }).toArray())) as Doc[];
+    return (await this.read(() => this.driver.find(filter, Object.assign({}, options, { maxTimeMS: this.shared.deadlineMs })).toArray())) as Doc[];
   }
 
   async countDocuments(filter: Filter): Promise<number> {
@@ -339,7 +339,7 @@ class MongoCollection implements Collection<Doc> {
     }
     // An upsert that pins no _id gets a generated string one (not an ObjectId).
     if (pinnedUpsertId(filter, update) === undefined) seeded._id = newId();
-    if (Object.keys(seeded).length > 0) sent.$setOnInsert = { ...update.$setOnInsert, ...seeded };
+    if (Object.keys(seeded).length > 0) sent.$setOnInsert = Object.assign({}, update.$setOnInsert, seeded);
     return sent;
   }
 
@@ -360,17 +360,18 @@ class MongoCollection implements Collection<Doc> {
         );
       } else pull[path] = condition;
     }
-    return {
-      ...others,
-      ...(Object.keys(pull).length > 0 ? { $pull: pull } : {}),
-      ...(Object.keys(pullAll).length > 0 ? { $pullAll: pullAll } : {}),
-    };
+    return Object.assign(
+      {},
+      others,
+      Object.keys(pull).length > 0 ? { $pull: pull } : undefined,
+      Object.keys(pullAll).length > 0 ? { $pullAll: pullAll } : undefined,
+    );
   }
 
   /** The document an update or upsert that failed on a unique index was about to write (its $set applied). */
   private async updated(filter: Filter, sent: Document): Promise<{ docs: Doc[]; inserting: boolean }> {
     const current = await this.driver.findOne(filter);
-    const doc = structuredClone(current ?? ({ ...upsertSeed(filter), ...(sent.$setOnInsert as object) } as Doc));
+    const doc = structuredClone(current ?? (Object.assign({}, upsertSeed(filter), sent.$setOnInsert as object) as Doc));
     for (const [path, value] of Object.entries((sent.$set ?? {}) as Record<string, unknown>)) setPath(doc, path, value);
     return { docs: [doc], inserting: current === null };
   }
@@ -407,7 +408,7 @@ class MongoCollection implements Collection<Doc> {
       for (const fields of unique) {
         const values = fields.map((field) => field.split('.').reduce<unknown>((node, part) => (isPlainObject(node) ? node[part] : undefined), doc));
         if (values.some((value) => value === undefined)) continue;
-        if (await exists({ ...Object.fromEntries(fields.map((field, i) => [field, values[i]])), _id: { $ne: doc._id } })) return fields;
+        if (await exists(Object.assign(Object.fromEntries(fields.map((field, i) => [field, values[i]])), { _id: { $ne: doc._id } }))) return fields;
       }
     }
     return [];

@@ -20,7 +20,8 @@ export interface StoreConfig {
 }
 
 export async function openStore(config: StoreConfig): Promise<Store> {
-  if (config.mongodbUrl) return openMongoStore(config.mongodbUrl, { ...config.mongo, ...config.events, maxClockOffsetMs: config.maxClockOffsetMs });
+  if (config.mongodbUrl)
+    return openMongoStore(config.mongodbUrl, Object.assign({}, config.mongo, config.events, { maxClockOffsetMs: config.maxClockOffsetMs }));
   if (config.inMemory) return openEmbeddedStore();
   if (!config.dataDir) throw new Error('the store needs mongodbUrl, dataDir or inMemory');
   return openEmbeddedStore({ dir: config.dataDir, ...config.events });

@@ -127,7 +127,7 @@ export function renderTree(tree: CompiledTree, view: View): unknown {
       if (!Array.isArray(list)) return undefined;
       const out: unknown[] = [];
       for (const item of list) {
-        const itemView = { ...view, item };
+        const itemView = Object.assign({}, view, { item });
         if (tree.filter && !truthy(tree.filter.render(itemView))) continue;
         const v = tree.map ? renderTree(tree.map, itemView) : item;
         if (v !== undefined) out.push(v);
