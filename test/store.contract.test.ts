@@ -105,6 +105,30 @@ function storeContract(open: () => Promise<Store>): void {
       expect(projected).toEqual({ _id: 'e1', at: later });
     });
 
+    it('a range of Dates matches Dates only: not null, missing, numbers, strings or objects (with an index or without)', async () => {
+      const events = store.collection<Doc>('events');
+      const at = (day: number) => new Date(Date.UTC(2026, 0, day));
+      await events.insertMany([
+        { _id: 'date', at: at(2) },
+        { _id: 'null', at: null },
+        { _id: 'missing' },
+        { _id: 'zero', at: 0 },
+        { _id: 'text', at: '2026-01-02' },
+        { _id: 'object', at: { day: 2 } },
+        { _id: 'later', at: at(3) },
+      ]);
+      const ranges = async () => [
+        await ids(events, { at: { $lte: at(10) } }),
+        await ids(events, { at: { $gte: at(1), $lt: at(10) } }),
+        await ids(events, { at: { $gt: new Date(-8.64e15) } }),
+        (await events.find({ at: { $lt: at(10) } }, { sort: { at: 1 }, limit: 10 })).map((d) => d._id).sort(),
+      ];
+      const dates = ['date', 'later'];
+      expect(await ranges()).toEqual([dates, dates, dates, dates]);
+      await store.ensureIndexes([{ collection: 'events', fields: ['at'] }]);
+      expect(await ranges()).toEqual([dates, dates, dates, dates]);
+    });
+
     it('counts and deletes, reporting how many were deleted', async () => {
       const things = store.collection<Doc>('things');
       await things.insertMany([1, 2, 3, 4, 5].map((n) => ({ _id: `t${n}`, n, even: n % 2 === 0 })));

@@ -692,6 +692,8 @@ function toNedbQuery(filter: Filter): NedbQuery {
         else kept[op] = operand;
       }
       if (Object.keys(kept).length > 0) query[key] = kept;
+      const dates = datesOnly(key, kept);
+      if (dates) rewritten.push(dates);
     }
   }
   if (rewritten.length > 0) query.$and = rewritten;
@@ -699,6 +701,29 @@ function toNedbQuery(filter: Filter): NedbQuery {
 }
 
 const BOUNDS = new Set(['$gt', '$gte', '$lt', '$lte']);
+const IN_RANGE: Record<string, (value: number, bound: number) => boolean> = {
+  $gt: (value, bound) => value > bound,
+  $gte: (value, bound) => value >= bound,
+  $lt: (value, bound) => value < bound,
+  $lte: (value, bound) => value <= bound,
+};
+
+/**
+ * MongoDB compares a Date with Dates only, so a range of Dates never matches null, a number, a string or an
+ * object; nedb compares it with any object (null as 0: `{ next_at: { $lte: now } }` matched every null). The
+ * range stays in the query (an index walks it); this condition keeps only the documents MongoDB would return.
+ */
+function datesOnly(path: string, operators: Record<string, unknown>): NedbQuery | undefined {
+  const bounds = Object.entries(operators).filter(([op, operand]) => BOUNDS.has(op) && operand instanceof Date) as Array<[string, Date]>;
+  if (bounds.length === 0) return undefined;
+  const inRange = (value: unknown) => value instanceof Date && bounds.every(([op, bound]) => IN_RANGE[op]!(value.getTime(), bound.getTime()));
+  return {
+    $where(this: Doc) {
+      const value = nedbModel.getDotValue(this, path);
+      return Array.isArray(value) ? value.some(inRange) : inRange(value);
+    },
+  };
+}
 
 /**
  * A find sorted first on a field that has an index of its own and that the filter bounds (a range of it, as the
