@@ -264,6 +264,7 @@ function sweepsOf(c: Components, config: Config, logger: Logger): () => Promise<
       task('budget sweep', () => c.budgets.sweep()),
       task('connect flow sweep', () => c.connect.flows.sweep()),
       task('connect link sweep', () => c.connect.sessions.sweep()),
+      task('webhook delivery sweep', () => c.connect.webhooks.sweep()),
       task('request state sweep', () => c.requestStates.sweep()),
       ...(c.mail ? [task('e-mail link sweep', () => c.mail!.links.sweep()), task('mail outbox sweep', () => c.mail!.outbox.sweep())] : []),
       ...(c.store.kind === 'mongodb' ? [task('rate-limit counter sweep', () => sweepExpiredCounters(c.store))] : []),

@@ -8,6 +8,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Vault, parseMasterKey } from '../runtime/accounts/accounts.ts';
+import { KEEP_MS } from '../runtime/accounts/state-webhooks.ts';
 import { listenOnLoopback, readBody } from '../sandboxes/harness.ts';
 import { DAY, MINUTE } from '../sandboxes/oauth/clock.ts';
 import { APPS, APP_ENV, HttpBrowser, type OAuthSandboxes, startOAuthSandboxes } from './support/connect.ts';
@@ -411,6 +412,13 @@ describe.each(targets)('connected accounts on $name', (target) => {
         receiver.received.forEach(verify);
         const deliveries = (await b.api('GET', '/api/me/webhook')).body.deliveries;
         expect(deliveries[0]).toMatchObject({ event: 'ping', attempts: 2, last_result: 'HTTP 200', given_up: false });
+        // Delivered: later rounds leave it be (the embedded store once matched its null next_at as due, and sent it again).
+        expect(await svc.connect.webhooks.deliverDue(new Date(Date.now() + 60_000))).toBe(0);
+        expect(receiver.received).toHaveLength(2);
+        // A delivered event is listed for KEEP_MS, then goes with the hourly sweeps.
+        expect(await svc.connect.webhooks.sweep(new Date(Date.now() + KEEP_MS - 60_000))).toBe(0);
+        expect(await svc.connect.webhooks.sweep(new Date(Date.now() + KEEP_MS + 60_000))).toBe(1);
+        expect((await b.api('GET', '/api/me/webhook')).body.deliveries).toEqual([]);
 
         // A Notion account whose access is revoked at Notion: its refresh is refused, the webhook is told.
         const consent = await toConsent(b, { provider: 'workspace', name: 'Notion' });

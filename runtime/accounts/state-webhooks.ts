@@ -24,7 +24,7 @@ const SEND_TIMEOUT_MS = 10_000;
 /** A delivery being sent is not picked again for this long (another instance, or the next round). */
 const CLAIM_MS = 60_000;
 /** Delivered and given-up deliveries are kept this long (the owner's page lists the latest). */
-const KEEP_MS = 7 * 86_400_000;
+export const KEEP_MS = 7 * 86_400_000;
 
 interface WebhookDoc extends Doc {
   /** _id is the owner id. */
@@ -157,8 +157,12 @@ export class StateWebhooks {
       await this.attempt(claimed, now);
       sent++;
     }
-    await this.deliveries.deleteMany({ next_at: null, created_at: { $lt: new Date(now.getTime() - KEEP_MS) } });
     return sent;
+  }
+
+  /** Deletes deliveries delivered or given up more than KEEP_MS ago (with the service's hourly sweeps); how many. */
+  sweep(now = this.clock.date()): Promise<number> {
+    return this.deliveries.deleteMany({ next_at: null, created_at: { $lt: new Date(now.getTime() - KEEP_MS) } });
   }
 
   private async attempt(doc: DeliveryDoc, now = this.clock.date()): Promise<void> {
