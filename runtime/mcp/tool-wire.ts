@@ -28,7 +28,8 @@ const ERROR_SCHEMA = {
 export function advertisedOutputSchema(output: Record<string, unknown>): Record<string, unknown> {
   return {
     type: 'object',
-    properties: Object.assign({}, output.properties as Record<string, unknown> | undefined, { error: ERROR_SCHEMA }),
+    // eslint-disable-next-line no-restricted-syntax -- a spec's schema: a property named "__proto__" stays a property
+    properties: { ...(output.properties as Record<string, unknown> | undefined), error: ERROR_SCHEMA },
     anyOf: [output, { type: 'object', required: ['error'], properties: { error: ERROR_SCHEMA } }],
   };
 }
