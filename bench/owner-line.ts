@@ -16,7 +16,7 @@ import { ChangeFeed } from '../runtime/store/changes.ts';
 import { openMongoStore } from '../runtime/store/mongodb.ts';
 import type { Store } from '../runtime/store/port.ts';
 import { LEDGER_OPTIONS } from '../test/support/ledger.ts';
-import { children, mongoForBench, runBench, start } from './processes.ts';
+import { children, launch, mongoForBench, runBench, shareOf } from './processes.ts';
 
 const PROCESSES = Number(process.env.OWNER_PROCESSES || 3);
 const SECONDS = Number(process.env.OWNER_SECONDS || 10);
@@ -45,11 +45,11 @@ async function worker(mode: Mode, url: string, instance: string, callers: number
   let n = 0;
   const call = (): CallCharge => ({ id: `${instance}_${++n}`, cost: 1, server_id: 'srv', key_id: 'key', tool: 'demo_ping' });
   const one = async (): Promise<void> => {
-    const refund = n % 5 === 0;
     if (mode === 'floor') {
       // The same record, on a line of this process's own that nothing charges (its charge keys unique).
       return floor.add(recordOf({ ...call(), from: n, block: instance }, `${OWNER}_${instance}`, 'ok', 'ok', 1, 1));
     }
+    const refund = n % 5 === 0;
     const charge = await ledger.charge(OWNER, 1);
     if (!charge) throw new Error('refused: the grant should cover every call');
     const c = { ...call(), ...charge };
@@ -90,23 +90,7 @@ async function measure(mode: Mode, url: string, turn: number): Promise<{ rps: nu
   await store.close();
   const outs = Array.from({ length: PROCESSES }, (_, i) => path.join(tmpdir(), `owner-line-${process.pid}-${turn}-${i}.json`));
   const first = children.length;
-  await Promise.all(
-    outs.map((out, i) =>
-      start(`worker ${i}`, [
-        '--import',
-        'tsx',
-        '--import',
-        './test/support/loopback-only.ts',
-        'bench/owner-line.ts',
-        '--worker',
-        mode,
-        dbUrl,
-        `p${i}`,
-        String(callersOf(i)),
-        out,
-      ]),
-    ),
-  );
+  await Promise.all(outs.map((out, i) => launch('owner-line.ts', ['--worker', mode, dbUrl, `p${i}`, String(shareOf(CALLERS, PROCESSES, i)), out])));
   const workers = children.slice(first);
   const exited = workers.map((child) => new Promise((resolve) => child.once('exit', resolve)));
   for (const child of workers) child.kill('SIGUSR2');
@@ -116,9 +100,6 @@ async function measure(mode: Mode, url: string, turn: number): Promise<{ rps: nu
   const calls = outcomes.reduce((sum, o) => sum + o.calls, 0);
   return { rps: calls / SECONDS, linePerCall: outcomes.reduce((sum, o) => sum + o.lineWrites, 0) / calls };
 }
-
-/** The callers of process i: 32 spread as evenly as they go. */
-const callersOf = (i: number) => Math.floor(CALLERS / PROCESSES) + (i < CALLERS % PROCESSES ? 1 : 0);
 
 async function main(): Promise<void> {
   const url = mongoForBench();

@@ -171,6 +171,9 @@ export function mongoForBench(): string | undefined {
   }
 }
 
+/** The connections of part `i` when `total` are spread over `parts` as evenly as they go. */
+export const shareOf = (total: number, parts: number, i: number): number => Math.floor(total / parts) + (i < total % parts ? 1 : 0);
+
 /** Runs a bench script; whatever happens, the processes it launched are stopped. */
 export function runBench(main: () => Promise<void>): void {
   main()

@@ -5,7 +5,7 @@
 // line per goal. BENCH_SECONDS sets the length of each row (default 5).
 import autocannon from 'autocannon';
 import { randomBytes } from 'node:crypto';
-import { BENCH_PAGE, PAGE_ID_IN_ANSWER, benchPageId, cpuMicros, launch, launchNotionMcp, mongoForBench, runBench } from './processes.ts';
+import { BENCH_PAGE, PAGE_ID_IN_ANSWER, benchPageId, cpuMicros, launch, launchNotionMcp, mongoForBench, runBench, shareOf } from './processes.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 5);
 /**
@@ -406,7 +406,7 @@ async function cpuLine(rows: Row[], ours: Target, bare: Target): Promise<string>
  */
 async function measureSharedOwner(instances: Target[]): Promise<Row> {
   progress(`one owner through ${instances.map((t) => t.name).join(', ')} at once`);
-  const parts = await Promise.all(instances.map((t, i) => measure(t, 'tools/call', Math.floor(32 / instances.length) + (i < 32 % instances.length ? 1 : 0))));
+  const parts = await Promise.all(instances.map((t, i) => measure(t, 'tools/call', shareOf(32, instances.length, i))));
   const total = (pick: (r: Row) => number) => parts.reduce((sum, r) => sum + pick(r), 0);
   return {
     target: `${OURS_MONGO} x${instances.length}`,
