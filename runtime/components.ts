@@ -339,7 +339,7 @@ export async function buildComponents(
       const principal = pipeline.dashboardCaller(call.ownerId, call.serverId);
       const limited = await pipeline.rateLimit(principal);
       if (!limited.allowed) return { ok: false, rateLimited: true, headers: limited.headers, limit: limited.limit };
-      const outcome = await pipeline.callTool(principal, call.tool, call.arguments, { signal: call.signal, progress: () => undefined });
+      const outcome = await pipeline.callTool(principal, call.tool, call.arguments, { cancellation: call.cancellation, progress: () => undefined });
       if (!outcome) return { ok: false, rateLimited: false };
       // As the clients of today get it (the revision most of them speak): content, structuredContent, isError.
       return { ok: true, result: callResult(outcome, LATEST_LEGACY_VERSION) as { content: unknown[]; isError: boolean } };

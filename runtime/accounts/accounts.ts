@@ -7,6 +7,7 @@
 // `connect`): then it also holds the token pair, encrypted apart from its fields, which connections.ts keeps
 // fresh. Either kind has a health state (connected, needs_reauth, unreachable) that calls and pages read.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import type { Cancellation } from '../cancellation.ts';
 import type { AccountCredentials } from '../engine/engine.ts';
 import type { ToolError } from '../tool-error.ts';
 import type { Provider } from '../toolspec/catalog.ts';
@@ -95,7 +96,7 @@ export interface ConnectedAccountInput {
 
 /** What stored accounts need of connections.ts: a renewed connection, and the error of an account waiting for its owner. */
 export interface Renewals {
-  renew(accountId: string, staleVersion: number, signal?: AbortSignal): Promise<AccountCredentials>;
+  renew(accountId: string, staleVersion: number, cancellation?: Cancellation): Promise<AccountCredentials>;
   needsOwner(account: { id: string; name: string; kind: string; reason: string }): ToolError;
 }
 
@@ -521,12 +522,12 @@ export class Accounts {
    * The credentials a call through the account uses: refused (the ToolError of renewals.needsOwner) while the
    * account needs its owner; a connection whose access token is about to expire is renewed first.
    */
-  async forCall(ownerId: string, id: string, signal?: AbortSignal): Promise<AccountCredentials | null> {
+  async forCall(ownerId: string, id: string, cancellation?: Cancellation): Promise<AccountCredentials | null> {
     const entry = await this.entry(id);
     if (!entry || entry.ownerId !== ownerId) return null;
     if (entry.state === 'needs_reauth' && this.renewals) throw this.renewals.needsOwner({ id, name: entry.name, kind: entry.kind, reason: entry.reason });
     const connection = entry.credentials.connection;
-    if (connection && entry.expiresAt !== null && entry.expiresAt - this.clock.now() < REFRESH_AHEAD_MS) return connection.renew(signal);
+    if (connection && entry.expiresAt !== null && entry.expiresAt - this.clock.now() < REFRESH_AHEAD_MS) return connection.renew(cancellation);
     return entry.credentials;
   }
 
@@ -539,7 +540,7 @@ export class Accounts {
       const renewals = this.renewals;
       credentials.connection = {
         accessToken: this.connectionTokens(doc).access_token,
-        renew: (signal) => (renewals ? renewals.renew(doc._id, version, signal) : Promise.reject(new Error('connections are not set up'))),
+        renew: (cancellation) => (renewals ? renewals.renew(doc._id, version, cancellation) : Promise.reject(new Error('connections are not set up'))),
       };
     }
     return credentials;

@@ -12,6 +12,7 @@
 // to the owner's webhook (state-webhooks.ts); an owner's own account that comes to need its owner is also
 // e-mailed to them (the AccountAlerts seam, when e-mail is on). An end user's is not: only the end user can
 // reconnect it (their next call answers with the connect link), and one e-mail per end user would bury the owner.
+import type { Cancellation } from '../cancellation.ts';
 import type { AuditTrail } from '../audit/audit-trail.ts';
 import type { AccountCredentials, Engine } from '../engine/engine.ts';
 import type { Logger } from '../log.ts';
@@ -78,14 +79,14 @@ export class Connections implements Renewals {
    * The account's credentials with a connection newer than `staleVersion`: made by this call, or by whoever
    * renewed it meanwhile (another call, another instance).
    */
-  renew(accountId: string, staleVersion: number, signal?: AbortSignal): Promise<AccountCredentials> {
+  renew(accountId: string, staleVersion: number, cancellation?: Cancellation): Promise<AccountCredentials> {
     let running = this.running.get(accountId);
     if (!running) {
       running = this.renewOnce(accountId, staleVersion).finally(() => this.running.delete(accountId));
       this.running.set(accountId, running);
     }
     // One caller going away does not stop the refresh the others wait for.
-    return signal ? abortable(running, signal) : running;
+    return cancellation ? abortable(running, cancellation) : running;
   }
 
   private async renewOnce(accountId: string, staleVersion: number): Promise<AccountCredentials> {
@@ -264,12 +265,11 @@ export class Connections implements Renewals {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** `promise`, or the caller's cancellation first. */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(cancelledWhileRenewing());
+function abortable<T>(promise: Promise<T>, cancellation: Cancellation): Promise<T> {
+  if (cancellation.aborted) return Promise.reject(cancelledWhileRenewing());
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(cancelledWhileRenewing());
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    const forget = cancellation.onAbort(() => reject(cancelledWhileRenewing()));
+    promise.then(resolve, reject).finally(forget);
   });
 }
 

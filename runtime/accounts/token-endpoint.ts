@@ -54,7 +54,6 @@ export interface TokenRequestOptions {
   /** A sandbox connection: its owner's own sandboxes answer (runtime/sandbox/). */
   sandboxOwner?: string;
   timeoutMs: number;
-  signal?: AbortSignal;
 }
 
 export class TokenEndpoint {
@@ -86,7 +85,6 @@ export class TokenEndpoint {
         headers,
         body: spec.token_body === 'form' ? new URLSearchParams(body).toString() : body,
         timeoutMs: o.timeoutMs,
-        signal: o.signal,
         retry: false,
         followRedirects: false,
         sandboxOwner: o.sandboxOwner,

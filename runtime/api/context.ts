@@ -18,6 +18,7 @@ import type { SignInLimits } from '../access/sign-in-limits.ts';
 import type { AuditTrail } from '../audit/audit-trail.ts';
 import { setActor } from '../audit/request-context.ts';
 import type { Credits } from '../billing/credits.ts';
+import type { Cancellation } from '../cancellation.ts';
 import type { Ledger } from '../billing/ledger.ts';
 import type { Engine } from '../engine/engine.ts';
 import type { LinkMail } from '../mail/link-mail.ts';
@@ -65,7 +66,7 @@ export interface ApiDeps {
    * Runs a tool of an owner's server as that owner (the dashboard's "Try"): through the call pipeline, charged
    * and recorded like any call and marked as from the dashboard; answered as an MCP client gets it.
    */
-  tryTool: (call: { ownerId: string; serverId: string; tool: string; arguments: Record<string, unknown>; signal: AbortSignal }) => Promise<TryOutcome>;
+  tryTool: (call: { ownerId: string; serverId: string; tool: string; arguments: Record<string, unknown>; cancellation: Cancellation }) => Promise<TryOutcome>;
 }
 
 /** What a "Try" came to: the tools/call result as a client gets it, or the rate limit's refusal. */

@@ -2,6 +2,7 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { requestInfo } from '../audit/request-context.ts';
+import { Cancellation } from '../cancellation.ts';
 import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from '../json-depth.ts';
 import { type CustomToolDoc, orphanReason, publicTool } from '../servers/custom-tools.ts';
 import { type ApiDeps, type Guards, me, ownServer, withRoom } from './context.ts';
@@ -80,9 +81,9 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
     if (args === null || typeof args !== 'object' || Array.isArray(args)) throw new ApiError(400, '"arguments" must be an object of parameter values');
     if (nestedDeeperThan(args, MAX_ARGUMENT_DEPTH)) throw new ApiError(400, `"arguments" are nested more than ${MAX_ARGUMENT_DEPTH} levels deep (the limit)`);
     // A person who leaves the page stops the call, as a client closing its connection would.
-    const abort = new AbortController();
+    const cancellation = new Cancellation();
     const stop = () => {
-      if (!ctx.res.writableFinished) abort.abort();
+      if (!ctx.res.writableFinished) cancellation.abort();
     };
     ctx.res.once('close', stop);
     try {
@@ -91,7 +92,7 @@ export function toolsRoutes(router: Router, d: ApiDeps, g: Guards): void {
         serverId: server._id,
         tool: doc.name,
         arguments: args as Record<string, unknown>,
-        signal: abort.signal,
+        cancellation,
       });
       if (!outcome.ok && outcome.rateLimited) {
         ctx.set(outcome.headers);

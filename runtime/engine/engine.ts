@@ -1,6 +1,7 @@
 // Runs a tool from (loaded spec, account credentials, arguments): render each step's request, apply
 // plugins, call the provider through the one HTTP client, map the answer, map failures to ToolError.
 import type { ErrorObject, ValidateFunction } from 'ajv';
+import { Cancellation } from '../cancellation.ts';
 import { type HttpClient, type UpstreamResponse, paidAfterAnswer } from '../http/client.ts';
 import { pointerParts } from '../json-pointer.ts';
 import {
@@ -48,7 +49,7 @@ export interface AccountConnection {
    * what the connection found, that again): resolves to the account's fresh credentials, or throws a ToolError
    * (`account_needs_reauth` when only the owner can fix it).
    */
-  renew(signal?: AbortSignal): Promise<AccountCredentials>;
+  renew(cancellation?: Cancellation): Promise<AccountCredentials>;
 }
 
 /** The grant of a connection being made, before any account holds it: for the discovery plugin. */
@@ -62,7 +63,7 @@ export interface Grant {
 export interface RunOptions {
   /** Whose call it is: its plugins' work off the event loop waits behind this owner's own only. */
   owner?: string;
-  signal?: AbortSignal;
+  cancellation?: Cancellation;
   progress?: (message: string) => void;
   /** The call's trace, when tracing is on: every provider request of the call becomes a span of it. */
   outbound?: OutboundTrace;
@@ -139,7 +140,7 @@ export class Engine {
     const facts = accountFacts(provider, account);
     const redact = facts.redact;
     const view: View = { args, account: facts.publicFields, steps: {} };
-    const resolved = account ? await this.resolveBase(provider, account, opts.signal, false, opts.outbound) : undefined;
+    const resolved = account ? await this.resolveBase(provider, account, opts.cancellation, false, opts.outbound) : undefined;
     // Once the provider answered one request of this call, a later request that gets no answer (cancelled,
     // timed out, connection broken) still leaves that work paid for.
     let answered = false;
@@ -147,27 +148,34 @@ export class Engine {
     const http = this.bind(provider, account, opts, tool.spec.annotations.idempotentHint, resolved?.base, undefined, () => {
       answered = true;
     });
-    const ctxBase = {
+    const cancellation = opts.cancellation ?? new Cancellation();
+    const progress = opts.progress ?? (() => {});
+    const offLoop = <T>(module: URL, name: string, arg: unknown): Promise<T> =>
+      this.options.offLoop ? this.options.offLoop.run<T>(opts.owner ?? '', { module, name, arg }) : runHere<T>(module, name, arg);
+    // A plugin's context; its AbortSignal is made only if the plugin reads it (runtime/cancellation.ts).
+    const contextOf = <O>(options: O) => ({
+      options,
       args,
       account: view.account,
       http,
       toolId: tool.spec.id,
-      signal: opts.signal ?? new AbortController().signal,
-      progress: opts.progress ?? (() => {}),
-      offLoop: <T>(module: URL, name: string, arg: unknown): Promise<T> =>
-        this.options.offLoop ? this.options.offLoop.run<T>(opts.owner ?? '', { module, name, arg }) : runHere<T>(module, name, arg),
-    };
+      progress,
+      offLoop,
+      get signal() {
+        return cancellation.signal;
+      },
+    });
     const applied: string[] = [];
     let last: UpstreamResponse | undefined;
     for (const [index, step] of tool.steps.entries()) {
       if (step.when && !truthy(step.when.render(view))) continue;
       try {
-        if (tool.steps.length > 1) ctxBase.progress(`${step.title}`);
+        if (tool.steps.length > 1) progress(`${step.title}`);
         let request = this.render(step.request, view);
-        for (const p of step.request.plugins) request = await p.plugin.apply(request, { options: p.options, ...ctxBase });
+        for (const p of step.request.plugins) request = await p.plugin.apply(request, contextOf(p.options));
         const { call, paginate } = step.request;
-        if (call) last = await call.plugin.apply(request, { options: call.options, ...ctxBase });
-        else if (paginate) last = await readPages(paginate, request, http, view, resolved?.base ?? facts.base, ctxBase.progress);
+        if (call) last = await call.plugin.apply(request, contextOf(call.options));
+        else if (paginate) last = await readPages(paginate, request, http, view, resolved?.base ?? facts.base, progress);
         else last = await http.send(request);
       } catch (err) {
         const failure = paidFor(toToolError(err, (res) => mapUpstreamError(tool, step.name, res, view), redact));
@@ -193,7 +201,7 @@ export class Engine {
     view.response = last;
     let result: unknown = tool.responseMap ? renderTree(tool.responseMap, view) : defaultResult(last);
     try {
-      for (const p of tool.responsePlugins) result = await p.plugin.apply(result, { options: p.options, ...ctxBase });
+      for (const p of tool.responsePlugins) result = await p.plugin.apply(result, contextOf(p.options));
     } catch (err) {
       throw paidFor(toToolError(err, (res) => mapUpstreamError(tool, undefined, res, view), redact));
     }
@@ -216,19 +224,19 @@ export class Engine {
    * Checks an account the first way of the provider's `verify` that applies to it (an n8n account without an
    * API key is checked differently from one with a key); resolves with what was proven, in words.
    */
-  async verify(provider: Provider, account: AccountCredentials, signal?: AbortSignal): Promise<string> {
+  async verify(provider: Provider, account: AccountCredentials, cancellation?: Cancellation): Promise<string> {
     const facts = accountFacts(provider, account);
     const chosen = provider.verify.find(({ way }) => wayApplies(way, facts.fields));
     if (!chosen) throw new ToolError('not_supported', `${provider.spec.title} declares no verification request for this account`);
     const { way } = chosen;
     const view: View = { args: {}, account: facts.publicFields, steps: {} };
     // Resolved afresh: verification is where an owner learns which URL and kind of token work.
-    const resolved = await this.resolveBase(provider, account, signal, true);
+    const resolved = await this.resolveBase(provider, account, cancellation, true);
     const found = resolved ? ` ${resolved.says}` : '';
     try {
       const request = this.render(chosen.request, view);
       if (way.from === 'instance') request.url = new URL(accountRoot(provider, facts.fields) + request.path);
-      const res = await this.bind(provider, account, { signal }, true, resolved?.base).send(request, { expectOk: false });
+      const res = await this.bind(provider, account, { cancellation }, true, resolved?.base).send(request, { expectOk: false });
       const accepted = (res.status >= 200 && res.status < 300) || way.accept_status?.includes(res.status);
       if (!accepted) throw new UpstreamStatusError(res);
       const body = (res.body ?? {}) as Record<string, unknown>;
@@ -259,7 +267,7 @@ export class Engine {
   private resolveBase(
     provider: Provider,
     account: AccountCredentials,
-    signal?: AbortSignal,
+    cancellation = new Cancellation(),
     fresh = false,
     outbound?: OutboundTrace,
   ): Promise<BaseResolution> | undefined {
@@ -272,9 +280,9 @@ export class Engine {
     if (cached) return cached;
     const urls = Object.entries(facts.publicFields).filter(([k]) => provider.spec.account.fields.find((f) => f.name === k)?.format === 'url');
     const origins = new Set(urls.flatMap(([, v]) => (URL.canParse(v) ? [new URL(v).origin] : [])));
-    const http = this.bind(provider, account, { signal, outbound }, true, undefined, origins);
+    const http = this.bind(provider, account, { cancellation, outbound }, true, undefined, origins);
     const pending = resolver.plugin
-      .apply(facts.base!, { options: resolver.options as never, account: facts.publicFields, http, signal: signal ?? new AbortController().signal })
+      .apply(facts.base!, { options: resolver.options as never, account: facts.publicFields, http, signal: cancellation.signal })
       .catch((err: unknown): BaseResolution => {
         // No answer at all (network, guard): the account's own URL, and the actual call reports the failure.
         const why = err instanceof ToolError ? facts.redact(err.message) : 'it failed';
@@ -294,7 +302,7 @@ export class Engine {
   private bind(
     provider: Provider,
     account: AccountCredentials | null,
-    { signal, outbound }: RunOptions,
+    { cancellation, outbound }: RunOptions,
     idempotent = true,
     resolvedBase?: string,
     authOrigins?: ReadonlySet<string>,
@@ -304,7 +312,7 @@ export class Engine {
     let facts = accountFacts(provider, current);
     let renewal: Promise<void> | undefined;
     const renew = (connection: AccountConnection) =>
-      (renewal ??= connection.renew(signal).then((fresh) => {
+      (renewal ??= connection.renew(cancellation).then((fresh) => {
         current = fresh;
         facts = accountFacts(provider, fresh);
       }));
@@ -325,7 +333,7 @@ export class Engine {
         headers: Object.assign({}, facts.headers, sendAuth ? facts.auth : undefined, req.headers),
         body: req.body,
         timeoutMs: req.timeoutMs ?? this.options.defaultTimeoutMs,
-        signal,
+        cancellation,
         retry,
         followRedirects,
         sandboxOwner: current?.sandboxOwner,
@@ -348,21 +356,16 @@ export class Engine {
   }
 
   /** What a new connection's grant reaches (provider.yaml `connect.discover`), asked with its access token. */
-  connectChoices(provider: Provider, grant: Grant, signal?: AbortSignal): Promise<ConnectChoices> {
-    return this.runConnect(provider, grant, signal, (discover, ctx) => discover.discover(ctx));
+  connectChoices(provider: Provider, grant: Grant): Promise<ConnectChoices> {
+    return this.runConnect(provider, grant, (discover, ctx) => discover.discover(ctx));
   }
 
   /** The account fields of the choice the owner made among a grant's connectChoices. */
-  connectAccount(provider: Provider, grant: Grant, choice: ConnectChoice, signal?: AbortSignal): Promise<ConnectedAccount> {
-    return this.runConnect(provider, grant, signal, (discover, ctx) => discover.complete(choice, ctx));
+  connectAccount(provider: Provider, grant: Grant, choice: ConnectChoice): Promise<ConnectedAccount> {
+    return this.runConnect(provider, grant, (discover, ctx) => discover.complete(choice, ctx));
   }
 
-  private async runConnect<T>(
-    provider: Provider,
-    grant: Grant,
-    signal: AbortSignal | undefined,
-    run: (plugin: ConnectPlugin, ctx: ConnectContext<never>) => Promise<T>,
-  ): Promise<T> {
+  private async runConnect<T>(provider: Provider, grant: Grant, run: (plugin: ConnectPlugin, ctx: ConnectContext<never>) => Promise<T>): Promise<T> {
     const connect = provider.connect;
     const discover = connect?.discover;
     if (!connect || !discover) throw new ToolError('not_supported', `${provider.spec.title} declares no connect.discover plugin`);
@@ -380,7 +383,6 @@ export class Engine {
           headers: { accept: 'application/json', ...(sendAuth ? { authorization: `Bearer ${grant.accessToken}` } : {}), ...req.headers },
           body: req.body,
           timeoutMs: req.timeoutMs ?? this.options.defaultTimeoutMs,
-          signal,
           retry,
           followRedirects,
           sandboxOwner: grant.sandboxOwner,
@@ -390,7 +392,7 @@ export class Engine {
       },
     };
     try {
-      return await run(discover.plugin, { options: discover.options as never, http, grant: grant.grant, signal: signal ?? new AbortController().signal });
+      return await run(discover.plugin, { options: discover.options as never, http, grant: grant.grant, signal: new Cancellation().signal });
     } catch (err) {
       if (err instanceof UpstreamStatusError) {
         const { status, body } = err.response;

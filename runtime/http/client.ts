@@ -8,6 +8,7 @@ import tls from 'node:tls';
 import got, { type Got, type Method, type Response, RequestError } from 'got';
 import type { SandboxLease, SandboxRouter } from '../sandbox/sandboxes.ts';
 import { isSandboxHost } from '../../sandboxes/in-service.ts';
+import type { Cancellation } from '../cancellation.ts';
 import { ToolError } from '../tool-error.ts';
 import { type OutboundTrace, attemptSpans } from '../tracing/outbound.ts';
 import { type AllowList, BadHeaderError, OutboundRefusedError, checkOutboundHeaders, checkUrl, guardedLookup } from './guard.ts';
@@ -19,7 +20,8 @@ export interface UpstreamRequest {
   /** JSON value to send; a string is sent as is (its content type must be in headers). */
   body?: unknown;
   timeoutMs?: number;
-  signal?: AbortSignal;
+  /** Stops the request (got's cancel(): no AbortSignal needed, see runtime/cancellation.ts). */
+  cancellation?: Cancellation;
   /** Allow got's retries (idempotent methods only); false for calls that must never repeat. */
   retry?: boolean;
   /** Follow redirects (each hop through the guard); false returns a 3xx answer as it is. Default true. */
@@ -123,7 +125,6 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       headers: req.headers,
       ...(hasBody ? (typeof req.body === 'string' ? { body: req.body } : { json: req.body }) : {}),
       timeout: { request: req.timeoutMs ?? options.timeoutMs },
-      ...(req.signal ? { signal: req.signal } : {}),
       ...(req.retry === false ? { retry: { limit: 0 } } : {}),
       ...(req.followRedirects === false ? { followRedirect: false } : {}),
       ...(sandbox ? { agent: sandbox.agents, context: { sandboxHost: req.url.hostname } } : {}),
@@ -153,6 +154,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         });
       }
     });
+    const forget = req.cancellation?.onAbort(() => promise.cancel());
     let res: Response<Buffer>;
     try {
       res = (await promise) as unknown as Response<Buffer>;
@@ -160,6 +162,8 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       attempts?.done(cut ? 'response_too_large' : err);
       if (cut) throw tooLarge();
       throw networkFailure(err, req, sent);
+    } finally {
+      forget?.();
     }
     attempts?.done();
     if (res.body.length > options.maxResponseBytes) {

@@ -3,6 +3,7 @@
 // for tools/call: authenticate -> authorize -> rate limit -> (find tool -> merge defaults -> validate ->
 // charge -> execute -> record in the ledger -> refund or keep). The record is written first: it is what settles
 // the charge (docs/architecture.md, "Refunds").
+import type { Cancellation } from '../cancellation.ts';
 import type { ToolError } from '../tool-error.ts';
 import type { ToolAnnotations } from '../toolspec/types.ts';
 import type { CallTrace } from '../tracing/spans.ts';
@@ -43,7 +44,7 @@ export interface ToolListing {
 export type ToolCallResult = { ok: true; result: Record<string, unknown> } | { ok: false; error: ToolError };
 
 export interface CallOptions {
-  signal: AbortSignal;
+  cancellation: Cancellation;
   progress: (message: string) => void;
   /** The call's span when tracing is on (runtime/tracing/spans.ts). */
   trace?: CallTrace;

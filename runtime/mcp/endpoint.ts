@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Context } from 'koa';
+import { Cancellation } from '../cancellation.ts';
 import { readBody, BodyTooLargeError } from '../http/body.ts';
 import { MAX_ARGUMENT_DEPTH, nestedDeeperThan } from '../json-depth.ts';
 import type { Logger } from '../log.ts';
@@ -75,7 +76,7 @@ const MODERN_METHODS = new Set(['server/discover', 'tools/list', 'tools/call']);
 export function createMcpEndpoint(opts: McpEndpointOptions) {
   const { backend } = opts;
   /** tools/call requests in progress, by key and JSON-RPC id, so notifications/cancelled can stop them. */
-  const inflight = new Map<string, AbortController>();
+  const inflight = new Map<string, Cancellation>();
   const inflightKey = (principal: Principal, id: unknown) => `${principal.keyId} ${principal.serverId} ${JSON.stringify(id)}`;
 
   /** notifications/cancelled names an earlier request of the same key; anything else needs no action. */
@@ -314,16 +315,16 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       return refuse(new ToolError('invalid_arguments', `Invalid arguments: values are nested more than ${MAX_ARGUMENT_DEPTH} levels deep (the limit)`));
     }
     // The upstream call stops when the client goes away or cancels the request.
-    const controller = new AbortController();
+    const cancellation = new Cancellation();
     const res = exchange.ctx.res;
     const abort = () => {
-      if (!res.writableFinished) controller.abort();
+      if (!res.writableFinished) cancellation.abort();
     };
     res.once('close', abort);
     const key = inflightKey(exchange.principal, id);
-    inflight.set(key, controller);
+    inflight.set(key, cancellation);
     try {
-      const outcome = await backend.callTool(exchange.principal, name, args ?? {}, { signal: controller.signal, progress: progress ?? (() => {}), trace });
+      const outcome = await backend.callTool(exchange.principal, name, args ?? {}, { cancellation, progress: progress ?? (() => {}), trace });
       if (!outcome) {
         trace?.refuse('unknown_tool');
         throw new RpcError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
@@ -333,7 +334,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       return callResult(outcome, exchange.version);
     } finally {
       res.off('close', abort);
-      if (inflight.get(key) === controller) inflight.delete(key);
+      if (inflight.get(key) === cancellation) inflight.delete(key);
     }
   }
 

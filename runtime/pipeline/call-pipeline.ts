@@ -242,7 +242,7 @@ export class CallPipeline implements McpBackend {
     if (accountId instanceof ToolError) return rejected(accountId);
     if (accountId) {
       try {
-        account = await this.d.accounts.forCall(principal.ownerId, accountId, options.signal);
+        account = await this.d.accounts.forCall(principal.ownerId, accountId, options.cancellation);
       } catch (err) {
         if (!(err instanceof ToolError)) throw err;
         return rejected(this.forCaller(err, principal, tool));
@@ -286,7 +286,7 @@ export class CallPipeline implements McpBackend {
     let outcome: ToolCallResult;
     let failure: ToolError | undefined;
     try {
-      const run = { owner: principal.ownerId, signal: options.signal, progress: options.progress, outbound: trace.outbound(validated) };
+      const run = { owner: principal.ownerId, cancellation: options.cancellation, progress: options.progress, outbound: trace.outbound(validated) };
       outcome = { ok: true, result: await this.d.engine.run(tool.base, validated, account, run) };
     } catch (err) {
       failure =
