@@ -7,6 +7,8 @@
 // for the flame graph); PROFILE_ONLY=ours-memory,ours-file,bare-proxy (the default), bare-durable, ours-tsx,
 // bare-tsx, ours-notion picks the servers. They run built, as `npm start` runs the service, except the -tsx ones.
 // PROFILE_METHOD=tools/list profiles tools/list instead (ours only: the bare proxy answers every POST as a call).
+// PROFILE_HEAP=1 runs V8's sampling heap profiler alongside and prints a second table: bytes allocated per call
+// by stage, collected or not (what the garbage collector's share comes from); kept as <server>.heapprofile.
 import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { SourceMap, type SourceMapPayload } from 'node:module';
@@ -41,6 +43,16 @@ interface CpuProfile {
   samples: number[];
   timeDeltas: number[];
 }
+interface HeapNode {
+  id: number;
+  callFrame: Frame;
+  children: HeapNode[];
+}
+interface HeapProfile {
+  head: HeapNode;
+  samples: Array<{ size: number; nodeId: number }>;
+}
+const HEAP = process.env.PROFILE_HEAP === '1';
 
 /** Stages, tried from the innermost frame outwards; the first that claims a frame takes the sample. */
 const STAGES: Array<[string, (f: Frame) => boolean]> = [
@@ -84,7 +96,7 @@ const STAGES: Array<[string, (f: Frame) => boolean]> = [
  * A built server's frames name its bundle: each is moved to the TypeScript source its source map gives (what
  * the stages match, and what a flame graph of a kept profile should show).
  */
-function mapToSources(profile: CpuProfile): void {
+function mapToSources(profile: { nodes: Array<{ callFrame: Frame }> }): void {
   const maps = new Map<string, SourceMap | null>();
   const mapOf = (url: string) => {
     if (!maps.has(url)) {
@@ -106,7 +118,8 @@ function mapToSources(profile: CpuProfile): void {
   }
 }
 
-function stagesOf(profile: CpuProfile): Map<string, number> {
+/** `weight(i)` of each sample `i`, summed by the stage of its node. */
+function stagesOf(profile: Pick<CpuProfile, 'nodes' | 'samples'>, weight: (i: number) => number): Map<string, number> {
   const parent = new Map<number, number>();
   const byId = new Map<number, ProfileNode>();
   for (const n of profile.nodes) {
@@ -127,7 +140,7 @@ function stagesOf(profile: CpuProfile): Map<string, number> {
   const micros = new Map<string, number>();
   profile.samples.forEach((id, i) => {
     const stage = stageOf(id);
-    if (stage) micros.set(stage, (micros.get(stage) ?? 0) + (profile.timeDeltas[i + 1] ?? 0));
+    if (stage) micros.set(stage, (micros.get(stage) ?? 0) + weight(i));
   });
   return micros;
 }
@@ -144,11 +157,34 @@ interface Server {
   built?: boolean;
 }
 
-async function profileOf(server: Server, upstream: string): Promise<Map<string, number>> {
+/** A heap profile's tree as a CPU profile's list of nodes, its samples as node ids (weighed by `sizes`). */
+function flatHeap(heap: HeapProfile): { nodes: ProfileNode[]; samples: number[]; sizes: number[] } {
+  const nodes: ProfileNode[] = [];
+  const walk = (n: HeapNode) => {
+    nodes.push({ id: n.id, callFrame: n.callFrame, children: n.children.map((c) => c.id) });
+    n.children.forEach(walk);
+  };
+  walk(heap.head);
+  return { nodes, samples: heap.samples.map((s) => s.nodeId), sizes: heap.samples.map((s) => s.size) };
+}
+
+/** When the server wrote `file` (after the second signal): its JSON. */
+async function written<T>(file: string): Promise<T> {
+  for (let i = 0; i < 100; i++) {
+    const text = await readFile(file, 'utf8').catch(() => '');
+    if (text) return JSON.parse(text) as T;
+    await sleep(100);
+  }
+  throw new Error(`no profile written to ${file}`);
+}
+
+async function profileOf(server: Server, upstream: string): Promise<{ cpu: Map<string, number>; heap?: Map<string, number> }> {
   const { name, file, body } = server;
   const dir = await mkdtemp(path.join(tmpdir(), 'tool-server-profile-'));
   const out = path.join(dir, 'cpu.json');
-  const target = await launch(file, [upstream, ...(server.args ?? [])], { ...server.env, BENCH_PROFILE: out }, server.built);
+  const heapOut = path.join(dir, 'heap.json');
+  const env = Object.assign({}, server.env, { BENCH_PROFILE: out }, HEAP ? { BENCH_HEAP_PROFILE: heapOut } : {});
+  const target = await launch(file, [upstream, ...(server.args ?? [])], env, server.built);
   const child = children.at(-1)!;
   const headers = {
     'content-type': 'application/json',
@@ -162,23 +198,22 @@ async function profileOf(server: Server, upstream: string): Promise<Map<string, 
   const result = await run(CALLS);
   if (result.non2xx || result.errors) throw new Error(`${file}: ${result.non2xx + result.errors} failed calls`);
   child.kill('SIGUSR2');
-  for (let i = 0; i < 100; i++) {
-    const text = await readFile(out, 'utf8').catch(() => '');
-    if (text) {
-      await rm(dir, { recursive: true, force: true });
-      const profile = JSON.parse(text) as CpuProfile;
-      mapToSources(profile);
-      if (process.env.PROFILE_OUT) {
-        await mkdir(process.env.PROFILE_OUT, { recursive: true });
-        await writeFile(path.join(process.env.PROFILE_OUT, `${name}.cpuprofile`), JSON.stringify(profile));
-      }
-      const micros = stagesOf(profile);
-      for (const [k, v] of micros) micros.set(k, v / CALLS);
-      return micros;
-    }
-    await sleep(100);
+  const profile = await written<CpuProfile>(out);
+  const heapProfile = HEAP ? await written<HeapProfile>(heapOut) : undefined;
+  await rm(dir, { recursive: true, force: true });
+  mapToSources(profile);
+  const kept = process.env.PROFILE_OUT;
+  if (kept) {
+    await mkdir(kept, { recursive: true });
+    await writeFile(path.join(kept, `${name}.cpuprofile`), JSON.stringify(profile));
   }
-  throw new Error(`${file}: no profile written`);
+  const perCall = (m: Map<string, number>) => new Map([...m].map(([k, v]) => [k, v / CALLS]));
+  const cpu = perCall(stagesOf(profile, (i) => profile.timeDeltas[i + 1] ?? 0));
+  if (!heapProfile) return { cpu };
+  const heap = flatHeap(heapProfile);
+  mapToSources(heap);
+  if (kept) await writeFile(path.join(kept, `${name}.heapprofile`), JSON.stringify(heapProfile));
+  return { cpu, heap: perCall(stagesOf(heap, (i) => heap.sizes[i]!)) };
 }
 
 async function main(): Promise<void> {
@@ -195,16 +230,27 @@ async function main(): Promise<void> {
     { title: 'ours (Notion get_page)', name: 'ours-notion', file: 'ours.ts', env: { BENCH_FAMILY: 'workspace' }, body: GET_PAGE, built: true },
   ];
   const only = (process.env.PROFILE_ONLY ?? 'ours-memory,ours-file,bare-proxy').split(',');
-  const columns: Array<[string, Map<string, number>]> = [];
-  for (const server of servers) if (only.includes(server.name)) columns.push([server.title, await profileOf(server, upstream)]);
+  const profiles: Array<[string, Awaited<ReturnType<typeof profileOf>>]> = [];
+  for (const server of servers) if (only.includes(server.name)) profiles.push([server.title, await profileOf(server, upstream)]);
+  table(
+    `CPU µs per ${METHOD} (${CALLS} calls at c=${CONNECTIONS}, V8 sampling profiler, idle excluded)`,
+    profiles.map(([n, p]) => [n, p.cpu]),
+  );
+  if (HEAP) {
+    const kb = profiles.map(([n, p]): [string, Map<string, number>] => [n, new Map([...p.heap!].map(([k, v]) => [k, v / 1024]))]);
+    table(`KB allocated per ${METHOD} (V8 sampling heap profiler, collected objects included)`, kb, 1);
+  }
+}
+
+function table(title: string, columns: Array<[string, Map<string, number>]>, digits = 0): void {
   const stages = [...STAGES.map(([s]) => s), 'other (V8, tsx, timers)'];
-  const cell = (m: Map<string, number>, s: string) => (m.get(s) ? m.get(s)!.toFixed(0) : '-');
+  const cell = (m: Map<string, number>, s: string) => (m.get(s) ? m.get(s)!.toFixed(digits) : '-');
   const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
-  console.log(`\nCPU µs per ${METHOD} (${CALLS} calls at c=${CONNECTIONS}, V8 sampling profiler, idle excluded)\n`);
+  console.log(`\n${title}\n`);
   console.log(`| stage | ${columns.map(([n]) => n).join(' | ')} |`);
   console.log(`|---|${columns.map(() => '---:').join('|')}|`);
   for (const s of stages) if (columns.some(([, m]) => m.get(s))) console.log(`| ${s} | ${columns.map(([, m]) => cell(m, s)).join(' | ')} |`);
-  console.log(`| **total** | ${columns.map(([, m]) => `**${total(m).toFixed(0)}**`).join(' | ')} |`);
+  console.log(`| **total** | ${columns.map(([, m]) => `**${total(m).toFixed(digits)}**`).join(' | ')} |`);
 }
 
 runBench(main);
