@@ -257,6 +257,51 @@ function storeContract(open: () => Promise<Store>): void {
       expect((await events.findOne({ _id: 'e3' }))?.tags).toEqual(['a']);
     });
 
+    it('every range of an indexed field sorted on it, in both directions and with limits, is the matching documents in order', async () => {
+      // Bounds below, above, around and inside the keys; one side or two; ties. (The embedded store walks its index
+      // tree for these, stopping at the limit: a walk that left the tree early or late would show here.)
+      const marks = store.collection<Doc & { n: number }>('marks');
+      await store.ensureIndexes([{ collection: 'marks', fields: ['n'] }]);
+      const values = Array.from({ length: 60 }, (_, i) => (i * 37) % 41); // 0..40 scrambled, 19 of them twice
+      await marks.insertMany(values.map((n, i) => ({ _id: `m${String(i).padStart(2, '0')}`, n })));
+      const bounds: Array<Record<string, number>> = [
+        { $gte: 10, $lt: 20 },
+        { $gt: 10, $lte: 20 },
+        { $gte: -5 },
+        { $gt: 40 },
+        { $gte: 40 },
+        { $lt: 0 },
+        { $lte: 0 },
+        { $lt: 100 },
+        { $gt: 50 },
+        { $lt: -1 },
+        { $gte: 15, $lte: 15 },
+        { $gt: 15, $lt: 16 },
+        { $gte: 30, $lt: 10 },
+      ];
+      const inside = (n: number, b: Record<string, number>) =>
+        (b.$gt === undefined || n > b.$gt) &&
+        (b.$gte === undefined || n >= b.$gte) &&
+        (b.$lt === undefined || n < b.$lt) &&
+        (b.$lte === undefined || n <= b.$lte);
+      for (const b of bounds) {
+        for (const direction of [1, -1] as const) {
+          const expected = values
+            .map((n, i) => ({ n, id: `m${String(i).padStart(2, '0')}` }))
+            .filter(({ n }) => inside(n, b))
+            .sort((x, y) => direction * (x.n - y.n) || x.id.localeCompare(y.id))
+            .map(({ id }) => id);
+          for (const limit of [undefined, 1, 7]) {
+            const found = await marks.find({ n: b }, { sort: { n: direction, _id: 1 }, ...(limit ? { limit } : {}) });
+            expect(
+              found.map((m) => m._id),
+              `${JSON.stringify(b)} ${direction} ${limit}`,
+            ).toEqual(expected.slice(0, limit));
+          }
+        }
+      }
+    });
+
     it('rejects what is outside the dialect, on every adapter', async () => {
       await expect(persons.find({ name: { $regex: '^A' } })).rejects.toBeInstanceOf(DialectError);
       await expect(persons.find({ name: /^A/ })).rejects.toBeInstanceOf(DialectError);

@@ -67,11 +67,49 @@ interface NedbInternals {
   _updateIndexes(oldDoc: Doc, newDoc: Doc): void;
   executor: { pushAsync<R>(task: () => Promise<R>): Promise<R> };
   /** By name: the sorted fields joined by commas. */
-  indexes: Record<string, { getBetweenBounds(bounds: NedbQuery): Doc[] }>;
+  indexes: Record<string, { tree: { tree: TreeNode } }>;
   persistence: { persistNewStateAsync(docs: object[]): Promise<void> };
 }
 
 const internals = (db: Datastore) => db as unknown as NedbInternals;
+
+/** A node of an index's AVL tree (@seald-io/binary-search-tree): the documents of one key; the root of an empty tree has no key. */
+interface TreeNode {
+  key?: unknown;
+  data: Doc[];
+  left: TreeNode | null;
+  right: TreeNode | null;
+  /** Whether a key is at or above the query's lower bound, at or below its upper bound (true without one). */
+  getLowerBoundMatcher(bounds: NedbQuery): (key: unknown) => boolean;
+  getUpperBoundMatcher(bounds: NedbQuery): (key: unknown) => boolean;
+}
+
+/**
+ * The documents of an index whose keys are within `bounds`, in key order (`direction` -1: the reverse), a node
+ * at a time: a walk that stops early reads no further. (The tree's own betweenBounds builds the whole range
+ * first: every record since a settlement's cursor, to take a page of them.)
+ */
+function* inRange(root: TreeNode, bounds: NedbQuery, direction: 1 | -1): Generator<Doc> {
+  if (!Object.hasOwn(root, 'key')) return;
+  const [atLeast, atMost] = [root.getLowerBoundMatcher(bounds), root.getUpperBoundMatcher(bounds)];
+  // Ascending: nodes below the lower bound are passed with their left side, and the walk ends past the upper.
+  const [near, far, beforeEnd, afterStart] = direction === 1 ? (['left', 'right', atMost, atLeast] as const) : (['right', 'left', atLeast, atMost] as const);
+  const stack: TreeNode[] = [];
+  let node: TreeNode | null = root;
+  for (;;) {
+    while (node) {
+      if (afterStart(node.key)) {
+        stack.push(node);
+        node = node[near];
+      } else node = node[far];
+    }
+    const next = stack.pop();
+    if (!next || !beforeEnd(next.key)) return;
+    if (direction === 1) yield* next.data;
+    else for (let i = next.data.length - 1; i >= 0; i--) yield next.data[i]!;
+    node = next[far];
+  }
+}
 
 export interface EmbeddedStoreOptions extends StoreEvents {
   /**
@@ -740,10 +778,8 @@ function indexWalk(db: Datastore, query: NedbQuery, options: FindOptions): (() =
   if (!index || !isOperatorObject(bounds) || !Object.keys(bounds).every((op) => BOUNDS.has(op))) return undefined;
   const wanted = (options.skip ?? 0) + (options.limit || Infinity); // limit 0: none, as in MongoDB
   return () => {
-    const inOrder = index.getBetweenBounds(bounds);
-    if (direction === -1) inOrder.reverse();
     const taken: Doc[] = [];
-    for (const doc of inOrder) {
+    for (const doc of inRange(index.tree.tree, bounds, direction === -1 ? -1 : 1)) {
       if (taken.length >= wanted && nedbModel.compareThings(nedbModel.getDotValue(doc, field!), nedbModel.getDotValue(taken.at(-1)!, field!)) !== 0) break;
       if (nedbModel.match(doc, query)) taken.push(doc);
     }
