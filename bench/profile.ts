@@ -129,7 +129,9 @@ function stagesOf(profile: Pick<CpuProfile, 'nodes' | 'samples'>, weight: (i: nu
   const stageOfNode = new Map<number, string | null>();
   const stageOf = (id: number): string | null => {
     if (stageOfNode.has(id)) return stageOfNode.get(id)!;
-    const frame = byId.get(id)!.callFrame;
+    // A heap sample may name a node the profile's tree no longer has (its stack was dropped): no stage to give.
+    const frame = byId.get(id)?.callFrame;
+    if (!frame) return 'other (V8, tsx, timers)';
     if (frame.functionName === '(idle)') return null;
     const own = STAGES.find(([, claims]) => claims(frame))?.[0];
     const up = parent.get(id);
