@@ -375,6 +375,9 @@ describe('official SDK clients', () => {
 });
 
 describe('progress and cancellation', () => {
+  /** Waits until the Jira sandbox has received a request for `path` (after the first `seen` requests). */
+  const providerGot = (path: string, seen: number) => expect.poll(() => jira.requests.slice(seen).some((r) => r.path === path), { timeout: 10_000 }).toBe(true);
+
   it('streams progress notifications over SSE before the answer when asked', async () => {
     const res = await fetch(`${svc.url}/mcp/${serverId}`, {
       method: 'POST',
@@ -406,14 +409,14 @@ describe('progress and cancellation', () => {
   // (test/attack-findings.test.ts, "a cancelled call is paid for once the provider got the request").
   it('notifications/cancelled stops the named call of the same key; the provider had the request, so the credit is kept', async () => {
     const before = await balance();
-    jira.faults.push({ pathPrefix: '/rest/api/3/issue/DEMO-3', status: 200, body: {}, delayMs: 1500 });
-    const started = Date.now();
+    // The provider would answer after 20 s: an answer before that is the cancellation's.
+    jira.faults.push({ pathPrefix: '/rest/api/3/issue/DEMO-3', status: 200, body: {}, delayMs: 20_000 });
+    const seen = jira.requests.length;
     const pending = post({ jsonrpc: '2.0', id: 77, method: 'tools/call', params: { name: 'tracker_get_issue', arguments: { issue_key: 'DEMO-3' } } });
-    await new Promise((r) => setTimeout(r, 300));
+    await providerGot('/rest/api/3/issue/DEMO-3', seen);
     const cancel = await post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 77, reason: 'user changed their mind' } });
     expect(cancel.status).toBe(202);
     const res = await pending;
-    expect(Date.now() - started).toBeLessThan(1400);
     expect(res.body.result).toMatchObject({
       isError: true,
       content: [{ text: 'The call was cancelled after the provider received the request (it may have acted on it), so its credits are kept' }],
@@ -423,7 +426,8 @@ describe('progress and cancellation', () => {
 
   it('a client that goes away aborts the upstream call; the provider had the request, so the credit is kept', async () => {
     const before = await balance();
-    jira.faults.push({ pathPrefix: '/rest/api/3/issue/DEMO-2', status: 200, body: {}, delayMs: 1500 });
+    jira.faults.push({ pathPrefix: '/rest/api/3/issue/DEMO-2', status: 200, body: {}, delayMs: 20_000 });
+    const seen = jira.requests.length;
     const controller = new AbortController();
     const pending = fetch(`${svc.url}/mcp/${serverId}`, {
       method: 'POST',
@@ -431,7 +435,7 @@ describe('progress and cancellation', () => {
       headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'tracker_get_issue', arguments: { issue_key: 'DEMO-2' } } }),
     }).catch((e: Error) => e);
-    await new Promise((r) => setTimeout(r, 300));
+    await providerGot('/rest/api/3/issue/DEMO-2', seen);
     controller.abort();
     expect(await pending).toBeInstanceOf(Error);
     // The charge is open while the call runs: wait for its record, then the balance is final.

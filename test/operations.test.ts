@@ -95,12 +95,14 @@ describe('a running service', () => {
     const key = (await call('POST', `/api/servers/${server.id}/api-keys`, owner.token, { name: 'k' })).body.key;
 
     upstream.delayMs = 700;
+    const seen = upstream.requests.length;
     const inflight = fetch(`${base}/mcp/${server.id}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'demo_echo', arguments: { message: 'last words' } } }),
     });
-    await new Promise((r) => setTimeout(r, 200));
+    // The call is in flight once the upstream has it (it answers 700 ms later).
+    await expect.poll(() => upstream.requests.length, { timeout: 10_000 }).toBeGreaterThan(seen);
     proc.child.kill('SIGTERM');
     const answer = (await (await inflight).json()) as { result: { content: Array<{ text: string }> } };
     upstream.delayMs = 0;

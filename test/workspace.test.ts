@@ -330,9 +330,10 @@ describe('create_page', () => {
       template_id: sim.ids.featureTemplate,
     });
     // Notion applies templates asynchronously: the content arrives shortly after the answer.
-    await new Promise((r) => setTimeout(r, 120));
-    expect((await ok('get_page_content', { page_id: fromDefault.id })).markdown).toContain('## Steps to reproduce');
-    expect((await ok('get_page_content', { page_id: fromId.id })).markdown).toBe('## Problem\n\nWho needs this and why?');
+    await expect.poll(async () => (await ok('get_page_content', { page_id: fromDefault.id })).markdown, { timeout: 10_000 }).toContain('## Steps to reproduce');
+    await expect
+      .poll(async () => (await ok('get_page_content', { page_id: fromId.id })).markdown, { timeout: 10_000 })
+      .toBe('## Problem\n\nWho needs this and why?');
     expect(text((await ok('get_page', { page_id: fromId.id })).properties.Name.title)).toBe('Dark mode');
 
     const credits = await balance();

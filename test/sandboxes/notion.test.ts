@@ -3,7 +3,8 @@ import { rateLimitFault, startNotionSandbox, type NotionSandbox } from '../../sa
 
 let sim: NotionSandbox;
 beforeAll(async () => {
-  sim = await startNotionSandbox({ templateDelayMs: 100 });
+  // Long enough that "blank at first" holds on a busy machine; the content is then waited for.
+  sim = await startNotionSandbox({ templateDelayMs: 1000 });
 });
 afterAll(() => sim.close());
 
@@ -432,9 +433,9 @@ describe('templates', () => {
       template: { type: 'default' },
     });
     expect((await ok('GET', `/blocks/${page.id}/children`)).results).toHaveLength(0);
-    await new Promise((r) => setTimeout(r, 300));
-    const blocks = await ok('GET', `/blocks/${page.id}/children`);
-    expect(blocks.results.map((b: any) => b.type)).toEqual(['heading_2', 'numbered_list_item', 'heading_2', 'paragraph', 'to_do']);
+    await expect
+      .poll(async () => (await ok('GET', `/blocks/${page.id}/children`)).results.map((b: any) => b.type), { timeout: 10_000 })
+      .toEqual(['heading_2', 'numbered_list_item', 'heading_2', 'paragraph', 'to_do']);
     const after = await ok('GET', `/pages/${page.id}`);
     expect(after.properties.Name.title[0].plain_text).toBe('Crash on save');
     expect(after.properties.Priority.select.name).toBe('High');
@@ -446,8 +447,7 @@ describe('templates', () => {
       properties: {},
       template: { type: 'template_id', template_id: sim.ids.featureTemplate },
     });
-    await new Promise((r) => setTimeout(r, 300));
-    expect(sim.blocks(page.id).map((b) => b.type)).toEqual(['heading_2', 'paragraph']);
+    await expect.poll(() => sim.blocks(page.id).map((b) => b.type), { timeout: 10_000 }).toEqual(['heading_2', 'paragraph']);
     expectError(
       await call('POST', '/pages', {
         parent: { data_source_id: sim.ids.tasksDataSource },
