@@ -3,6 +3,7 @@
 // FerretDB in the test runs, see test/support/mongo.ts).
 import { appendFile, cp, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { MongoBulkWriteError, MongoServerError } from 'mongodb';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -10,6 +11,7 @@ import { type Collection, DialectError, type Doc, DuplicateKeyError, type Filter
 import { openStore } from '../runtime/store/open-store.ts';
 import { LOCK_FILE } from '../runtime/store/dir-lock.ts';
 import { openEmbeddedStore } from '../runtime/store/embedded.ts';
+import { lineOf } from '../runtime/store/nedb-files.ts';
 import { openMongoStore, toDuplicateKeyError } from '../runtime/store/mongodb.ts';
 import { MONGODB_URL, dropTestDatabases, mongoTestUrl } from './support/mongo.ts';
 
@@ -782,6 +784,48 @@ describe('embedded store, file-backed specifics', () => {
     ]);
     expect((await reopened.findOne({ _id: 'o1' }))!.born).toBeInstanceOf(Date);
     await expect(reopened.insertOne({ _id: 'o4', email: 'a@x.test' })).rejects.toBeInstanceOf(DuplicateKeyError);
+    await second.close();
+  });
+
+  it("writes each document as nedb's own serializer does, so that nedb reads back what was stored", async () => {
+    // A fixed pseudo-random stream of documents of every JSON shape, with Dates (valid or not) at every depth.
+    let seed = 7;
+    const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
+    const pick = <T>(items: T[]) => items[Math.floor(random() * items.length)]!;
+    const strings = ['', 'plain', 'quote " and \\ backslash', 'line\nbreak\ttab\u0001', 'ünïcödé ✓ 𝄞', '\ud800 lone', '$notAKeyHere', '1e21'];
+    const numbers = [0, -0, 1, -17, 3.14159, 1e21, 2 ** 53, Number.NaN, Number.POSITIVE_INFINITY, -1e-7];
+    const value = (depth: number): unknown => {
+      const kind = pick(depth > 3 ? ['s', 'n', 'b', 'null', 'date', 'undef'] : ['s', 'n', 'b', 'null', 'date', 'undef', 'obj', 'arr', 'obj']);
+      if (kind === 's') return pick(strings);
+      if (kind === 'n') return pick(numbers);
+      if (kind === 'b') return random() < 0.5;
+      if (kind === 'null') return null;
+      if (kind === 'undef') return undefined;
+      if (kind === 'date') return random() < 0.9 ? new Date(Math.floor(random() * 4e12)) : new Date(Number.NaN);
+      if (kind === 'arr') return Array.from({ length: Math.floor(random() * 4) }, () => value(depth + 1));
+      const doc: Record<string, unknown> = {};
+      for (let i = Math.floor(random() * 5); i > 0; i--) doc[pick(['a', 'b_c', '10', '2', 'ünï', 'k"q', 'x y'])] = value(depth + 1);
+      return doc;
+    };
+    const docs = Array.from({ length: 400 }, (_, i) => Object.assign({ _id: `d${i}`, at: new Date(1_700_000_000_000 + i) }, value(1)));
+    const { serialize, deserialize } = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') as {
+      serialize(doc: unknown): string;
+      deserialize(line: string): unknown;
+    };
+    for (const doc of docs) expect(lineOf(doc), JSON.stringify(doc)).toBe(serialize(doc));
+    for (const bad of [{ $set: 1 }, { 'a.b': 1 }, { nested: { $where: 'x' } }, { list: [{ 'x.y': 1 }] }]) {
+      expect(() => lineOf(bad)).toThrow();
+      expect(() => serialize(bad)).toThrow();
+    }
+
+    const dir = await tempDir();
+    const first = await openStore({ dataDir: dir });
+    await first.collection<Doc>('shapes').insertMany(docs as Doc[]);
+    const stored = await first.collection<Doc>('shapes').find({}, { sort: { _id: 1 } });
+    await first.close();
+    // What JSON cannot hold (undefined, NaN, an invalid Date...) comes back as nedb's own file would give it.
+    const second = await openStore({ dataDir: dir });
+    expect(await second.collection<Doc>('shapes').find({}, { sort: { _id: 1 } })).toEqual(stored.map((doc) => deserialize(serialize(doc))));
     await second.close();
   });
 

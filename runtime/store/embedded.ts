@@ -10,7 +10,7 @@ import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import nedb from '@seald-io/nedb';
 import { lockDataDir } from './dir-lock.ts';
-import { closeDataFile, repairDataFile } from './nedb-files.ts';
+import { appendDocs, closeDataFile, repairDataFile } from './nedb-files.ts';
 import { StoreClock } from './clock.ts';
 import { checkCollectionName, checkFilter, checkUpdate, isOperatorObject, newId, upsertSeed } from './dialect.ts';
 import {
@@ -68,10 +68,11 @@ interface NedbInternals {
   executor: { pushAsync<R>(task: () => Promise<R>): Promise<R> };
   /** By name: the sorted fields joined by commas. */
   indexes: Record<string, { tree: { tree: TreeNode } }>;
-  persistence: { persistNewStateAsync(docs: object[]): Promise<void> };
 }
 
 const internals = (db: Datastore) => db as unknown as NedbInternals;
+/** Data files are the owner's only (and their folder, 0700). */
+const FILE_MODE = 0o600;
 
 /** A node of an index's AVL tree (@seald-io/binary-search-tree): the documents of one key; the root of an empty tree has no key. */
 interface TreeNode {
@@ -467,7 +468,7 @@ class EmbeddedCollection implements Collection<Doc> {
   private newDatastore(): Datastore {
     return this.filename === undefined
       ? new Datastore({ inMemoryOnly: true })
-      : new Datastore({ filename: this.filename, modes: { fileMode: 0o600, dirMode: 0o700 } });
+      : new Datastore({ filename: this.filename, modes: { fileMode: FILE_MODE, dirMode: 0o700 } });
   }
 
   private async load(db: Datastore): Promise<void> {
@@ -522,7 +523,7 @@ class EmbeddedCollection implements Collection<Doc> {
     return db.executor.pushAsync(async () => {
       apply();
       try {
-        await db.persistence.persistNewStateAsync(lines);
+        if (this.filename !== undefined) await appendDocs(this.filename, lines, FILE_MODE);
       } catch (error) {
         undo();
         throw this.context.failed(error);

@@ -24,6 +24,7 @@ interface DataFile {
 }
 
 const storage = createRequire(import.meta.url)('@seald-io/nedb/lib/storage.js') as NedbStorage;
+const nedbModel = createRequire(import.meta.url)('@seald-io/nedb/lib/model.js') as { serialize(doc: unknown): string };
 const files = new Map<string, Promise<DataFile>>();
 /** Files whose cut after a failed append failed: the length to cut them back to before anything else. */
 const cutBackTo = new Map<string, number>();
@@ -103,3 +104,57 @@ storage.appendFileAsync = async (filename, data, options) => {
     throw error;
   }
 };
+
+/**
+ * Appends documents to a data file as nedb's persistNewStateAsync does (one line each, through the storage
+ * module patched above), each line made by lineOf.
+ */
+export function appendDocs(filename: string, docs: object[], fileMode: number): Promise<void> {
+  let text = '';
+  for (const doc of docs) text += `${lineOf(doc)}\n`;
+  return storage.appendFileAsync(filename, text, { encoding: 'utf8', mode: fileMode });
+}
+
+/**
+ * A document as nedb writes it to its file (model.serialize: JSON, a Date as {"$$date":<ms>}, field names
+ * checked as it checks them), without the replacer function JSON.stringify would call for every value: on the
+ * file store that took ~15 µs of each call's record.
+ */
+export function lineOf(value: unknown): string {
+  if (typeof value !== 'object' || value === null) return JSON.stringify(value);
+  if (value instanceof Date) {
+    const ms = value.getTime();
+    return Number.isNaN(ms) ? 'null' : `{"$$date":${ms}}`; // an invalid Date is null to nedb (its toJSON says so)
+  }
+  // Whatever JSON.stringify would turn into something else first (toJSON) is left to nedb's own serializer.
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return nedbModel.serialize(value);
+  if (Array.isArray(value)) {
+    let text = '[';
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      text += `${i > 0 ? ',' : ''}${item === undefined || typeof item === 'function' || typeof item === 'symbol' ? 'null' : lineOf(item)}`;
+    }
+    return `${text}]`;
+  }
+  let text = '{';
+  for (const [key, item] of Object.entries(value)) {
+    checkFieldName(key, item);
+    if (item === undefined || typeof item === 'function' || typeof item === 'symbol') continue;
+    text += `${text.length > 1 ? ',' : ''}${JSON.stringify(key)}:${lineOf(item)}`;
+  }
+  return `${text}}`;
+}
+
+/** nedb's rule for field names (model.checkKey): no leading $ but its own markers, no dot. */
+function checkFieldName(key: string, value: unknown): void {
+  if (
+    key.startsWith('$') &&
+    !(key === '$$date' && typeof value === 'number') &&
+    !(key === '$$deleted' && value === true) &&
+    key !== '$$indexCreated' &&
+    key !== '$$indexRemoved'
+  ) {
+    throw new Error('Field names cannot begin with the $ character');
+  }
+  if (key.includes('.')) throw new Error('Field names cannot contain a .');
+}
