@@ -63,6 +63,7 @@ export function start(name: string, args: string[], env: Record<string, string> 
 export interface NotionMcp {
   url: string;
   headers: Record<string, string>;
+  pid: string;
 }
 
 /**
@@ -131,7 +132,7 @@ async function startNotionMcp(upstream: string): Promise<NotionMcp> {
   Object.assign(headers, { 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' });
   const ready = await fetch(`${base}/mcp`, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
   if (ready.status !== 202) throw why(`refused notifications/initialized (HTTP ${ready.status})`);
-  return { url: `${base}/mcp`, headers };
+  return { url: `${base}/mcp`, headers, pid: String(child.pid) };
 }
 
 function freePort(): Promise<number> {
@@ -174,6 +175,21 @@ export function mongoForBench(): string | undefined {
 /** The connections of part `i` when `total` are spread over `parts` as evenly as they go. */
 export const shareOf = (total: number, parts: number, i: number): number => Math.floor(total / parts) + (i < total % parts ? 1 : 0);
 
+/**
+ * Runs `work` with every process the bench launched stopped (SIGSTOP) but those of `pids`, then lets them go on:
+ * an idle server's own background work (its housekeeping; the MongoDB instances' reads of the store, which keep
+ * FerretDB busy too) is no noise in the measure of another.
+ */
+export async function alone<T>(pids: Array<string | undefined>, work: () => Promise<T>): Promise<T> {
+  const stopped = children.filter((c) => c.exitCode === null && c.signalCode === null && !pids.includes(String(c.pid)));
+  for (const c of stopped) c.kill('SIGSTOP');
+  try {
+    return await work();
+  } finally {
+    for (const c of stopped) c.kill('SIGCONT');
+  }
+}
+
 /** Runs a bench script; whatever happens, the processes it launched are stopped. */
 export function runBench(main: () => Promise<void>): void {
   main()
@@ -182,7 +198,10 @@ export function runBench(main: () => Promise<void>): void {
       process.exitCode = 1;
     })
     .finally(async () => {
-      for (const c of children) c.kill();
+      for (const c of children) {
+        c.kill();
+        c.kill('SIGCONT'); // one stopped by alone() ends only once it runs again
+      }
       await rm(BUILT, { recursive: true, force: true });
     });
 }

@@ -2,10 +2,11 @@
 // upstream, in one run, on loopback only, with a bare Koa+got proxy as the floor. Each server runs in its own
 // process; autocannon drives tools/list and tools/call at concurrency 1 and 32, and every answer is checked
 // (a 200 that carries an error counts as an error). Prints req/s, p50 and p99 per row, then the ratios, one
-// line per goal. BENCH_SECONDS sets the length of each row (default 5).
+// line per goal. BENCH_SECONDS sets the length of each row (default 5). While a server is measured, every other
+// but the upstream is stopped (alone(), processes.ts): the idle ones' background work is no noise in its row.
 import autocannon from 'autocannon';
 import { randomBytes } from 'node:crypto';
-import { BENCH_PAGE, PAGE_ID_IN_ANSWER, benchPageId, cpuMicros, launch, launchNotionMcp, mongoForBench, runBench, shareOf } from './processes.ts';
+import { BENCH_PAGE, PAGE_ID_IN_ANSWER, alone, benchPageId, cpuMicros, launch, launchNotionMcp, mongoForBench, runBench, shareOf } from './processes.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 5);
 /**
@@ -98,6 +99,8 @@ function post(target: Target, method: Method): autocannon.Request {
 }
 
 const started = Date.now();
+/** The upstream every server calls: never stopped while another is measured (alone). */
+let upstreamPid: string | undefined;
 const progress = (what: string) => console.error(`[${((Date.now() - started) / 1000).toFixed(0)} s] ${what}`);
 
 /**
@@ -150,7 +153,7 @@ async function measureInTurns(targets: Target[], method: Method, connections: nu
   const rows = new Map<Target, Row>();
   for (let turn = 0; turn < TURNS; turn++) {
     for (const target of turn % 2 ? [...targets].reverse() : targets) {
-      const r = await measure(target, method, connections, SECONDS / TURNS);
+      const r = await alone([upstreamPid, target.pid], () => measure(target, method, connections, SECONDS / TURNS));
       const sum = rows.get(target);
       rows.set(target, sum ? added(sum, r) : r);
     }
@@ -216,7 +219,7 @@ async function pathKinds(url: string): Promise<Record<string, number>> {
 }
 
 async function measureGet(name: string, url: string, connections: number): Promise<Row> {
-  return row(name, 'GET /ping', connections, await autocannon({ url, connections, duration: SECONDS }), 0);
+  return row(name, 'GET /ping', connections, await alone([upstreamPid], () => autocannon({ url, connections, duration: SECONDS })), 0);
 }
 
 function row(target: string, method: string, connections: number, result: autocannon.Result, wrong: number): Row {
@@ -237,7 +240,9 @@ function row(target: string, method: string, connections: number, result: autoca
 }
 
 async function main(): Promise<void> {
-  const upstream = (await launch('upstream.ts')).url;
+  const upstreamServer = await launch('upstream.ts');
+  const upstream = upstreamServer.url;
+  upstreamPid = upstreamServer.pid;
   const mongodbUrl = mongoForBench();
   if (!mongodbUrl) progress('NO MongoDB-wire server (set MONGODB_URL, or install Go for the FerretDB peer): the MongoDB rows and lines are left out');
   // The MongoDB row's database and master key, which the two more instances of the owner-line measure share.
@@ -280,6 +285,7 @@ async function main(): Promise<void> {
     {
       name: OURS_NOTION,
       url: oursNotion.url,
+      pid: oursNotion.pid,
       headers: { authorization: `Bearer ${oursNotion.key}` },
       bodies: { 'tools/list': rpc('tools/list'), 'tools/call': readPage('get_page') },
       expect: { 'tools/list': 'get_page', 'tools/call': BENCH_PAGE.title },
@@ -288,6 +294,7 @@ async function main(): Promise<void> {
     {
       name: NOTION_MCP,
       url: notionMcp.url,
+      pid: notionMcp.pid,
       headers: notionMcp.headers,
       bodies: { 'tools/list': rpc('tools/list'), 'tools/call': readPage('API-retrieve-a-page') },
       expect: { 'tools/list': 'API-retrieve-a-page', 'tools/call': BENCH_PAGE.title },
@@ -392,7 +399,7 @@ async function cpuLine(rows: Row[], ours: Target, bare: Target): Promise<string>
   for (let i = 0; i < 2; i++) {
     for (const target of [ours, bare]) {
       progress(`${target.name} tools/call c=32 at ${rate} req/s`);
-      const r = await measure(target, 'tools/call', 32, SECONDS, rate);
+      const r = await alone([upstreamPid, target.pid], () => measure(target, 'tools/call', 32, SECONDS, rate));
       if (r.errors > 0) throw new Error(`errors in ${target.name} tools/call c=32 at ${rate} req/s: the CPU line would not mean anything`);
       paced.set(target, paced.get(target)! + r.cpuPerCall!);
     }
@@ -406,7 +413,8 @@ async function cpuLine(rows: Row[], ours: Target, bare: Target): Promise<string>
  */
 async function measureSharedOwner(instances: Target[]): Promise<Row> {
   progress(`one owner through ${instances.map((t) => t.name).join(', ')} at once`);
-  const parts = await Promise.all(instances.map((t, i) => measure(t, 'tools/call', shareOf(32, instances.length, i))));
+  const pids = [upstreamPid, ...instances.map((t) => t.pid)];
+  const parts = await alone(pids, () => Promise.all(instances.map((t, i) => measure(t, 'tools/call', shareOf(32, instances.length, i)))));
   const total = (pick: (r: Row) => number) => parts.reduce((sum, r) => sum + pick(r), 0);
   return {
     target: `${OURS_MONGO} x${instances.length}`,
