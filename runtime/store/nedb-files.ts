@@ -112,6 +112,7 @@ storage.appendFileAsync = async (filename, data, options) => {
 export function appendDocs(filename: string, docs: object[], fileMode: number): Promise<void> {
   let text = '';
   for (const doc of docs) text += `${lineOf(doc)}\n`;
+  if (text === '') return Promise.resolve();
   return storage.appendFileAsync(filename, text, { encoding: 'utf8', mode: fileMode });
 }
 
