@@ -147,13 +147,24 @@ async function measure(target: Target, method: Method, connections: number, seco
   return r;
 }
 
+/** A measure of `target` with every other server but the upstream stopped (alone, processes.ts). */
+function measureAlone(target: Target, method: Method, connections: number, seconds: number, rate?: number): Promise<Row> {
+  return alone([upstreamPid, target.pid], () => measure(target, method, connections, seconds, rate));
+}
+
+/** 500 calls, so that JIT and connection pools are in their steady state before a target is measured. */
+async function warm(target: Target): Promise<void> {
+  progress(`warm ${target.name}`);
+  await alone([upstreamPid, target.pid], () => autocannon({ url: target.url, connections: 8, amount: 500, requests: [post(target, 'tools/call')] }));
+}
+
 /** Each target measured for SECONDS in TURNS turns taken in turn with the others: one row each, their sums. */
 async function measureInTurns(targets: Target[], method: Method, connections: number): Promise<Row[]> {
   progress(`${method} c=${connections}: ${targets.map((t) => t.name).join(', ')}`);
   const rows = new Map<Target, Row>();
   for (let turn = 0; turn < TURNS; turn++) {
     for (const target of turn % 2 ? [...targets].reverse() : targets) {
-      const r = await alone([upstreamPid, target.pid], () => measure(target, method, connections, SECONDS / TURNS));
+      const r = await measureAlone(target, method, connections, SECONDS / TURNS);
       const sum = rows.get(target);
       rows.set(target, sum ? added(sum, r) : r);
     }
@@ -303,11 +314,7 @@ async function main(): Promise<void> {
     },
   ];
   progress('all servers up');
-  // Warm up every target so JIT and connection pools are in their steady state.
-  for (const t of [...general, ...callOnly, ...notion]) {
-    progress(`warm ${t.name}`);
-    await autocannon({ url: t.url, connections: 8, amount: 500, requests: [post(t, 'tools/call')] });
-  }
+  for (const t of [...general, ...callOnly, ...notion]) await warm(t);
 
   const rows: Row[] = [];
   for (const connections of [1, 32]) {
@@ -318,10 +325,7 @@ async function main(): Promise<void> {
   }
   const instances = oursMongo ? [oursMongo, ...(await moreInstances())] : [];
   const sharedOwner = instances.map((server, i) => keyed(`${OURS_MONGO} #${i + 1}`, server));
-  for (const t of sharedOwner.slice(1)) {
-    progress(`warm ${t.name}`);
-    await alone([upstreamPid, t.pid], () => autocannon({ url: t.url, connections: 8, amount: 500, requests: [post(t, 'tools/call')] }));
-  }
+  for (const t of sharedOwner.slice(1)) await warm(t);
   const shared = sharedOwner.length ? await measureSharedOwner(sharedOwner) : undefined;
   if (shared) rows.push(shared);
 
@@ -405,7 +409,7 @@ async function cpuLine(rows: Row[], ours: Target, bare: Target): Promise<string>
   for (let i = 0; i < 2; i++) {
     for (const target of [ours, bare]) {
       progress(`${target.name} tools/call c=32 at ${rate} req/s`);
-      const r = await alone([upstreamPid, target.pid], () => measure(target, 'tools/call', 32, SECONDS, rate));
+      const r = await measureAlone(target, 'tools/call', 32, SECONDS, rate);
       if (r.errors > 0) throw new Error(`errors in ${target.name} tools/call c=32 at ${rate} req/s: the CPU line would not mean anything`);
       paced.set(target, paced.get(target)! + r.cpuPerCall!);
     }
