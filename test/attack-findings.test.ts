@@ -480,6 +480,20 @@ describe('bad input answers 400 or invalid_arguments, never 500 or a network err
     expect(await balance()).toBe(before);
   });
 
+  it('a lone surrogate deep in the arguments, in a value or in a key, is named by its path', async () => {
+    const before = await balance();
+    const webhook = (headers: string) => callWithText('automation_Trigger_Workflow_Webhook', `{"webhook_url":"${NOWHERE}/webhook/x","body":${headers}}`);
+    const inValue = await webhook('{"items":[{"a":"ok"},{"b":"x\\udfff"}]}');
+    expect(inValue.structuredContent.error.message).toBe(
+      'Invalid arguments: "body.items.1.b" contains a lone surrogate (U+DFFF), which is not valid Unicode text',
+    );
+    const inKey = await webhook('{"items":[{"\\ud83d":1}]}');
+    expect(inKey.structuredContent.error.message).toBe(
+      'Invalid arguments: "body.items.0.\ud83d" contains a lone surrogate (U+D83D), which is not valid Unicode text',
+    );
+    expect(await balance()).toBe(before);
+  });
+
   it('a header value that is not ASCII is invalid_arguments naming the argument, charged nothing', async () => {
     const before = await balance();
     for (const value of ['日本', 'caf\u00e9', 'line\r\nInjected: 1']) {

@@ -437,19 +437,25 @@ export class Engine {
   }
 }
 
+/** With the u flag a well-formed pair is one code point, so only a lone half matches. */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
 /**
  * The first string (or key) holding half of a UTF-16 surrogate pair alone, with where it is ("a.0.b") and the
  * code unit in hex; undefined when all text is well formed. No provider can take such text (it has no UTF-8
  * form), and encoding it for a URL throws.
  */
 function loneSurrogate(value: unknown): { at: string; code: string } | undefined {
-  // With the u flag a well-formed pair is one code point, so only a lone half matches.
-  const LONE = /\p{Surrogate}/u;
-  const found = (text: string, at: string[]) => {
-    const m = LONE.exec(text);
-    return m ? { at: at.join('.'), code: m[0].charCodeAt(0).toString(16).toUpperCase() } : undefined;
+  // A path is kept as links to its parent's (made into "a.0.b" only for the answer): arguments are walked on every call.
+  type At = { key: string; up: At } | undefined;
+  const found = (text: string, at: At) => {
+    const m = LONE_SURROGATE.exec(text);
+    if (!m) return undefined;
+    const keys: string[] = [];
+    for (let a = at; a; a = a.up) keys.unshift(a.key);
+    return { at: keys.join('.'), code: m[0].charCodeAt(0).toString(16).toUpperCase() };
   };
-  const stack: Array<[unknown, string[]]> = [[value, []]];
+  const stack: Array<[unknown, At]> = [[value, undefined]];
   while (stack.length) {
     const [v, at] = stack.pop()!;
     if (typeof v === 'string') {
@@ -457,9 +463,10 @@ function loneSurrogate(value: unknown): { at: string; code: string } | undefined
       if (lone) return lone;
     } else if (v !== null && typeof v === 'object') {
       for (const [k, child] of Object.entries(v)) {
-        const lone = found(k, [...at, k]);
+        const here = { key: k, up: at };
+        const lone = found(k, here);
         if (lone) return lone;
-        stack.push([child, [...at, k]]);
+        stack.push([child, here]);
       }
     }
   }
