@@ -304,6 +304,60 @@ function storeContract(open: () => Promise<Store>): void {
       }
     });
 
+    it('a closed range of an indexed field among values of every type, with conditions on other fields, is what matches', async () => {
+      // Only values of the bounds' type sort between them; the other fields' conditions still hold (the embedded
+      // store matches only those on what its walk of the range meets).
+      const mixed = store.collection<Doc & { v?: unknown; tag?: string | null }>('mixed');
+      await store.ensureIndexes([{ collection: 'mixed', fields: ['v'] }]);
+      const day = (d: number) => new Date(Date.UTC(2026, 0, d));
+      const values: unknown[] = [3, 'c', day(3), 7, 'g', day(7), null, true, { k: 5 }, 5, 'e', day(5), 5, 'e', day(5), { k: 6 }, 1.5, 'a', day(1)];
+      const tags = [undefined, 'a', 'b', null];
+      const docs = values.map((v, i) =>
+        Object.assign({ _id: `x${String(i).padStart(2, '0')}` }, v === undefined ? {} : { v }, tags[i % 4] === undefined ? {} : { tag: tags[i % 4] }),
+      );
+      await mixed.insertMany([...docs, { _id: 'x99', tag: 'a' }]);
+      const ranges: Array<[Record<string, unknown>, (v: unknown) => boolean]> = [
+        [{ $gte: 3, $lt: 7 }, (v) => typeof v === 'number' && v >= 3 && v < 7],
+        [{ $gt: 3, $lte: 7 }, (v) => typeof v === 'number' && v > 3 && v <= 7],
+        [{ $gte: 'b', $lte: 'e' }, (v) => typeof v === 'string' && v >= 'b' && v <= 'e'],
+        [{ $gt: day(3), $lt: day(8) }, (v) => v instanceof Date && v > day(3) && v < day(8)],
+        // Open on one side: values of every type sort beyond the bound, only those of its type are in the range.
+        [{ $gt: 4 }, (v) => typeof v === 'number' && v > 4],
+        [{ $lt: 'd' }, (v) => typeof v === 'string' && v < 'd'],
+      ];
+      const tagged: Array<[Filter, (tag: unknown) => boolean]> = [
+        [{}, () => true],
+        [{ tag: 'a' }, (tag) => tag === 'a'],
+        [{ tag: { $in: ['b', null] } }, (tag) => tag === 'b' || tag === null || tag === undefined],
+        [{ tag: { $ne: 'a' } }, (tag) => tag !== 'a'],
+      ];
+      for (const [range, inside] of ranges) {
+        for (const [other, holds] of tagged) {
+          for (const direction of [1, -1] as const) {
+            const value = (d: Doc) => (d as { v?: unknown }).v as number | string | Date;
+            const expected = docs
+              .filter((d) => inside(value(d)) && holds((d as { tag?: unknown }).tag))
+              .sort((x, y) => {
+                const [a, b] = [value(x), value(y)];
+                return direction * (a < b ? -1 : a > b ? 1 : 0) || x._id.localeCompare(y._id);
+              })
+              .map((d) => d._id);
+            for (const limit of [undefined, 2]) {
+              const found = await mixed.find(Object.assign({ v: range }, other), { sort: { v: direction, _id: 1 }, ...(limit ? { limit } : {}) });
+              expect(
+                found.map((d) => d._id),
+                `${JSON.stringify(range)} ${JSON.stringify(other)} ${direction} ${limit}`,
+              ).toEqual(expected.slice(0, limit));
+            }
+          }
+        }
+      }
+      // An array is in the range by an element.
+      await mixed.insertOne({ _id: 'y', v: [1, 6, 'z'], tag: 'b' });
+      expect((await mixed.find({ v: { $gt: 5, $lt: 7 }, tag: 'b' }, { sort: { v: 1 } })).map((d) => d._id)).toEqual(['y']);
+      expect(await mixed.find({ v: { $gt: 5, $lt: 7 }, tag: 'a' }, { sort: { v: 1 } })).toEqual([]);
+    });
+
     it('rejects what is outside the dialect, on every adapter', async () => {
       await expect(persons.find({ name: { $regex: '^A' } })).rejects.toBeInstanceOf(DialectError);
       await expect(persons.find({ name: /^A/ })).rejects.toBeInstanceOf(DialectError);

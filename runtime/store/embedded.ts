@@ -361,7 +361,7 @@ class EmbeddedCollection implements Collection<Doc> {
     checkFilter(filter);
     const query = toNedbQuery(filter);
     return this.read(async (db) => {
-      const walk = indexWalk(db, query, options);
+      const walk = indexWalk(db, filter, query, options);
       if (walk) return internals(db).executor.pushAsync(async () => walk());
       let cursor = db.findAsync(query, options.projection ?? {});
       if (options.sort) cursor = cursor.sort(options.sort);
@@ -771,18 +771,23 @@ function datesOnly(path: string, operators: Record<string, unknown>): NedbQuery 
  * a call's CPU on a ledger of 10k records). Documents that tie on the field at the limit are all taken, then
  * the few taken are sorted on the whole sort. Undefined when the find is not of that shape (nedb's cursor then).
  */
-function indexWalk(db: Datastore, query: NedbQuery, options: FindOptions): (() => Doc[]) | undefined {
+function indexWalk(db: Datastore, filter: Filter, query: NedbQuery, options: FindOptions): (() => Doc[]) | undefined {
   const sort = Object.entries(options.sort ?? {});
   const [field, direction] = sort[0] ?? [];
   const bounds = field === undefined ? undefined : query[field];
   const index = field === undefined ? undefined : internals(db).indexes[field];
   if (!index || !isOperatorObject(bounds) || !Object.keys(bounds).every((op) => BOUNDS.has(op))) return undefined;
   const wanted = (options.skip ?? 0) + (options.limit || Infinity); // limit 0: none, as in MongoDB
+  // Every document the walk meets holds the field within the bounds when they are a closed range of one type
+  // (nothing of another type sorts between two dates, numbers or strings): the rest of the filter is then all
+  // there is to match (measured: a third of the roll-up's cost per record, its range and the dates' check).
+  const rest = closedRange(filter[field!]) ? toNedbQuery(Object.fromEntries(Object.entries(filter).filter(([key]) => key !== field))) : query;
+  const matches = Object.keys(rest).length === 0 ? () => true : (doc: Doc) => nedbModel.match(doc, rest);
   return () => {
     const taken: Doc[] = [];
     for (const doc of inRange(index.tree.tree, bounds, direction === -1 ? -1 : 1)) {
       if (taken.length >= wanted && nedbModel.compareThings(nedbModel.getDotValue(doc, field!), nedbModel.getDotValue(taken.at(-1)!, field!)) !== 0) break;
-      if (nedbModel.match(doc, query)) taken.push(doc);
+      if (matches(doc)) taken.push(doc);
     }
     if (sort.length > 1) {
       taken.sort((a, b) => {
@@ -799,6 +804,26 @@ function indexWalk(db: Datastore, query: NedbQuery, options: FindOptions): (() =
       ? project(db, query, options.projection, page)
       : page.map((doc) => nedbModel.deepCopy(doc));
   };
+}
+
+/** A condition of only a lower and an upper bound, both dates, numbers or strings. */
+function closedRange(condition: unknown): boolean {
+  if (!isOperatorObject(condition)) return false;
+  const ops = Object.keys(condition);
+  const lower = ops.filter((op) => op === '$gt' || op === '$gte');
+  const upper = ops.filter((op) => op === '$lt' || op === '$lte');
+  if (ops.length !== 2 || lower.length !== 1 || upper.length !== 1) return false;
+  const [low, high] = [condition[lower[0]!], condition[upper[0]!]];
+  // NaN (an invalid date's time too) compares equal to every key: the walk would not hold the range.
+  const kind = (v: unknown) =>
+    v instanceof Date
+      ? Number.isNaN(v.getTime())
+        ? undefined
+        : 'date'
+      : (typeof v === 'number' && !Number.isNaN(v)) || typeof v === 'string'
+        ? typeof v
+        : undefined;
+  return kind(low) !== undefined && kind(low) === kind(high);
 }
 
 /** Copies of `docs` with nedb's projection rules. */
