@@ -9,6 +9,7 @@
 // the others are started with BENCH_JOIN=<the first's JSON line> and serve the same server with the same key.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { createServer, Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -25,6 +26,14 @@ const notion = process.env.BENCH_FAMILY === 'workspace';
 const mongodbUrl = process.env.BENCH_STORE === 'mongodb' ? process.env.BENCH_MONGODB_URL : undefined;
 const joined = process.env.BENCH_JOIN ? (JSON.parse(process.env.BENCH_JOIN) as Record<string, string>) : undefined;
 const inRequest = mongodbUrl ? answerInRequestContext() : undefined;
+// The bench's own data folder (the file store's calls reach tens of MB a run): gone when the runner stops the server.
+const dataDir = await mkdtemp(path.join(tmpdir(), 'tool-server-bench-'));
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    rmSync(dataDir, { recursive: true, force: true });
+    process.exit(0);
+  });
+}
 const config = loadConfig({
   PORT: '0',
   LOG_LEVEL: process.env.BENCH_LOG_LEVEL || 'info',
@@ -32,7 +41,7 @@ const config = loadConfig({
   TOOL_SPECS_DIR: path.resolve(notion ? 'tool-specs' : 'test/fixtures/specs'),
   RATE_LIMIT_BURST: '1000000',
   RATE_LIMIT_PER_MINUTE: '10000000',
-  DATA_DIR: await mkdtemp(path.join(tmpdir(), 'tool-server-bench-')),
+  DATA_DIR: dataDir,
   ...(mongodbUrl
     ? {
         MONGODB_URL: withDatabase(mongodbUrl, process.env.BENCH_MONGODB_DB || `bench_${process.pid}`),
@@ -69,7 +78,6 @@ async function setUpOwner(): Promise<Record<string, string>> {
   const key = await api(`/api/servers/${server.id}/api-keys`, owner.token, { name: 'bench' });
   return { owner: owner.id, server: server.id, key: key.key };
 }
-process.once('SIGINT', () => process.exit(0));
 
 /** The same server, another database. */
 function withDatabase(url: string, db: string): string {
