@@ -815,14 +815,11 @@ function closedRange(condition: unknown): boolean {
   if (ops.length !== 2 || lower.length !== 1 || upper.length !== 1) return false;
   const [low, high] = [condition[lower[0]!], condition[upper[0]!]];
   // NaN (an invalid date's time too) compares equal to every key: the walk would not hold the range.
-  const kind = (v: unknown) =>
-    v instanceof Date
-      ? Number.isNaN(v.getTime())
-        ? undefined
-        : 'date'
-      : (typeof v === 'number' && !Number.isNaN(v)) || typeof v === 'string'
-        ? typeof v
-        : undefined;
+  const kind = (v: unknown) => {
+    if (v instanceof Date) return Number.isNaN(v.getTime()) ? undefined : 'date';
+    if (typeof v === 'number') return Number.isNaN(v) ? undefined : 'number';
+    return typeof v === 'string' ? 'string' : undefined;
+  };
   return kind(low) !== undefined && kind(low) === kind(high);
 }
 
