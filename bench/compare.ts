@@ -7,7 +7,9 @@
 //
 // COMPARE_STORE=memory (default) | file, COMPARE_ROUNDS (default 10) chunks of COMPARE_CALLS (default 2,000)
 // each at COMPARE_CONNECTIONS (default 32). A revision's files are extracted once into node_modules/.cache/compare/.
-// COMPARE_SERVER=bare-proxy compares the bare proxy instead (a change of the bench's floor). COMPARE_METHOD=tools/list
+// COMPARE_SERVER=bare-proxy compares the bare proxy instead (a change of the bench's floor); COMPARE_SERVERS=<base's>,<head's>
+// runs a server of its own on each side: `COMPARE_SERVERS=bare-proxy,ours npm run bench:compare -- HEAD HEAD` is ours
+// against the bare proxy at one moment of the machine (the CPU line of the bench, flat out). COMPARE_METHOD=tools/list
 // sends tools/list instead of tools/call; COMPARE_FAMILY=workspace serves the 13 Notion tools (BENCH_FAMILY in
 // ours.ts), whose tools/call reads a page.
 import { execFileSync } from 'node:child_process';
@@ -20,7 +22,9 @@ import { BENCH_PAGE, builtProgram, cpuMicros, launch, runBench, start } from './
 const ROUNDS = Number(process.env.COMPARE_ROUNDS || 10);
 const CALLS = Number(process.env.COMPARE_CALLS || 2000);
 const CONNECTIONS = Number(process.env.COMPARE_CONNECTIONS || 32);
-const SERVER = `${process.env.COMPARE_SERVER || 'ours'}.ts`;
+const SERVER = process.env.COMPARE_SERVER || 'ours';
+/** The server file of the base's side and of the head's. */
+const SERVERS = (process.env.COMPARE_SERVERS || `${SERVER},${SERVER}`).split(',').map((name) => `${name}.ts`);
 const CACHE = path.resolve('node_modules/.cache/compare');
 const METHOD = process.env.COMPARE_METHOD || 'tools/call';
 const FAMILY = process.env.COMPARE_FAMILY;
@@ -50,7 +54,7 @@ async function built(revision: string | undefined): Promise<{ label: string; dir
     }
   }
   const dir = path.join(CACHE, 'builds', revision ? path.basename(root) : 'working-tree');
-  await buildService([`bench/${SERVER}`, 'test/support/loopback-only.ts'], dir, root);
+  await buildService([...new Set(SERVERS.map((file) => `bench/${file}`)), 'test/support/loopback-only.ts'], dir, root);
   return { label, dir };
 }
 
@@ -60,14 +64,21 @@ async function main(): Promise<void> {
   const upstream = (await launch('upstream.ts')).url;
   const env: Record<string, string> = { ...(process.env.COMPARE_STORE === 'file' && { BENCH_STORE: 'file' }), ...(FAMILY && { BENCH_FAMILY: FAMILY }) };
   const sides = [];
-  for (const revision of [base, head]) {
+  for (const [i, revision] of [base, head].entries()) {
+    const file = SERVERS[i]!;
     // `tsx`: the working tree through tsx, as the tests run it (what the build gains).
     if (revision === 'tsx') {
-      sides.push({ label: 'working tree through tsx', server: await launch(SERVER, [upstream], env), cpu: 0, calls: 0, rates: [] as number[] });
+      sides.push({ label: `${file}, working tree through tsx`, server: await launch(file, [upstream], env), cpu: 0, calls: 0, rates: [] as number[] });
       continue;
     }
     const { label, dir } = await built(revision);
-    sides.push({ label, server: await start(label, [...builtProgram(dir, SERVER), upstream], env), cpu: 0, calls: 0, rates: [] as number[] });
+    sides.push({
+      label: `${file}, ${label}`,
+      server: await start(label, [...builtProgram(dir, file), upstream], env),
+      cpu: 0,
+      calls: 0,
+      rates: [] as number[],
+    });
   }
   const send = (server: Record<string, string>, amount: number) =>
     autocannon({
@@ -98,7 +109,7 @@ async function main(): Promise<void> {
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const [a, b] = sides.map((s) => ({ ...s, perCall: s.cpu / s.calls, rate: median(s.rates) }));
   console.log(
-    `\n${SERVER}${FAMILY ? ` (${FAMILY})` : ''} ${METHOD}, ${ROUNDS} x ${CALLS} calls each at c=${CONNECTIONS}, ${process.env.COMPARE_STORE || 'memory'} store`,
+    `\n${[...new Set(SERVERS)].join(' against ')}${FAMILY ? ` (${FAMILY})` : ''} ${METHOD}, ${ROUNDS} x ${CALLS} calls each at c=${CONNECTIONS}, ${process.env.COMPARE_STORE || 'memory'} store`,
   );
   for (const s of [a, b])
     console.log(`${s.label.padEnd(40)} ${s.perCall.toFixed(0).padStart(6)} CPU µs/call ${s.rate.toFixed(0).padStart(6)} calls/s (median)`);
