@@ -10,6 +10,7 @@ import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import nedb from '@seald-io/nedb';
 import { lockDataDir } from './dir-lock.ts';
+import { OrderedKeys, type TreeOptions } from './ordered-keys.ts';
 import { appendDocs, closeDataFile, repairDataFile } from './nedb-files.ts';
 import { StoreClock } from './clock.ts';
 import { checkCollectionName, checkFilter, checkUpdate, isOperatorObject, newId, upsertSeed } from './dialect.ts';
@@ -67,48 +68,33 @@ interface NedbInternals {
   _updateIndexes(oldDoc: Doc, newDoc: Doc): void;
   executor: { pushAsync<R>(task: () => Promise<R>): Promise<R> };
   /** By name: the sorted fields joined by commas. */
-  indexes: Record<string, { tree: { tree: TreeNode } }>;
+  indexes: Record<string, NedbIndex>;
 }
 
 const internals = (db: Datastore) => db as unknown as NedbInternals;
 /** Data files are the owner's only (and their folder, 0700). */
 const FILE_MODE = 0o600;
 
-/** A node of an index's AVL tree (@seald-io/binary-search-tree): the documents of one key; the root of an empty tree has no key. */
-interface TreeNode {
-  key?: unknown;
-  data: Doc[];
-  left: TreeNode | null;
-  right: TreeNode | null;
-  /** Whether a key is at or above the query's lower bound, at or below its upper bound (true without one). */
-  getLowerBoundMatcher(bounds: NedbQuery): (key: unknown) => boolean;
-  getUpperBoundMatcher(bounds: NedbQuery): (key: unknown) => boolean;
+/** nedb's Index, whose tree orderIndexes replaces (lib/indexes.js of 4.1.2). */
+interface NedbIndex {
+  tree: OrderedKeys | Parameters<typeof OrderedKeys.of>[0];
+  treeOptions: TreeOptions;
+  insert(docs: Doc | Doc[]): void;
+  reset(docs?: Doc | Doc[]): void;
 }
 
 /**
- * The documents of an index whose keys are within `bounds`, in key order (`direction` -1: the reverse), a node
- * at a time: a walk that stops early reads no further. (The tree's own betweenBounds builds the whole range
- * first: every record since a settlement's cursor, to take a page of them.)
+ * Puts OrderedKeys in place of the AVL tree of every index of `db`, including those nedb makes as it loads a
+ * file, and in place of the tree an index starts again with when nedb resets it (every load does).
  */
-function* inRange(root: TreeNode, bounds: NedbQuery, direction: 1 | -1): Generator<Doc> {
-  if (!Object.hasOwn(root, 'key')) return;
-  const [atLeast, atMost] = [root.getLowerBoundMatcher(bounds), root.getUpperBoundMatcher(bounds)];
-  // Ascending: nodes below the lower bound are passed with their left side, and the walk ends past the upper.
-  const [near, far, beforeEnd, afterStart] = direction === 1 ? (['left', 'right', atMost, atLeast] as const) : (['right', 'left', atLeast, atMost] as const);
-  const stack: TreeNode[] = [];
-  let node: TreeNode | null = root;
-  for (;;) {
-    while (node) {
-      if (afterStart(node.key)) {
-        stack.push(node);
-        node = node[near];
-      } else node = node[far];
-    }
-    const next = stack.pop();
-    if (!next || !beforeEnd(next.key)) return;
-    if (direction === 1) yield* next.data;
-    else for (let i = next.data.length - 1; i >= 0; i--) yield next.data[i]!;
-    node = next[far];
+function orderIndexes(db: Datastore): void {
+  for (const index of Object.values(internals(db).indexes)) {
+    if (index.tree instanceof OrderedKeys) continue;
+    index.tree = OrderedKeys.of(index.tree, index.treeOptions);
+    index.reset = (docs) => {
+      index.tree = new OrderedKeys(index.treeOptions);
+      if (docs) index.insert(docs);
+    };
   }
 }
 
@@ -474,6 +460,7 @@ class EmbeddedCollection implements Collection<Doc> {
   private async load(db: Datastore): Promise<void> {
     if (this.filename !== undefined) await repairDataFile(this.filename);
     await db.loadDatabaseAsync();
+    orderIndexes(db);
   }
 
   private async buildIndex(db: Datastore, { fields, unique = false, sparse = false }: IndexSpec): Promise<void> {
@@ -481,6 +468,7 @@ class EmbeddedCollection implements Collection<Doc> {
     const existed = name in internals(db).indexes;
     try {
       await db.ensureIndexAsync({ fieldName: fields, unique, sparse });
+      orderIndexes(db);
     } catch (error) {
       if (isUniqueViolation(error)) throw new DuplicateKeyError(this.name, fields, { cause: error });
       // Built in memory, not declared in the file: given back, like any write that failed.
@@ -785,7 +773,7 @@ function indexWalk(db: Datastore, filter: Filter, query: NedbQuery, options: Fin
   const matches = Object.keys(rest).length === 0 ? () => true : (doc: Doc) => nedbModel.match(doc, rest);
   return () => {
     const taken: Doc[] = [];
-    for (const doc of inRange(index.tree.tree, bounds, direction === -1 ? -1 : 1)) {
+    for (const doc of (index.tree as OrderedKeys).between(bounds, direction === -1 ? -1 : 1)) {
       if (taken.length >= wanted && nedbModel.compareThings(nedbModel.getDotValue(doc, field!), nedbModel.getDotValue(taken.at(-1)!, field!)) !== 0) break;
       if (matches(doc)) taken.push(doc);
     }
