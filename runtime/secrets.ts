@@ -44,6 +44,18 @@ export function randomId(prefix = '', bytes = 12): string {
   return base62Token(prefix, bytes, pooledRandomBytes);
 }
 
+/**
+ * randomId's shape, led by its time of creation (ms, 8 base62 characters: good until the year 8900), so that ids
+ * sort in the order they were made: a record's id then goes to the end of an ordered index (the embedded store's
+ * blocks, MongoDB's B-tree) instead of a random place in it. Ids made in one ms are ordered at random; the 13
+ * random characters (9 bytes) keep them unique. The time is only an order: nothing counts on a host's clock.
+ */
+export function timeOrderedId(prefix: string, now = Date.now()): string {
+  let time = '';
+  for (let rest = now, i = 0; i < 8; i++, rest = Math.floor(rest / 62)) time = BASE62[rest % 62] + time;
+  return randomId(prefix + time, 9);
+}
+
 const POOL_BYTES = 4096;
 let pool = Buffer.alloc(0);
 let poolUsed = 0;

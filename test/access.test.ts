@@ -1,7 +1,7 @@
 // Access over real HTTP: random tokens, the key lifecycle and the authorization table, rate limits, tenant
 // isolation. Credits are in billing.test.ts, custom tools and stored accounts in custom-tools.test.ts.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { randomId, randomToken } from '../runtime/secrets.ts';
+import { randomId, randomToken, timeOrderedId } from '../runtime/secrets.ts';
 import { type Owner, type TestService, createOwner, createServer, startTestService } from './support/service.ts';
 import { rpc } from './support/tool-calls.ts';
 import { DEMO_SPECS as SPECS, useDemoUpstream } from './support/upstream.ts';
@@ -34,6 +34,19 @@ describe('random tokens (keys, ids)', () => {
     for (const id of ids) for (const c of id.slice(5)) counts.set(c, (counts.get(c) ?? 0) + 1);
     const expected = (5000 * 17) / 62;
     expect([...counts.values()].reduce((sum, n) => sum + (n - expected) ** 2 / expected, 0)).toBeLessThan(150);
+  });
+});
+
+describe('time-ordered ids', () => {
+  it('sort in the order they were made, across ms, years and the ids of one ms, and stay unique', () => {
+    const times = [0, 1, 61, 62, 1_700_000_000_000, Date.now(), Date.UTC(2100, 0, 1), 62 ** 8 - 1];
+    const ids = times.map((time) => timeOrderedId('call_', time));
+    expect([...ids].sort()).toEqual(ids);
+    for (const id of ids) expect(id).toMatch(/^call_[0-9A-Za-z]{21}$/);
+    const sameMs = Array.from({ length: 2000 }, () => timeOrderedId('call_', 1_800_000_000_000));
+    expect(new Set(sameMs).size).toBe(sameMs.length);
+    expect(new Set(sameMs.map((id) => id.slice(0, 13))).size).toBe(1);
+    expect(timeOrderedId('call_', 1_800_000_000_001) > sameMs.sort().at(-1)!).toBe(true);
   });
 });
 

@@ -2,7 +2,7 @@
 // Each owner's rejections are logged one by one up to a number a minute (per process); past it, that minute's are
 // counted, and recorded when the minute is over as one record per server, key and tool carrying their number
 // (`count`), so that usage still counts every call.
-import { randomId } from '../secrets.ts';
+import { timeOrderedId } from '../secrets.ts';
 import type { StoreClock } from '../store/clock.ts';
 import type { CallDoc } from './ledger.ts';
 
@@ -35,7 +35,7 @@ export class RejectionLog {
     const id = `${minute}|${doc.owner_id}|${doc.server_id}|${doc.key_id}|${doc.tool}|${doc.via ?? ''}`;
     const record = this.counted.get(id);
     if (record) record.count++;
-    else this.counted.set(id, Object.assign({}, doc, { _id: randomId('call_'), code: 'rejections_counted', latency_ms: null, count: 1, minute }));
+    else this.counted.set(id, Object.assign({}, doc, { _id: timeOrderedId('call_'), code: 'rejections_counted', latency_ms: null, count: 1, minute }));
     return false;
   }
 

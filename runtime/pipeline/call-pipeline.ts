@@ -11,7 +11,7 @@ import { type CreditLimit, type Holder, type Restrictions, isExpired, permits, r
 import type { KeyRateLimiter } from '../access/rate-limit.ts';
 import type { Credits } from '../billing/credits.ts';
 import { type CallCharge, type CallVia, type Ledger, recordOf } from '../billing/ledger.ts';
-import { randomId } from '../secrets.ts';
+import { timeOrderedId } from '../secrets.ts';
 import type { AccountCredentials, Engine } from '../engine/engine.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
@@ -203,7 +203,7 @@ export class CallPipeline implements McpBackend {
     const cost = tool?.base.spec.credits ?? 0;
     const started = performance.now();
     const call: CallCharge = {
-      id: randomId('call_'),
+      id: timeOrderedId('call_'),
       cost,
       server_id: principal.serverId,
       key_id: principal.keyId,
