@@ -71,8 +71,11 @@ describe('OrderedKeys against nedb’s AVL tree', () => {
       for (let step = 0; step < 6000; step++) {
         const roll = next();
         if (roll < 0.45) {
-          // Half of the inserts above every key so far (a record's time), the others anywhere.
-          const key = next() < 0.5 ? `z${String(rising++).padStart(6, '0')}` : keyOf(next);
+          // A third of the inserts above every key so far (a record's time), a third a little below (a call
+          // that ended after others that began later), the others anywhere.
+          const kind = next();
+          const rank = kind < 0.33 ? rising++ : Math.max(0, rising - Math.floor(next() * 40));
+          const key = kind < 0.67 ? `z${String(rank).padStart(6, '0')}${kind < 0.33 ? '' : step}` : keyOf(next);
           const doc = { _id: `d${step}` } as Doc;
           const [a, b] = [outcome(() => tree.insert(key, doc)), outcome(() => ordered.insert(key, doc))];
           expect(b, `insert ${String(key)}`).toEqual(a);

@@ -23,6 +23,8 @@ interface Block {
 
 /** A block is split in two halves when it grows past twice this. */
 const BLOCK_SIZE = 256;
+/** How many of the last keys an insert compares with, one by one, before it searches the whole. */
+const NEAR_THE_END = 32;
 
 export class OrderedKeys {
   private blocks: Block[] = [];
@@ -40,7 +42,7 @@ export class OrderedKeys {
   insert(key: unknown, doc: Doc): void {
     const last = this.blocks.at(-1);
     if (!last || this.options.compareKeys(key, last.keys.at(-1)) > 0) return this.append(key, [doc]);
-    const [b, i] = this.firstAtLeast(key); // within the blocks: the key is not above the last
+    const [b, i] = this.nearTheEnd(key) ?? this.firstAtLeast(key); // within the blocks: the key is not above the last
     const block = this.blocks[b]!;
     if (this.options.compareKeys(block.keys[i], key) === 0) {
       if (this.options.unique) throw uniqueViolation(key);
@@ -117,6 +119,20 @@ export class OrderedKeys {
       last.keys.push(key);
       last.data.push(docs);
     } else this.blocks.push({ keys: [key], data: [docs] });
+  }
+
+  /**
+   * The position of the first key at or above `key` (not above the last) when it is among the last few: a record
+   * written a little after others that began later (calls end out of order) goes there. Those keys were just
+   * written: comparing with them is cheaper than a binary search that reads keys all over the heap.
+   */
+  private nearTheEnd(key: unknown): [number, number] | undefined {
+    const b = this.blocks.length - 1;
+    const keys = this.blocks[b]!.keys;
+    for (let i = keys.length - 2, stop = Math.max(0, keys.length - NEAR_THE_END); i >= stop; i--) {
+      if (this.options.compareKeys(keys[i], key) < 0) return [b, i + 1];
+    }
+    return undefined;
   }
 
   private firstAtLeast(key: unknown): [number, number] {
