@@ -16,7 +16,6 @@ import type { AddressInfo } from 'node:net';
 import type { MongoClient } from 'mongodb';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { pino } from 'pino';
 import { loadConfig } from '../runtime/config.ts';
 import { startService } from '../runtime/service.ts';
 import { answerSignals } from './signals.ts';
@@ -50,7 +49,7 @@ const config = loadConfig({
     : {}),
 });
 config.inMemory = !mongodbUrl && process.env.BENCH_STORE !== 'file';
-const service = await startService({ config, logDestination: pino.destination('/dev/null') });
+const service = await startService({ config, logDestination: '/dev/null' });
 const setUp = joined ?? (await setUpOwner());
 const commands = mongodbUrl ? await countCommands(service.store.mongo!.client as MongoClient, inRequest!, setUp.owner) : undefined;
 console.log(

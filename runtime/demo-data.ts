@@ -4,7 +4,6 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { pino } from 'pino';
 import { startJiraSandbox } from '../sandboxes/jira/jira-sandbox.ts';
 import { startN8nSandbox } from '../sandboxes/n8n/n8n-sandbox.ts';
 import { startNotionSandbox } from '../sandboxes/notion/notion-sandbox.ts';
@@ -50,7 +49,7 @@ export async function startDemo(env: NodeJS.ProcessEnv = process.env): Promise<D
     SIGNUP: 'open',
     STARTING_CREDITS: '1000',
   });
-  const service = await startService({ config, logDestination: pino.destination(2) });
+  const service = await startService({ config, logDestination: 2 });
 
   const api = async (method: string, p: string, auth: { token?: string }, body?: unknown) => {
     const headers: Record<string, string> = { 'content-type': 'application/json' };

@@ -1,7 +1,6 @@
 // The service's life: start reads as the list of its steps; close undoes them in reverse order.
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { DestinationStream } from 'pino';
 import { pluginRegistry } from '../plugins/registry.ts';
 import { type Lifecycle, createApp } from './app.ts';
 import { type Components, backgroundFailure, buildComponents, serviceSecrets } from './components.ts';
@@ -9,7 +8,7 @@ import type { Config } from './config.ts';
 import { RATE_LIMIT_INDEXES, sweepExpiredCounters } from './access/rate-limit.ts';
 import { signUpSaid } from './access/signup.ts';
 import { RETIRED_INDEXES, STORE_INDEXES } from './indexes.ts';
-import { type Logger, createLoggers } from './log.ts';
+import { type LogDestination, type Logger, createLoggers } from './log.ts';
 import type { PluginRegistry } from './plugin-api.ts';
 import type { Sandboxes } from './sandbox/sandboxes.ts';
 import { WARN_OFFSET_MS, describeOffset, enforceClockBound } from './store/clock.ts';
@@ -35,8 +34,8 @@ const ORPHANS_NAMED = 50;
 
 export interface ServiceOptions {
   config: Config;
-  /** Where logs go (tests read them); stdout by default. */
-  logDestination?: DestinationStream;
+  /** Where logs go (see LogDestination): stdout by default. */
+  logDestination?: LogDestination;
   plugins?: PluginRegistry;
 }
 

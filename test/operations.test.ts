@@ -110,3 +110,28 @@ describe('a running service', () => {
     expect(await proc.exit).toBe(0);
   });
 });
+
+describe('the access log of a process', () => {
+  it('writes every request as a whole line: a burst in 4 KB writes, a lone request within moments, the rest at SIGTERM', async () => {
+    const proc = start({ DATA_DIR: await mkdtemp(path.join(tmpdir(), 'ops-')), OPERATOR_TOKEN, LOG_LEVEL: 'info' });
+    const base = await proc.url;
+    const lines = () =>
+      proc
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { msg: string; path?: string; status?: number });
+    const requests = (p: string) => lines().filter((line) => line.msg === 'request' && line.path === p);
+
+    await Promise.all(Array.from({ length: 300 }, () => fetch(`${base}/healthz`).then((res) => res.arrayBuffer())));
+    await expect.poll(() => requests('/healthz').length, { timeout: 20_000 }).toBe(300);
+    // One request and no more traffic: its line is not held back waiting for 4 KB.
+    await fetch(`${base}/readyz`).then((res) => res.arrayBuffer());
+    await expect.poll(() => requests('/readyz').length, { timeout: 20_000 }).toBe(1);
+
+    await Promise.all(Array.from({ length: 5 }, () => fetch(`${base}/api/usage`).then((res) => res.arrayBuffer())));
+    proc.child.kill('SIGTERM');
+    expect(await proc.exit).toBe(0);
+    expect(requests('/api/usage').map((line) => line.status)).toEqual([401, 401, 401, 401, 401]);
+  });
+});
