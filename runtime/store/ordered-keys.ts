@@ -23,8 +23,8 @@ interface Block {
 
 /** A block is split in two halves when it grows past twice this. */
 const BLOCK_SIZE = 256;
-/** How many of the last keys an insert compares with, one by one, before it searches the whole. */
-const NEAR_THE_END = 32;
+/** How many of the last keys an insert compares with (of the first, a delete), one by one, before it searches the whole. */
+const NEAR_AN_END = 32;
 
 export class OrderedKeys {
   private blocks: Block[] = [];
@@ -56,7 +56,7 @@ export class OrderedKeys {
 
   /** Removes `doc` from the key's documents; the key itself when it was its only one (or `doc` is undefined), as the tree does. */
   delete(key: unknown, doc?: Doc): void {
-    const [b, i] = this.firstAtLeast(key);
+    const [b, i] = this.nearTheStart(key) ?? this.firstAtLeast(key);
     const block = this.blocks[b];
     if (!block || this.options.compareKeys(block.keys[i], key) !== 0) return;
     const docs = block.data[i]!;
@@ -129,8 +129,17 @@ export class OrderedKeys {
   private nearTheEnd(key: unknown): [number, number] | undefined {
     const b = this.blocks.length - 1;
     const keys = this.blocks[b]!.keys;
-    for (let i = keys.length - 2, stop = Math.max(0, keys.length - NEAR_THE_END); i >= stop; i--) {
+    for (let i = keys.length - 2, stop = Math.max(0, keys.length - NEAR_AN_END); i >= stop; i--) {
       if (this.options.compareKeys(keys[i], key) < 0) return [b, i + 1];
+    }
+    return undefined;
+  }
+
+  /** The position of the first key at or above `key` when it is among the first few: the oldest records, which the log's caps delete. */
+  private nearTheStart(key: unknown): [number, number] | undefined {
+    const keys = this.blocks[0]?.keys ?? [];
+    for (let i = 0, stop = Math.min(keys.length, NEAR_AN_END); i < stop; i++) {
+      if (this.options.compareKeys(keys[i], key) >= 0) return [0, i];
     }
     return undefined;
   }
