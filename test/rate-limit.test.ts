@@ -88,7 +88,7 @@ describe.runIf(Boolean(MONGODB_URL))('rate limits shared through MongoDB', () =>
     );
     const consume = (limiter: KeyRateLimiter, requests = 1) => {
       const call = { now: true };
-      return waiting.run(call, () => limiter.consume('key_calm', requests).finally(() => (call.now = false)));
+      return waiting.run(call, () => Promise.resolve(limiter.consume('key_calm', requests)).finally(() => (call.now = false)));
     };
     const clock = stores[0].clock;
     const windowMs = limits.burstSeconds * 1000;

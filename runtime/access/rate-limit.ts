@@ -77,9 +77,10 @@ interface Verdict {
   resetMs: number;
 }
 
+/** A window answers at once from memory; only a reservation from the store makes a call wait (a promise). */
 interface Window {
   points: number;
-  consume(key: string, requests: number): Promise<Verdict>;
+  consume(key: string, requests: number): Verdict | Promise<Verdict>;
 }
 
 export class KeyRateLimiter {
@@ -95,22 +96,53 @@ export class KeyRateLimiter {
     this.windows = [make(limits.burstPoints, limits.burstSeconds, 'burst'), make(limits.minutePoints, 60, 'minute')];
   }
 
-  /** Counts `requests` in every window; refused when any window is exhausted. */
-  async consume(keyId: string, requests = 1): Promise<RateOutcome> {
-    let tightest: { verdict: Verdict; limit: number } | undefined;
-    for (const w of this.windows) {
-      const verdict = await w.consume(keyId, requests);
-      const reset = String(Math.max(1, Math.ceil(verdict.resetMs / 1000)));
-      if (!verdict.allowed) {
-        return { allowed: false, headers: { 'RateLimit-Limit': String(w.points), 'RateLimit-Remaining': '0', 'RateLimit-Reset': reset, 'Retry-After': reset } };
-      }
-      if (!tightest || verdict.remaining < tightest.verdict.remaining) tightest = { verdict, limit: w.points };
+  /**
+   * Counts `requests` in every window; refused when any window is exhausted. A plain value when no window had to
+   * wait for the store (nearly every call): no promise and no turn of the event loop on the call's path.
+   */
+  consume(keyId: string, requests = 1): RateOutcome | Promise<RateOutcome> {
+    const verdicts: Verdict[] = [];
+    for (let i = 0; i < this.windows.length; i++) {
+      const verdict = this.windows[i]!.consume(keyId, requests);
+      if (verdict instanceof Promise) return this.consumeFrom(i, verdict, verdicts, keyId, requests);
+      if (!verdict.allowed) return this.outcome(verdicts, verdict);
+      verdicts.push(verdict);
     }
-    const { verdict, limit } = tightest!;
+    return this.outcome(verdicts);
+  }
+
+  /** The rest of consume() once window `i` had to wait for the store. */
+  private async consumeFrom(i: number, pending: Promise<Verdict>, verdicts: Verdict[], keyId: string, requests: number): Promise<RateOutcome> {
+    let verdict = await pending;
+    for (;;) {
+      if (!verdict.allowed) return this.outcome(verdicts, verdict);
+      verdicts.push(verdict);
+      if (++i === this.windows.length) return this.outcome(verdicts);
+      verdict = await this.windows[i]!.consume(keyId, requests);
+    }
+  }
+
+  /** Refused by the window after those of `verdicts`, or allowed with the headers of the one with the fewest points left. */
+  private outcome(verdicts: Verdict[], refused?: Verdict): RateOutcome {
+    if (refused) {
+      const reset = String(Math.max(1, Math.ceil(refused.resetMs / 1000)));
+      return {
+        allowed: false,
+        headers: {
+          'RateLimit-Limit': String(this.windows[verdicts.length]!.points),
+          'RateLimit-Remaining': '0',
+          'RateLimit-Reset': reset,
+          'Retry-After': reset,
+        },
+      };
+    }
+    let tightest = 0;
+    for (let i = 1; i < verdicts.length; i++) if (verdicts[i]!.remaining < verdicts[tightest]!.remaining) tightest = i;
+    const verdict = verdicts[tightest]!;
     return {
       allowed: true,
       headers: {
-        'RateLimit-Limit': String(limit),
+        'RateLimit-Limit': String(this.windows[tightest]!.points),
         'RateLimit-Remaining': String(verdict.remaining),
         'RateLimit-Reset': String(Math.max(1, Math.ceil(verdict.resetMs / 1000))),
       },
@@ -134,7 +166,7 @@ class LocalWindow implements Window {
     this.durationMs = durationSeconds * 1000;
   }
 
-  async consume(key: string, requests: number): Promise<Verdict> {
+  consume(key: string, requests: number): Verdict {
     const now = Date.now();
     if (now - this.sweptAt >= this.durationMs) this.sweep(now);
     let count = this.counts.get(key);
@@ -200,7 +232,7 @@ class ReservedWindow implements Window {
     this.fallback = new LocalWindow(points, durationSeconds);
   }
 
-  async consume(key: string, requests: number): Promise<Verdict> {
+  consume(key: string, requests: number): Verdict | Promise<Verdict> {
     const now = this.clock.now();
     if (now < this.degradedUntil) return this.fallback.consume(key, requests);
     this.sweep(now);
@@ -213,6 +245,11 @@ class ReservedWindow implements Window {
       this.allowances.set(key, a);
       if (this.points >= ADVANCE_MIN_POINTS && now < (this.calm.get(key) ?? 0)) return this.admitInAdvance(key, a, requests);
     }
+    return a.points < requests && !a.exhausted ? this.consumeReserved(key, a, requests) : this.spend(a, requests, now);
+  }
+
+  /** consume() when the allowance has too few points: reserves more (or waits for the reservation under way) first. */
+  private async consumeReserved(key: string, a: Allowance, requests: number): Promise<Verdict> {
     while (a.points < requests && !a.exhausted) {
       if (a.reserving) {
         await a.reserving;
@@ -223,7 +260,11 @@ class ReservedWindow implements Window {
       const block = Math.max(requests, Math.floor(a.sharedLeft * BLOCK_FRACTION));
       if ((await this.reserving(key, a, block, requests)) === 'unavailable') return this.fallback.consume(key, requests);
     }
-    const resetMs = Math.max(0, a.resetAt - this.clock.now());
+    return this.spend(a, requests, this.clock.now());
+  }
+
+  private spend(a: Allowance, requests: number, now: number): Verdict {
+    const resetMs = Math.max(0, a.resetAt - now);
     if (a.exhausted || a.points < requests) return { allowed: false, remaining: 0, resetMs };
     a.points -= requests;
     return { allowed: true, remaining: a.points + a.sharedLeft, resetMs };
