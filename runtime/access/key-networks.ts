@@ -28,6 +28,8 @@ export interface NewNetwork {
 }
 
 const KNOWN_MS = 3_600_000;
+/** Addresses whose network is kept; past that the memo starts again (a network's parse costs microseconds). */
+const RECENT_ADDRESSES = 10_000;
 
 /** A client's address parsed, an IPv4-mapped IPv6 address as the IPv4 one; null for what is not an address. */
 export function parseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
@@ -49,6 +51,8 @@ export class KeyNetworks {
   private readonly docs: Collection<KeyNetworkDoc>;
   /** `<key id> <network>` this instance knows to be recorded (or is recording). */
   private readonly known = new TtlCache<string, true>(KNOWN_MS, 50_000);
+  /** The networks of recent addresses: parsing an address is most of what a call's seen() costs. */
+  private readonly networks = new Map<string, string | null>();
 
   private readonly clock: StoreClock;
 
@@ -64,7 +68,11 @@ export class KeyNetworks {
 
   /** A key authenticated from `address` for `serverId`: records its network if new (never waits, never throws). */
   seen(key: { _id: string; owner_id: string }, address: string, serverId: string): void {
-    const network = networkOf(address);
+    let network = this.networks.get(address);
+    if (network === undefined) {
+      if (this.networks.size >= RECENT_ADDRESSES) this.networks.clear();
+      this.networks.set(address, (network = networkOf(address)));
+    }
     if (!network) return;
     const id = `${key._id} ${network}`;
     if (this.known.get(id)) return;
