@@ -101,7 +101,8 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     if (origin && !originAllowed(origin, ctx, opts.allowedOrigins)) {
       return sendHttpError(ctx, 403, { error: 'Forbidden', message: `Origin ${origin} is not allowed` });
     }
-    if (!ctx.is('application/json')) {
+    // The exact type (what every client sends) is taken without parsing it; anything else is judged by type-is.
+    if (ctx.req.headers['content-type'] !== 'application/json' && !ctx.is('application/json')) {
       return sendHttpError(ctx, 415, { error: 'Unsupported Media Type', message: 'Content-Type must be application/json' });
     }
     const accept = ctx.get('accept');
