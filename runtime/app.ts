@@ -20,6 +20,8 @@ import { StoreUnavailableError } from './store/port.ts';
 import { providerTitles } from './toolspec/catalog.ts';
 
 export const SERVICE_INFO = { name: 'tool-server', title: 'Tool Server', version: '0.1.0' };
+/** An MCP endpoint's path, as the router matches `/mcp/:serverId` (any case, an optional trailing slash). */
+const MCP_PATH = /^\/mcp\/([^/]+?)\/?$/i;
 /** /readyz answers within a second, whatever the store does. */
 const READINESS_WITHIN_MS = 700;
 
@@ -105,24 +107,29 @@ export function createApp(config: Config, c: Components, logs: { logger: Logger;
     ctx.type = c.metrics.registry.contentType;
     ctx.body = await c.metrics.registry.metrics();
   });
-  router.post(
-    '/mcp/:serverId',
-    createMcpEndpoint({
-      backend: c.pipeline,
-      logger,
-      maxBodyBytes: config.maxBodyBytes,
-      allowedOrigins: config.allowedOrigins,
-      pageSize: config.toolsPageSize,
-      toolsTtlMs: 30_000,
-      serverInfo: SERVICE_INFO,
-      instructions: () =>
-        `Tools of this server act on third-party accounts (${providerTitles(c.catalog.current, 'and')}). Each call costs credits, shown in the tool description.`,
-      resourceMetadataUrl: (serverId) => resourceMetadataUrl(c.site.publicUrl, serverId),
-      scope: SCOPE,
-      tracing: c.tracing,
-      unavailable: unavailableOf,
-    }),
-  );
+  // Nearly every request is an MCP call: matched here by one expression, ahead of the router, which would match
+  // every route's pattern and build a middleware chain for each request. Other methods go on to the router's 405.
+  const mcpEndpoint = createMcpEndpoint({
+    backend: c.pipeline,
+    logger,
+    maxBodyBytes: config.maxBodyBytes,
+    allowedOrigins: config.allowedOrigins,
+    pageSize: config.toolsPageSize,
+    toolsTtlMs: 30_000,
+    serverInfo: SERVICE_INFO,
+    instructions: () =>
+      `Tools of this server act on third-party accounts (${providerTitles(c.catalog.current, 'and')}). Each call costs credits, shown in the tool description.`,
+    resourceMetadataUrl: (serverId) => resourceMetadataUrl(c.site.publicUrl, serverId),
+    scope: SCOPE,
+    tracing: c.tracing,
+    unavailable: unavailableOf,
+  });
+  app.use((ctx, next) => {
+    const serverId = ctx.method === 'POST' ? MCP_PATH.exec(ctx.path)?.[1] : undefined;
+    if (serverId === undefined) return next();
+    ctx.params = { serverId: decodedSegment(serverId) };
+    return mcpEndpoint(ctx);
+  });
   router.all('/mcp/:serverId', (ctx) => {
     // Stateless server: no GET stream, no session to DELETE.
     ctx.set('Allow', 'POST');
@@ -159,6 +166,15 @@ export function unavailableOf(err: unknown): Unavailable | undefined {
     };
   }
   return { message: `The service cannot take this request now: ${err.message}. ${again}`, retryAfterSeconds: err.retryAfterSeconds, providerReached: false };
+}
+
+/** A path segment percent-decoded, or as it is when its escapes are malformed (as the router decodes parameters). */
+function decodedSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }
 
 function answerUnavailable(ctx: Context, unavailable: Unavailable): void {

@@ -311,6 +311,24 @@ describe('HTTP errors before the MCP layer', () => {
     }
   });
 
+  it('finds the endpoint as a router would: a trailing slash, a percent-encoded id; other paths are not it', async () => {
+    const list = (path: string) =>
+      fetch(`${svc.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+    for (const path of [`/mcp/${serverId}/`, `/mcp/%${serverId.charCodeAt(0).toString(16)}${serverId.slice(1)}`]) {
+      const res = await list(path);
+      expect(res.status, path).toBe(200);
+      expect(((await res.json()) as any).result.tools[0].name).toBe('read_demo_issue');
+    }
+    // Another server's id (one the key is not for), a malformed escape, and a deeper path.
+    expect((await list('/mcp/srv_other')).status).toBe(401);
+    expect((await list('/mcp/%E0%A4%A')).status).toBe(401);
+    expect((await list(`/mcp/${serverId}/more`)).status).toBe(404);
+  });
+
   it('a body over the limit: 413', async () => {
     const res = await post({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { pad: 'x'.repeat(5000) } });
     expect(res.status).toBe(413);
