@@ -55,7 +55,13 @@ export function start(name: string, args: string[], env: Record<string, string> 
   const lines = createInterface({ input: child.stdout! });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${name} exited with ${code}`)));
-    lines.once('line', (line) => resolve({ ...(JSON.parse(line) as Record<string, string>), pid: String(child.pid) }));
+    // Lines before it are V8's traces when BENCH_NODE_FLAGS asks for them (--trace-deopt and the like).
+    const ready = (line: string) => {
+      if (!line.startsWith('{')) return;
+      lines.off('line', ready);
+      resolve({ ...(JSON.parse(line) as Record<string, string>), pid: String(child.pid) });
+    };
+    lines.on('line', ready);
   });
 }
 
