@@ -1,14 +1,22 @@
 // Reads a request body as text with a hard size limit (checked on Content-Length and while streaming).
-// With the stream's events, not `for await`: an async iterator over the request costs a call more than the rest.
+// A body that already arrived whole is taken from the stream's buffer; one still arriving is read with the
+// stream's events, not `for await` (an async iterator over the request costs a call more than the rest).
 import type { IncomingMessage } from 'node:http';
 
 export class BodyTooLargeError extends Error {}
 
-export function readBody(req: IncomingMessage, limit: number): Promise<string> {
+/** The body as text: at once (no promise) when all of it was already received, as a small request's is by then. */
+export function readBody(req: IncomingMessage, limit: number): string | Promise<string> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) {
     req.resume();
     return Promise.reject(new BodyTooLargeError());
+  }
+  if (req.complete && !req.readableFlowing) {
+    // Everything the parser pushed is still buffered: one read takes all of it, and the stream then ends.
+    const all = req.read() as Buffer | null;
+    if (all && all.length > limit) return Promise.reject(new BodyTooLargeError());
+    return all ? all.toString('utf8') : '';
   }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
