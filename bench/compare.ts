@@ -11,7 +11,8 @@
 // runs a server of its own on each side: `COMPARE_SERVERS=bare-proxy,ours npm run bench:compare -- HEAD HEAD` is ours
 // against the bare proxy at one moment of the machine (the CPU line of the bench, flat out). COMPARE_METHOD=tools/list
 // sends tools/list instead of tools/call; COMPARE_FAMILY=workspace serves the 13 Notion tools (BENCH_FAMILY in
-// ours.ts), whose tools/call reads a page.
+// ours.ts), whose tools/call reads a page. COMPARE_EACH=1 prints every chunk's CPU per call too (what a median hides:
+// the chunks that housekeeping or the collector fell on).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -101,7 +102,9 @@ async function main(): Promise<void> {
       const result = await send(side.server, CALLS);
       const seconds = (performance.now() - started) / 1000;
       if (result.non2xx || result.errors || result.timeouts) throw new Error(`${side.label}: ${result.non2xx + result.errors + result.timeouts} failed calls`);
-      side.cpu += (await cpuMicros(side.server.pid)) - before;
+      const cpu = (await cpuMicros(side.server.pid)) - before;
+      if (process.env.COMPARE_EACH) console.log(`round ${round} ${side.label}: ${(cpu / result['2xx']).toFixed(0)} CPU µs/call`);
+      side.cpu += cpu;
       side.calls += result['2xx'];
       side.rates.push(result['2xx'] / seconds);
     }
