@@ -12,7 +12,7 @@
 // against the bare proxy at one moment of the machine (the CPU line of the bench, flat out). COMPARE_METHOD=tools/list
 // sends tools/list instead of tools/call; COMPARE_FAMILY=workspace serves the 13 Notion tools (BENCH_FAMILY in
 // ours.ts), whose tools/call reads a page. COMPARE_EACH=1 prints every chunk's CPU per call too (what a median hides:
-// the chunks that housekeeping or the collector fell on).
+// the chunks that cost more than the others).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
