@@ -102,7 +102,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
       return sendHttpError(ctx, 403, { error: 'Forbidden', message: `Origin ${origin} is not allowed` });
     }
     // The exact type (what every client sends) is taken without parsing it; anything else is judged by type-is.
-    if (ctx.req.headers['content-type'] !== 'application/json' && !ctx.is('application/json')) {
+    if (header(ctx, 'content-type') !== 'application/json' && !ctx.is('application/json')) {
       return sendHttpError(ctx, 415, { error: 'Unsupported Media Type', message: 'Content-Type must be application/json' });
     }
     const accept = header(ctx, 'accept');
@@ -111,7 +111,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     }
 
     const trace = opts.tracing && new RequestTrace(opts.tracing, ctx.params.serverId, ctx.req.headers);
-    const endUser = ctx.req.headers['x-end-user'] === undefined ? undefined : header(ctx, 'x-end-user');
+    const endUser = ctx.req.headers['x-end-user'] as string | undefined; // an empty header names no one, yet is not absent
     const auth = await backend.authenticate(ctx.params.serverId, header(ctx, 'authorization') || undefined, { endUser, address: ctx.ip });
     trace?.authenticated(auth);
     if (!auth.ok) {
