@@ -57,8 +57,8 @@ export interface McpBackend {
    * `address` is the client's (a key's owner hears of a key used from a new network).
    */
   authenticate(serverId: string, authorization: string | undefined, from?: { endUser?: string; address?: string }): Promise<AuthOutcome>;
-  /** Counts `requests` JSON-RPC requests against the key's limits (a batch counts each of its requests). */
-  rateLimit(principal: Principal, requests?: number): Promise<RateOutcome>;
+  /** Counts `requests` JSON-RPC requests against the key's limits (a batch counts each of its requests); a plain value when every window answered from memory. */
+  rateLimit(principal: Principal, requests?: number): RateOutcome | Promise<RateOutcome>;
   /** The server's tools, in a stable order. */
   listTools(principal: Principal): Promise<ToolListing[]>;
   /** Runs a tool call end to end; undefined when the server has no tool of that name. */

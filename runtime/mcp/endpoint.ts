@@ -121,7 +121,9 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
     }
     const principal = auth.principal;
     ctx.state.keyId = principal.keyId;
-    const rate = await backend.rateLimit(principal);
+    // A plain value (windows answered from memory) is not awaited: each await is a turn of the microtask queue.
+    const limited = backend.rateLimit(principal);
+    const rate = limited instanceof Promise ? await limited : limited;
     trace?.limited(rate.allowed);
     ctx.set(rate.headers);
     if (!rate.allowed) {
@@ -131,7 +133,8 @@ export function createMcpEndpoint(opts: McpEndpointOptions) {
 
     let payload: unknown;
     try {
-      payload = JSON.parse(await readBody(ctx.req, opts.maxBodyBytes));
+      const body = readBody(ctx.req, opts.maxBodyBytes);
+      payload = JSON.parse(typeof body === 'string' ? body : await body);
     } catch (err) {
       if (err instanceof BodyTooLargeError) {
         return sendHttpError(ctx, 413, { error: 'Payload Too Large', message: `The request body is larger than ${opts.maxBodyBytes} bytes` });

@@ -171,13 +171,21 @@ export class CallPipeline implements McpBackend {
    * credential's own limit refuses (a runaway agent) never spend what the owner's other keys may use. A refusal
    * by the owner's limit says so (`limit`); a key's own is the spec's plain 429.
    */
-  async rateLimit(principal: Caller, requests = 1): Promise<RateOutcome> {
+  rateLimit(principal: Caller, requests = 1): RateOutcome | Promise<RateOutcome> {
     // The dashboard is no key: its calls count per owner.
-    const own = await this.d.rateLimiter.consume(principal.via ? `${principal.via}:${principal.ownerId}` : principal.keyId, requests);
+    const own = this.d.rateLimiter.consume(principal.via ? `${principal.via}:${principal.ownerId}` : principal.keyId, requests);
+    return own instanceof Promise ? own.then((settled) => this.ownerRateLimit(principal, settled, requests)) : this.ownerRateLimit(principal, own, requests);
+  }
+
+  /** After the credential's own verdict: the owner's, and the headers of the tighter of the two. */
+  private ownerRateLimit(principal: Caller, own: RateOutcome, requests: number): RateOutcome | Promise<RateOutcome> {
     if (!own.allowed) return principal.via ? Object.assign({}, own, { limit: 'the limit of your own tries' }) : own;
-    const owner = await this.d.ownerRateLimiter.consume(`owner:${principal.ownerId}`, requests);
+    const owner = this.d.ownerRateLimiter.consume(`owner:${principal.ownerId}`, requests);
+    return owner instanceof Promise ? owner.then((settled) => this.tighter(own, settled)) : this.tighter(own, owner);
+  }
+
+  private tighter(own: RateOutcome, owner: RateOutcome): RateOutcome {
     if (!owner.allowed) return Object.assign({}, owner, { limit: `the owner's limit across all its keys and apps (${this.d.ownerRateWords})` });
-    // The headers of the tighter of the two.
     return Number(owner.headers['RateLimit-Remaining']) < Number(own.headers['RateLimit-Remaining']) ? owner : own;
   }
 
