@@ -8,7 +8,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { buildService } from '../runtime/build.ts';
+import { NODE_FLAGS, buildService } from '../runtime/build.ts';
 
 const SAFETY_NET = ['--import', 'tsx', '--import', './test/support/loopback-only.ts'];
 /**
@@ -43,7 +43,7 @@ export async function launch(file: string, args: string[] = [], env: Record<stri
 
 /** The node arguments that run bench/<file> from a build of it and of the safety net in `dir`. */
 export function builtProgram(dir: string, file: string): string[] {
-  return ['--enable-source-maps', '--import', pathToFileURL(path.join(dir, 'loopback-only.js')).href, path.join(dir, file.replace(/\.ts$/, '.js'))];
+  return [...NODE_FLAGS, '--import', pathToFileURL(path.join(dir, 'loopback-only.js')).href, path.join(dir, file.replace(/\.ts$/, '.js'))];
 }
 
 /** Runs node with `args` (and BENCH_NODE_FLAGS) and waits for the JSON line the server prints when it is ready. */

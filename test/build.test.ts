@@ -1,10 +1,11 @@
 // The build `npm start` runs (runtime/build.ts): the service bundled by esbuild, run by plain node (no tsx),
 // finds the files it reads at run time where the sources are, and is rebuilt when a source changes.
+import { readFileSync } from 'node:fs';
 import { rm, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildService, staleness } from '../runtime/build.ts';
+import { NODE_FLAGS, buildService, staleness } from '../runtime/build.ts';
 import { startServiceProcess } from './support/process.ts';
 
 // Inside the repository, where the bundles find node_modules; one folder per run of this file.
@@ -19,7 +20,7 @@ describe('the production build', () => {
     const dir = path.resolve(OUT);
     const svc = startServiceProcess(
       { DATA_DIR: path.join(dir, 'data') },
-      { program: ['--enable-source-maps', '--import', pathToFileURL(path.join(dir, 'loopback-only.js')).href, path.join(dir, 'main.js')] },
+      { program: [...NODE_FLAGS, '--import', pathToFileURL(path.join(dir, 'loopback-only.js')).href, path.join(dir, 'main.js')] },
     );
     try {
       const url = await svc.url;
@@ -41,6 +42,12 @@ describe('the production build', () => {
       svc.child.kill();
       await svc.exit;
     }
+  });
+
+  it('is what `npm start` and `npm run demo` run, with the node flags the bench runs it with', () => {
+    const scripts = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts;
+    expect(scripts.start).toBe(`node ${NODE_FLAGS.join(' ')} dist/main.js`);
+    expect(scripts.demo).toBe(`node ${NODE_FLAGS.join(' ')} dist/demo.js`);
   });
 
   it('is stale when a source it bundled changed after it was built, and up to date otherwise', async () => {
