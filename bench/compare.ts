@@ -6,7 +6,8 @@
 // for each, the serving process's CPU time per call (/proc) and its rate, and head/base.
 //
 // COMPARE_STORE=memory (default) | file, COMPARE_ROUNDS (default 10) chunks of COMPARE_CALLS (default 2,000)
-// each at COMPARE_CONNECTIONS (default 32). A revision's files are extracted once into node_modules/.cache/compare/.
+// each at COMPARE_CONNECTIONS (default 32), after BENCH_WARM_SECONDS (processes.ts) of calls to each side. A
+// revision's files are extracted once into node_modules/.cache/compare/.
 // COMPARE_SERVER=bare-proxy compares the bare proxy instead (a change of the bench's floor); COMPARE_SERVERS=<base's>,<head's>
 // runs a server of its own on each side: `COMPARE_SERVERS=bare-proxy,ours npm run bench:compare -- HEAD HEAD` is ours
 // against the bare proxy at one moment of the machine (the CPU line of the bench, flat out). COMPARE_METHOD=tools/list
@@ -18,7 +19,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { buildService } from '../runtime/build.ts';
-import { BENCH_PAGE, builtProgram, cpuMicros, launch, runBench, start } from './processes.ts';
+import { BENCH_PAGE, WARM_SECONDS, builtProgram, cpuMicros, launch, runBench, start } from './processes.ts';
 
 const ROUNDS = Number(process.env.COMPARE_ROUNDS || 10);
 const CALLS = Number(process.env.COMPARE_CALLS || 2000);
@@ -81,20 +82,22 @@ async function main(): Promise<void> {
       rates: [] as number[],
     });
   }
+  const headersOf = (server: Record<string, string>) => ({
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    ...(server.key && { authorization: `Bearer ${server.key}` }),
+  });
   const send = (server: Record<string, string>, amount: number) =>
     autocannon({
       url: server.url,
       connections: CONNECTIONS,
       amount,
       method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        ...(server.key && { authorization: `Bearer ${server.key}` }),
-      },
+      headers: headersOf(server),
       body: BODY,
     });
-  for (const side of sides) await send(side.server, 3000);
+  for (const side of sides)
+    await autocannon({ url: side.server.url, connections: CONNECTIONS, duration: WARM_SECONDS, method: 'POST', headers: headersOf(side.server), body: BODY });
   for (let round = 0; round < ROUNDS; round++) {
     for (const side of round % 2 ? [...sides].reverse() : sides) {
       const before = await cpuMicros(side.server.pid);

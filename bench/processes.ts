@@ -21,6 +21,14 @@ let built: Promise<void> | undefined;
 
 export const children: ChildProcess[] = [];
 
+/**
+ * How long each server is sent calls before it is measured (BENCH_WARM_SECONDS): until its JIT is in its steady
+ * state. 500 calls were not: ours compiled 3 s of TurboFan's CPU time in its first 10,000 calls and still 0.8-1.4 s
+ * in the next 10,000, its CPU per call falling from 952-988 µs to 690-790 by the third 8-second window at c=32,
+ * and a short warm-up favours the server with the least code. The same time for every server.
+ */
+export const WARM_SECONDS = Number(process.env.BENCH_WARM_SECONDS || 20);
+
 /** The Notion page the fake upstream serves (upstream.ts) and the Notion rows of the bench read. */
 export const BENCH_PAGE = { id: '59833787-2cf9-4fdf-8782-e53db20768a5', title: 'Quarterly roadmap review' };
 /** The n-th page the bench reads: every call reads a page of its own, so the upstream can tell which calls reached it. */

@@ -6,7 +6,19 @@
 // but the upstream is stopped (alone(), processes.ts): the idle ones' background work is no noise in its row.
 import autocannon from 'autocannon';
 import { randomBytes } from 'node:crypto';
-import { BENCH_PAGE, PAGE_ID_IN_ANSWER, alone, benchPageId, cpuMicros, launch, launchNotionMcp, mongoForBench, runBench, shareOf } from './processes.ts';
+import {
+  BENCH_PAGE,
+  PAGE_ID_IN_ANSWER,
+  WARM_SECONDS,
+  alone,
+  benchPageId,
+  cpuMicros,
+  launch,
+  launchNotionMcp,
+  mongoForBench,
+  runBench,
+  shareOf,
+} from './processes.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 5);
 /**
@@ -160,10 +172,12 @@ function measureAlone(target: Target, method: Method, connections: number, secon
   });
 }
 
-/** 500 calls, so that JIT and connection pools are in their steady state before a target is measured. */
+/** WARM_SECONDS of calls at c=32, so that JIT and connection pools are in their steady state before a target is measured. */
 async function warm(target: Target): Promise<void> {
   progress(`warm ${target.name}`);
-  await alone([upstreamPid, target.pid], () => autocannon({ url: target.url, connections: 8, amount: 500, requests: [post(target, 'tools/call')] }));
+  await alone([upstreamPid, target.pid], () =>
+    autocannon({ url: target.url, connections: 32, duration: WARM_SECONDS, requests: [post(target, 'tools/call')] }),
+  );
 }
 
 /** Each target measured for SECONDS in TURNS turns taken in turn with the others: one row each, their sums. */
