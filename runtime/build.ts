@@ -21,10 +21,10 @@ const THIS_FILE = fileURLToPath(import.meta.url);
 /**
  * The node flags `npm start` and `npm run demo` run the build with (package.json says them again; a test holds the
  * two together). --no-flush-bytecode: V8 otherwise drops the bytecode, and with it the optimized code, of functions
- * that did not run through a few of its major collections. The housekeeping that runs once a minute (the roll-up,
- * settlement, the ledger's caps, the store's walks) was then compiled again from its source on every run: at
- * 1,500 calls/s, TurboFan compiled 200-370 ms a second's worth every 8 s (one core's share of 17-28 µs a call);
- * with the flag, 120-170 ms (docs/bench.md). Its cost is the memory of bytecode kept: a few MB for the whole service.
+ * that did not run through a few of its major collections, and the housekeeping that runs once a minute (the
+ * roll-up, settlement, the ledger's caps, the store's walks) was compiled again on its next run. Measured at
+ * 1,500 calls/s, c=32, after the first 40 s: TurboFan's compile time fell from 195-371 ms to 122-236 ms every
+ * 8 s; the CPU per call moved less than the machine's noise (docs/bench.md). It keeps a few MB of bytecode.
  */
 export const NODE_FLAGS = ['--enable-source-maps', '--no-flush-bytecode'];
 /** What `npm start` and `npm run demo` run, from runtime/. */
