@@ -57,7 +57,10 @@ export interface McpBackend {
    * `address` is the client's (a key's owner hears of a key used from a new network).
    */
   authenticate(serverId: string, authorization: string | undefined, from?: { endUser?: string; address?: string }): Promise<AuthOutcome>;
-  /** Counts `requests` JSON-RPC requests against the key's limits (a batch counts each of its requests); a plain value when every window answered from memory. */
+  /**
+   * Counts `requests` JSON-RPC requests against the key's limits (a batch counts each of its requests): the outcome
+   * itself when every window answered from memory, a promise when one waited for the store.
+   */
   rateLimit(principal: Principal, requests?: number): RateOutcome | Promise<RateOutcome>;
   /** The server's tools, in a stable order. */
   listTools(principal: Principal): Promise<ToolListing[]>;

@@ -174,14 +174,13 @@ export class CallPipeline implements McpBackend {
   rateLimit(principal: Caller, requests = 1): RateOutcome | Promise<RateOutcome> {
     // The dashboard is no key: its calls count per owner.
     const own = this.d.rateLimiter.consume(principal.via ? `${principal.via}:${principal.ownerId}` : principal.keyId, requests);
-    return own instanceof Promise ? own.then((settled) => this.ownerRateLimit(principal, settled, requests)) : this.ownerRateLimit(principal, own, requests);
+    return andThen(own, (verdict) => this.ownerRateLimit(principal, verdict, requests));
   }
 
   /** After the credential's own verdict: the owner's, and the headers of the tighter of the two. */
   private ownerRateLimit(principal: Caller, own: RateOutcome, requests: number): RateOutcome | Promise<RateOutcome> {
     if (!own.allowed) return principal.via ? Object.assign({}, own, { limit: 'the limit of your own tries' }) : own;
-    const owner = this.d.ownerRateLimiter.consume(`owner:${principal.ownerId}`, requests);
-    return owner instanceof Promise ? owner.then((settled) => this.tighter(own, settled)) : this.tighter(own, owner);
+    return andThen(this.d.ownerRateLimiter.consume(`owner:${principal.ownerId}`, requests), (owner) => this.tighter(own, owner));
   }
 
   private tighter(own: RateOutcome, owner: RateOutcome): RateOutcome {
@@ -404,4 +403,9 @@ export function mergeArguments(tool: CustomTool, args: Record<string, unknown>):
   // Copied: validation fills defaults in place, and the stored defaults are shared by every call.
   // eslint-disable-next-line no-restricted-syntax -- the caller's JSON: an own "__proto__" key stays data (and is validated)
   return Object.keys(defaults).length ? { ...structuredClone(defaults), ...args } : { ...args };
+}
+
+/** `next` of a value at once, or of a promise's value once it settles: no turn of the microtask queue when nothing waits. */
+function andThen<T, R>(value: T | Promise<T>, next: (settled: T) => R | Promise<R>): R | Promise<R> {
+  return value instanceof Promise ? value.then(next) : next(value);
 }
