@@ -82,27 +82,26 @@ async function main(): Promise<void> {
       rates: [] as number[],
     });
   }
-  const headersOf = (server: Record<string, string>) => ({
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    ...(server.key && { authorization: `Bearer ${server.key}` }),
-  });
-  const send = (server: Record<string, string>, amount: number) =>
+  /** Calls to `server`: so many (`amount`), or for so long (`duration`, seconds). */
+  const send = (server: Record<string, string>, length: { amount: number } | { duration: number }) =>
     autocannon({
       url: server.url,
       connections: CONNECTIONS,
-      amount,
+      ...length,
       method: 'POST',
-      headers: headersOf(server),
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        ...(server.key && { authorization: `Bearer ${server.key}` }),
+      },
       body: BODY,
     });
-  for (const side of sides)
-    await autocannon({ url: side.server.url, connections: CONNECTIONS, duration: WARM_SECONDS, method: 'POST', headers: headersOf(side.server), body: BODY });
+  for (const side of sides) await send(side.server, { duration: WARM_SECONDS });
   for (let round = 0; round < ROUNDS; round++) {
     for (const side of round % 2 ? [...sides].reverse() : sides) {
       const before = await cpuMicros(side.server.pid);
       const started = performance.now();
-      const result = await send(side.server, CALLS);
+      const result = await send(side.server, { amount: CALLS });
       const seconds = (performance.now() - started) / 1000;
       if (result.non2xx || result.errors || result.timeouts) throw new Error(`${side.label}: ${result.non2xx + result.errors + result.timeouts} failed calls`);
       const cpu = (await cpuMicros(side.server.pid)) - before;
