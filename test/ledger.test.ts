@@ -360,6 +360,25 @@ for (const target of storeTargets('ledger')) {
       await store.close();
     });
 
+    it('runs the housekeeping once more when asked during a run, after it, and rolls what was written meanwhile', async () => {
+      const runs: Array<{ startedAt: number; endedAt: number }> = [];
+      const { store, ledger } = await setup(10_000, { settledMs: 0, onHousekeeping: (run) => runs.push(run) });
+      await Promise.all(Array.from({ length: 20 }, () => paidCall(ledger, 'ok', 1)));
+      const first = ledger.housekeep();
+      // Written while the first run may already be past its target: only a run after it is sure to roll them.
+      const meanwhile = Promise.all(Array.from({ length: 20 }, () => paidCall(ledger, 'ok', 1)));
+      const again = ledger.housekeep();
+      expect(ledger.housekeep()).toBe(again); // asked twice meanwhile: one more run, not two
+      expect(again).not.toBe(first);
+      await meanwhile;
+      await again;
+      expect(runs).toHaveLength(2);
+      expect(runs[1].startedAt).toBeGreaterThanOrEqual(runs[0].endedAt);
+      await ledger.flush();
+      expect((await ledger.usage(OWNER, {})).reduce((t, r) => t + r.calls, 0)).toBe(40);
+      await store.close();
+    });
+
     it.runIf(target.name.startsWith('embedded'))('keeps at most maxRecords records (plus the last seconds), rolling older ones up', async () => {
       const { store, ledger } = await setup(10_000, { maxRecords: 100, settledMs: 0 });
       for (let i = 0; i < 400; i += 50) await Promise.all(Array.from({ length: 50 }, () => paidCall(ledger, 'ok', 1)));

@@ -136,6 +136,9 @@ export interface LedgerOptions {
   onHousekeeping?: (run: HousekeepingRun) => void;
 }
 
+/** What a housekeeping refunded and rolled; null when every partition was held elsewhere. */
+type HousekeepingDone = { refunded: number; rolled: number } | null;
+
 /** One partition's housekeeping by one instance. */
 export interface HousekeepingRun {
   partition: number;
@@ -175,8 +178,9 @@ export class Ledger {
   private readonly rejections: RejectionLog;
   /** One lease per partition (partitions.ts). */
   private readonly leases: Lease[];
-  /** The housekeeping under way in this process (one at a time). */
-  private housekeeping: Promise<{ refunded: number; rolled: number } | null> | null = null;
+  /** The housekeeping under way in this process (one at a time), and the one asked for meanwhile. */
+  private housekeeping: Promise<HousekeepingDone> | null = null;
+  private nextHousekeeping: Promise<HousekeepingDone> | null = null;
   /**
    * Charged calls whose record the store did not take (it refused writes, or did not answer): their ranges are
    * settled as interrupted as soon as the store takes writes again (settleUnrecorded). After a stop, settlement
@@ -295,6 +299,7 @@ export class Ledger {
     if (all) await this.blocks.flush();
     await this.records.idle();
     await this.housekeeping;
+    await this.nextHousekeeping;
     if (this.unrecorded.size > 0) await this.settleUnrecorded().catch(() => undefined);
   }
 
@@ -355,12 +360,22 @@ export class Ledger {
    * The periodic work, each partition by one instance at a time (its lease, renewed while the run lasts; each
    * step is also safe if two ran it): settle what calls left open, then roll records into the aggregates and
    * apply retention. Partitions another instance holds are left to it. Returns what the runs refunded and
-   * rolled, or null when every partition was held elsewhere.
+   * rolled, or null when every partition was held elsewhere. Asked during a run, runs once more after it: what
+   * was written meanwhile may be past that run's target (it stops short of a write in flight), and nothing else
+   * may come to ask again (the last records of a burst would stay beyond the caps).
    */
-  housekeep(): Promise<{ refunded: number; rolled: number } | null> {
-    this.housekeeping ??= (async () => {
+  housekeep(): Promise<HousekeepingDone> {
+    if (this.housekeeping) {
+      const after = () => {
+        this.nextHousekeeping = null;
+        return this.housekeep();
+      };
+      this.nextHousekeeping ??= this.housekeeping.then(after, after);
+      return this.nextHousekeeping;
+    }
+    this.housekeeping = (async () => {
       await this.settleUnrecorded();
-      let done = null as { refunded: number; rolled: number } | null;
+      let done = null as HousekeepingDone;
       const { partitions } = this.options;
       // Instances start at different partitions, so that each finds its own free at once.
       const first = slotOf(this.options.instance) % partitions;

@@ -168,7 +168,7 @@ export class Settlement {
    * Returns the block of a process that stopped: the gaps of its range (calls it was running, its unused rest:
    * nothing tells them apart) recorded as interrupted, then what its records did not keep given back, by the
    * update that removes its entry (once, whoever gets there first). Returns the interrupted records of the block
-   * this run returned (0 if another did).
+   * if this run returned it (0 if another did), those another settler of the same block wrote first included.
    */
   private async returnBlock(ownerId: string, id: string, block: BlockEntry): Promise<number> {
     let kept = 0;
@@ -181,6 +181,7 @@ export class Settlement {
     for await (const r of this.rangesFrom(ownerId, block.from)) {
       if (r.from >= block.end) break;
       if (r.from > pos) await gap(r.from);
+      if (r.code === 'interrupted' && r.block === id) gaps++;
       kept += r.credits;
       pos = r.from + r.charged;
     }
@@ -221,7 +222,7 @@ export class Settlement {
     for (;;) {
       const page = (await this.calls.find(
         { charge_key: { $gte: chargeKey(ownerId, next), $lt: chargeKeysEnd(ownerId) } },
-        { sort: { charge_key: 1 }, limit: PAGE, projection: { _id: 1, from: 1, charged: 1, credits: 1, outcome: 1, block: 1 } },
+        { sort: { charge_key: 1 }, limit: PAGE, projection: { _id: 1, from: 1, charged: 1, credits: 1, outcome: 1, code: 1, block: 1 } },
       )) as Array<CallDoc & { from: number }>;
       yield* page;
       if (page.length < PAGE) return;
