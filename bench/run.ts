@@ -172,11 +172,12 @@ function measureAlone(target: Target, method: Method, connections: number, secon
   });
 }
 
-/** WARM_SECONDS of calls at c=32, so that JIT and connection pools are in their steady state before a target is measured. */
-async function warm(target: Target): Promise<void> {
+/** WARM_SECONDS at c=32 of each method a target is measured on, so that JIT and connection pools are in their steady state. */
+async function warm(target: Target, methods: Method[]): Promise<void> {
   progress(`warm ${target.name}`);
+  // Every method it is measured on, in turn on each connection: a list measured cold was measured compiling.
   await alone([upstreamPid, target.pid], () =>
-    autocannon({ url: target.url, connections: 32, duration: WARM_SECONDS, requests: [post(target, 'tools/call')] }),
+    autocannon({ url: target.url, connections: 32, duration: WARM_SECONDS, requests: methods.map((method) => post(target, method)) }),
   );
 }
 
@@ -336,7 +337,8 @@ async function main(): Promise<void> {
     },
   ];
   progress('all servers up');
-  for (const t of [...general, ...callOnly, ...notion]) await warm(t);
+  for (const t of [...general, ...notion]) await warm(t, ['tools/list', 'tools/call']);
+  for (const t of callOnly) await warm(t, ['tools/call']);
 
   const rows: Row[] = [];
   for (const connections of [1, 32]) {
@@ -347,7 +349,7 @@ async function main(): Promise<void> {
   }
   const instances = oursMongo ? [oursMongo, ...(await moreInstances())] : [];
   const sharedOwner = instances.map((server, i) => keyed(`${OURS_MONGO} #${i + 1}`, server));
-  for (const t of sharedOwner.slice(1)) await warm(t);
+  for (const t of sharedOwner.slice(1)) await warm(t, ['tools/call']);
   const shared = sharedOwner.length ? await measureSharedOwner(sharedOwner) : undefined;
   if (shared) rows.push(shared);
 
