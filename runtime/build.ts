@@ -27,8 +27,9 @@ const THIS_FILE = fileURLToPath(import.meta.url);
  * 8 s; the CPU per call moved less than the machine's noise (docs/bench.md). It keeps a few MB of bytecode.
  * --max-semi-space-size=32 (MB; V8's default here is 16): each call's objects live until its answer, so at c=32 every
  * young-generation collection copied the objects of the calls in flight, and a young generation twice as large
- * copies them half as often. 16 alternations of 3,000 calls at c=32: 980 -> 899 CPU µs a call (the bare proxy,
- * which holds little per call, gained nothing). Under load the young generation may take 32 MB more.
+ * copies them half as often. 16 alternations of 3,000 calls at c=32 on the memory store: 980 -> 899 CPU µs a call
+ * (on the file store, and for the bare proxy, which holds little per call: within the noise; docs/bench.md). Under
+ * load the young generation may take 32 MB more.
  */
 export const NODE_FLAGS = ['--enable-source-maps', '--no-flush-bytecode', '--max-semi-space-size=32'];
 /** What `npm start` and `npm run demo` run, from runtime/. */
