@@ -298,8 +298,8 @@ export class Ledger {
     await Promise.all(this.rejections.due(all).map((doc) => this.records.add(doc)));
     if (all) await this.blocks.flush();
     await this.records.idle();
-    await this.housekeeping;
-    await this.nextHousekeeping;
+    // The run asked for during the one under way starts when that one ends: wait for it too.
+    while (this.housekeeping || this.nextHousekeeping) await (this.nextHousekeeping ?? this.housekeeping);
     if (this.unrecorded.size > 0) await this.settleUnrecorded().catch(() => undefined);
   }
 
