@@ -30,8 +30,11 @@ describe('npm run demo', () => {
 ${line}
 echo "LOADED $BASE_URL $SERVER_ID $API_KEY $JIRA_URL $SUPABASE_URL"
 until [ -e ${dir}/stop ]; do sleep 0.2; done
+group=$(jobs -p %1)
 kill %1
-wait`;
+wait
+# npm may end before the demo it started: the stop is over when no process of the job is left.
+while kill -0 -- -$group 2>/dev/null; do sleep 0.2; done`;
     // Everything the shell and the demo print goes to one file, in the order it was written.
     const out = openSync(output, 'a');
     const shell = spawn('bash', ['-c', script], {
