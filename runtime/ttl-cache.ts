@@ -3,6 +3,8 @@
 // expiry, or, for a cache that follows a change feed (store/changes.ts), by the feed, which lets an entry live up
 // to FOLLOWED_MAX_MS while it can vouch for every change older than `ttlMs`.
 
+import { type OffPath, offPath } from './off-path.ts';
+
 /** An entry used in the last quarter of `ttlMs` before it expires is read again in the background (fetch). */
 const REFRESH_AHEAD_FRACTION = 1 / 4;
 /** How long a followed entry lives at most (then it is read again), however well the feed works. */
@@ -32,6 +34,8 @@ export class TtlCache<K extends string, V> {
   private readonly entries = new Map<K, Entry<V>>();
   /** Counts deletions: a read during which one happened may hold what it replaced, so the feed does not keep it. */
   private deletions = 0;
+  /** Where background reads run: no call waits for them, so none runs in a call's context (its trace, its store commands). */
+  private readonly offPath: OffPath = offPath();
 
   /** `feed`: the change feed this cache follows, and its name there (the entries may then outlive `ttlMs`). */
   constructor(
@@ -116,7 +120,7 @@ export class TtlCache<K extends string, V> {
     e.refreshing = true;
     const readAt = Date.now();
     const deletions = this.deletions;
-    load().then(
+    this.offPath(load).then(
       // Only over the entry it refreshes: one deleted or replaced meanwhile was changed here.
       (value) => this.entries.get(key) === e && this.keep(key, value, readAt, deletions),
       // Not tried again: the entry lives on until it expires, and the next use past then reads on the path.

@@ -1,5 +1,6 @@
 // The hot-path lookup cache: values never older than its lifetime, read again in the background while in use,
 // and a change on this instance winning over a background read.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { TtlCache } from '../runtime/ttl-cache.ts';
 
@@ -49,6 +50,21 @@ describe('TtlCache.fetch', () => {
     vi.setSystemTime(1_000_000 + 7500);
     expect(await cache.fetch('k', l.load)).toBe('v3');
     expect(l.reads).toBe(3);
+  });
+
+  it('reads in the background outside the context of the call that found the entry old (that call does not wait for it)', async () => {
+    const call = new AsyncLocalStorage<string>();
+    const cache = new TtlCache<string, string>(4000);
+    const readFor: Array<string | undefined> = [];
+    const load = async () => {
+      readFor.push(call.getStore());
+      return 'v';
+    };
+    await call.run('first call', () => cache.fetch('k', load));
+    vi.setSystemTime(1_000_000 + 3500);
+    await call.run('later call', () => cache.fetch('k', load));
+    await settled();
+    expect(readFor).toEqual(['first call', undefined]);
   });
 
   it('keeps a change made here over what a background read found', async () => {
