@@ -19,7 +19,7 @@ import path from 'node:path';
 import got from 'got';
 import Koa from 'koa';
 import { GroupCommit } from '../runtime/billing/group-commit.ts';
-import { answerSignals } from './signals.ts';
+import { answerSignals, removeOnStop } from './signals.ts';
 
 const upstream = process.argv[2];
 const durable = process.argv.includes('--durable');
@@ -30,7 +30,9 @@ const NOTION_HEADERS = { authorization: 'Bearer ntn_bench_token_000000000000', '
 const client = got.extend({ agent: { http: new http.Agent({ keepAlive: true }) }, responseType: 'json', throwHttpErrors: false });
 
 async function appender(): Promise<(line: string) => Promise<void>> {
-  const file = await open(path.join(await mkdtemp(path.join(tmpdir(), 'bench-durable-')), 'calls.jsonl'), 'a');
+  const dir = await mkdtemp(path.join(tmpdir(), 'bench-durable-'));
+  removeOnStop(dir); // a few MB a run
+  const file = await open(path.join(dir, 'calls.jsonl'), 'a');
   const commit = new GroupCommit<string, void>(async (lines) => void (await file.appendFile(lines.join(''))));
   return (line) => commit.add(line);
 }

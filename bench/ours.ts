@@ -9,7 +9,6 @@
 // the others are started with BENCH_JOIN=<the first's JSON line> and serve the same server with the same key.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { createServer, Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,7 +17,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../runtime/config.ts';
 import { startService } from '../runtime/service.ts';
-import { answerSignals } from './signals.ts';
+import { answerSignals, removeOnStop } from './signals.ts';
 
 const upstream = process.argv[2];
 const notion = process.env.BENCH_FAMILY === 'workspace';
@@ -27,12 +26,7 @@ const joined = process.env.BENCH_JOIN ? (JSON.parse(process.env.BENCH_JOIN) as R
 const inRequest = mongodbUrl ? answerInRequestContext() : undefined;
 // The bench's own data folder (the file store's calls reach tens of MB a run): gone when the runner stops the server.
 const dataDir = await mkdtemp(path.join(tmpdir(), 'tool-server-bench-'));
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    rmSync(dataDir, { recursive: true, force: true });
-    process.exit(0);
-  });
-}
+removeOnStop(dataDir);
 const config = loadConfig({
   PORT: '0',
   LOG_LEVEL: process.env.BENCH_LOG_LEVEL || 'info',

@@ -1,9 +1,9 @@
-// What a bench server does on SIGUSR2, for the runner that drives it: with BENCH_PROFILE=<file>, the first
+// What a bench server does on signals from the runner that drives it. SIGUSR2: with BENCH_PROFILE=<file>, the first
 // signal starts V8's CPU profiler and the second writes the profile there (so start-up and warm-up stay out
 // of it); with BENCH_HEAP_PROFILE=<file> as well, V8's sampling heap profiler runs alongside and keeps every
 // allocation it sampled, collected or not (what makes the garbage); under --expose-gc, each signal collects
 // garbage (the soak compares live memory).
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 
 export function answerSignals(): void {
@@ -36,4 +36,14 @@ export function answerSignals(): void {
       });
     });
   } else if (gc) process.on('SIGUSR2', () => gc());
+}
+
+/** Removes a server's scratch folder when the runner stops it (SIGTERM, or SIGINT from a terminal). */
+export function removeOnStop(dir: string): void {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      rmSync(dir, { recursive: true, force: true });
+      process.exit(0);
+    });
+  }
 }
