@@ -9,6 +9,11 @@
 // PROFILE_METHOD=tools/list profiles tools/list instead (ours only: the bare proxy answers every POST as a call).
 // PROFILE_HEAP=1 runs V8's sampling heap profiler alongside and prints a second table: bytes allocated per call
 // by stage, collected or not (what the garbage collector's share comes from); kept as <server>.heapprofile.
+// PROFILE_PERF=1 samples with Linux perf instead (on-CPU time, every thread of the process, JIT frames named
+// through node's --perf-basic-prof) and prints the functions that take most of a call: V8's sampler charges
+// whatever native function a signal interrupts (a SHA-256 of the key: 31 µs a call by V8's profiler, 3 by perf),
+// perf does not. Needs `perf` (Debian's linux-perf) and perf_event_paranoid <= 1 or root.
+import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { SourceMap, type SourceMapPayload } from 'node:module';
@@ -17,7 +22,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { BENCH_PAGE, children, launch, runBench } from './processes.ts';
+import { promisify } from 'node:util';
+import { BENCH_PAGE, children, cpuMicros, launch, runBench } from './processes.ts';
 
 const CALLS = Number(process.env.PROFILE_CALLS || 20_000);
 const CONNECTIONS = Number(process.env.PROFILE_CONNECTIONS || 32);
@@ -53,6 +59,11 @@ interface HeapProfile {
   samples: Array<{ size: number; nodeId: number }>;
 }
 const HEAP = process.env.PROFILE_HEAP === '1';
+const PERF = process.env.PROFILE_PERF === '1';
+/** perf's functions shown per server: the heaviest. */
+const PERF_TOP = Number(process.env.PROFILE_TOP || 30);
+/** perf's row of the process's whole CPU time a call. */
+const ALL = '(all)';
 
 /** Stages, tried from the innermost frame outwards; the first that claims a frame takes the sample. */
 const STAGES: Array<[string, (f: Frame) => boolean]> = [
@@ -185,7 +196,9 @@ async function profileOf(server: Server, upstream: string): Promise<{ cpu: Map<s
   const dir = await mkdtemp(path.join(tmpdir(), 'tool-server-profile-'));
   const out = path.join(dir, 'cpu.json');
   const heapOut = path.join(dir, 'heap.json');
-  const env = Object.assign({}, server.env, { BENCH_PROFILE: out }, HEAP ? { BENCH_HEAP_PROFILE: heapOut } : {});
+  const env = PERF
+    ? Object.assign({}, server.env, { BENCH_NODE_FLAGS: `${process.env.BENCH_NODE_FLAGS ?? ''} --perf-basic-prof` })
+    : Object.assign({}, server.env, { BENCH_PROFILE: out }, HEAP ? { BENCH_HEAP_PROFILE: heapOut } : {});
   const target = await launch(file, [upstream, ...(server.args ?? [])], env, server.built);
   const child = children.at(-1)!;
   const headers = {
@@ -195,6 +208,11 @@ async function profileOf(server: Server, upstream: string): Promise<{ cpu: Map<s
   };
   const run = (amount: number) => autocannon({ url: target.url, connections: CONNECTIONS, amount, method: 'POST', headers, body });
   await run(3000);
+  if (PERF) {
+    const cpu = await perfOf(target.pid!, dir, () => run(CALLS));
+    await rm(dir, { recursive: true, force: true });
+    return { cpu };
+  }
   child.kill('SIGUSR2');
   await sleep(200);
   const result = await run(CALLS);
@@ -218,6 +236,57 @@ async function profileOf(server: Server, upstream: string): Promise<{ cpu: Map<s
   return { cpu, heap: perCall(stagesOf(heap, (i) => heap.sizes[i]!)) };
 }
 
+/**
+ * perf's samples of the process `pid` while `work` runs (recorded into `dir`), as µs per call by function: each
+ * function's share of the samples times the CPU time /proc gives the process over the same span.
+ */
+async function perfOf(pid: string, dir: string, work: () => Promise<autocannon.Result>): Promise<Map<string, number>> {
+  const data = path.join(dir, 'perf.data');
+  const perf = spawn('perf', ['record', '-F', '1999', '-p', pid, '-o', data], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let said = '';
+  perf.stderr.on('data', (chunk: Buffer) => (said += chunk.toString()));
+  const ended = new Promise<number | null>((resolve, reject) => perf.once('exit', resolve).once('error', reject));
+  await sleep(500); // perf attaches
+  const before = await cpuMicros(pid);
+  const result = await work();
+  const cpu = (await cpuMicros(pid)) - before;
+  perf.kill('SIGINT');
+  // Stopped by the signal, perf exits with its number (or 0), after saying what it wrote.
+  await ended;
+  if (!said.includes('Captured and wrote')) throw new Error(`perf record failed: ${said.trim()}`);
+  if (result.non2xx || result.errors) throw new Error(`${result.non2xx + result.errors} failed calls`);
+  const args = ['report', '-i', data, '--stdio', '--no-children', '--sort', 'symbol', '-g', 'none', '--percent-limit', '0.05'];
+  const { stdout } = await promisify(execFile)('perf', args, { maxBuffer: 64 << 20 });
+  await rm(path.join(tmpdir(), `perf-${pid}.map`), { force: true }); // --perf-basic-prof's names of the JIT's code
+  const micros = new Map<string, number>([[ALL, cpu / result.requests.total]]);
+  for (const line of stdout.split('\n')) {
+    // "  6.23%  [.] name  -  -": the name ends where two spaces begin the report's empty columns.
+    const m = /^\s*([\d.]+)%\s+\[[.k]\]\s+(.+?)(?:\s{2}.*)?$/.exec(line);
+    // A JIT frame, "callTool file:///.../bench-build-1/ours.js:23282:17", is named by its function and file.
+    const name = m?.[2]!.replace(/^ /, '(anonymous) ').replace(/^(?:JS|LazyCompile|Function|Builtin|Handler):[~*^]?/, '').replace(/ (?:file:\/\/)?\/\S*\/([^/\s]+):\d+:\d+$/, ' ($1)');
+    if (m) micros.set(name!, (micros.get(name!) ?? 0) + ((Number(m[1]) / 100) * cpu) / result.requests.total);
+  }
+  return micros;
+}
+
+function perfTable(columns: Array<[string, Map<string, number>]>): void {
+  const heaviest = new Set(
+    columns.flatMap(([, m]) =>
+      [...m]
+        .filter(([name]) => name !== ALL)
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, PERF_TOP)
+        .map(([name]) => name),
+    ),
+  );
+  const rows = [...heaviest].sort((a, b) => Math.max(...columns.map(([, m]) => m.get(b) ?? 0)) - Math.max(...columns.map(([, m]) => m.get(a) ?? 0)));
+  console.log(`\nCPU µs per ${METHOD} by function (${CALLS} calls at c=${CONNECTIONS}, perf, every thread of the process)\n`);
+  console.log(`| function | ${columns.map(([n]) => n).join(' | ')} |`);
+  console.log(`|---|${columns.map(() => '---:').join('|')}|`);
+  for (const r of rows) console.log(`| \`${r.replace(/\|/g, '\\|').slice(0, 90)}\` | ${columns.map(([, m]) => (m.get(r) ?? 0).toFixed(1)).join(' | ')} |`);
+  console.log(`| **the process, all of it** | ${columns.map(([, m]) => `**${m.get(ALL)!.toFixed(0)}**`).join(' | ')} |`);
+}
+
 async function main(): Promise<void> {
   const upstream = (await launch('upstream.ts')).url;
   const servers: Server[] = [
@@ -234,6 +303,7 @@ async function main(): Promise<void> {
   const only = (process.env.PROFILE_ONLY ?? 'ours-memory,ours-file,bare-proxy').split(',');
   const profiles: Array<[string, Awaited<ReturnType<typeof profileOf>>]> = [];
   for (const server of servers) if (only.includes(server.name)) profiles.push([server.title, await profileOf(server, upstream)]);
+  if (PERF) return perfTable(profiles.map(([n, p]) => [n, p.cpu]));
   table(
     `CPU µs per ${METHOD} (${CALLS} calls at c=${CONNECTIONS}, V8 sampling profiler, idle excluded)`,
     profiles.map(([n, p]) => [n, p.cpu]),
