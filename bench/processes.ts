@@ -24,7 +24,7 @@ const MEASURED_FLAGS = ['--no-memory-reducer'];
  * made once per run; inside the repository, where the bundles find node_modules.
  */
 const BUILT = path.resolve(`node_modules/.cache/bench-build-${process.pid}`);
-const BUILT_ENTRIES = ['bench/ours.ts', 'bench/bare-proxy.ts', 'test/support/loopback-only.ts'];
+const BUILT_ENTRIES = ['bench/ours.ts', 'bench/bare-proxy.ts', 'bench/raw-list.ts', 'test/support/loopback-only.ts'];
 let built: Promise<void> | undefined;
 
 export const children: ChildProcess[] = [];

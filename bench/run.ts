@@ -1,6 +1,6 @@
 // `npm run bench`: this service vs the official SDK references, the official Notion MCP server and the bare
 // upstream, in one run, on loopback only, with bare Koa+got proxies as the floors (of the demo call and of the
-// Notion rows). Each server runs in its own process; autocannon drives tools/list and tools/call at concurrency
+// Notion rows) and node's http server alone under the Notion list. Each server runs in its own process; autocannon drives tools/list and tools/call at concurrency
 // 1 and 32, and every answer is checked (a 200 that carries an error counts as an error). Prints req/s, p50 and
 // p99 per row, then the ratios, one line per goal. BENCH_SECONDS sets the length of each row (default 5). While a
 // server is measured, every other but the upstream is stopped (alone(), processes.ts): the idle ones' background
@@ -49,6 +49,8 @@ const OURS_NOTION = 'ours (Notion tools)';
 const NOTION_MCP = 'official Notion MCP';
 /** The floor of the Notion rows (bare-proxy.ts --notion): what any server in front of got and Koa can reach on this machine. */
 const BARE_NOTION = 'bare Notion proxy';
+/** Under it, on tools/list only (raw-list.ts): node's http server writing the list's bytes, no framework: what this machine allows any server. */
+const RAW_LIST = 'node:http alone (list)';
 
 /**
  * A JSON-RPC request with a fresh id on every send, as a real client makes them: a session-based server
@@ -301,7 +303,11 @@ async function main(): Promise<void> {
     launch('bare-proxy.ts', [upstream, '--durable'], {}, true),
     mongoEnv ? launch('ours.ts', [upstream], mongoEnv, true) : undefined,
   ]);
-  const bareNotion = await launch('bare-proxy.ts', [upstream, '--notion'], { BENCH_NOTION_LIST: await listResult(oursNotion) }, true);
+  const notionList = { BENCH_NOTION_LIST: await listResult(oursNotion) };
+  const [bareNotion, rawList] = await Promise.all([
+    launch('bare-proxy.ts', [upstream, '--notion'], notionList, true),
+    launch('raw-list.ts', [], notionList, true),
+  ]);
   // Two more instances serving the MongoDB row's owner, server and key: one busy owner through three processes.
   // Started for that measure only, at the end: their polls of the store would load FerretDB during every row.
   const join = oursMongo && { BENCH_JOIN: JSON.stringify({ owner: oursMongo.owner, server: oursMongo.server, key: oursMongo.key }) };
@@ -349,15 +355,20 @@ async function main(): Promise<void> {
       pagesServedBy: upstream,
     },
   ];
+  /** Measured on tools/list only. */
+  const listOnly: Target[] = [
+    { name: RAW_LIST, url: rawList.url, pid: rawList.pid, headers: {}, bodies: { 'tools/list': rpc('tools/list') }, expect: { 'tools/list': 'get_page' } },
+  ];
   progress('all servers up');
   for (const t of [...general, ...notion]) await warm(t, ['tools/list', 'tools/call']);
   for (const t of callOnly) await warm(t, ['tools/call']);
+  for (const t of listOnly) await warm(t, ['tools/list']);
 
   const rows: Row[] = [];
   for (const connections of [1, 32]) {
     progress(`direct upstream c=${connections}`);
     rows.push(await measureGet('direct upstream', `${upstream}/ping`, connections));
-    rows.push(...(await measureInTurns([...general, ...notion], 'tools/list', connections)));
+    rows.push(...(await measureInTurns([...general, ...notion, ...listOnly], 'tools/list', connections)));
     rows.push(...(await measureInTurns([...general, ...callOnly, ...notion], 'tools/call', connections)));
   }
   const instances = oursMongo ? [oursMongo, ...(await moreInstances())] : [];
@@ -393,6 +404,7 @@ async function main(): Promise<void> {
     lines.push(ratio('tools/list', c, OURS_NOTION, NOTION_MCP, 'ours/notion-mcp'));
     lines.push(ratio('tools/call', c, BARE_NOTION, NOTION_MCP, 'bare-notion-proxy/notion-mcp'));
     lines.push(ratio('tools/list', c, BARE_NOTION, NOTION_MCP, 'bare-notion-proxy/notion-mcp'));
+    lines.push(ratio('tools/list', c, RAW_LIST, NOTION_MCP, 'node-http-alone/notion-mcp'));
   }
   lines.push(ratio('tools/call', 1, OURS, BARE, 'ours/bare-proxy'));
   lines.push(ratio('tools/call', 1, OURS_FILE, BARE, 'ours-file/bare-proxy'));
@@ -426,11 +438,13 @@ async function main(): Promise<void> {
       `owner line writes per call c=32 ${perCall(shared!, (c) => c.ownerLine)} (one owner through ${instances.length} processes, ${Math.round(shared!.rps)} calls/s together)`,
     );
   }
-  // With the floor's ratio in the same run beside them: the most any server in front of got and Koa reached.
-  for (const method of ['tools/call', 'tools/list'] as const)
-    goals.push(
-      `${ratio(method, 32, OURS_NOTION, NOTION_MCP, 'ours/notion-mcp')} (the bare Notion proxy: ${(rps(BARE_NOTION, method, 32) / rps(NOTION_MCP, method, 32)).toFixed(2)})`,
-    );
+  // With the floors' ratios in the same run beside them: the most any server in front of got and Koa reached,
+  // and for the list any server at all.
+  const toNotionMcp = (name: string, method: Method) => (rps(name, method, 32) / rps(NOTION_MCP, method, 32)).toFixed(2);
+  goals.push(`${ratio('tools/call', 32, OURS_NOTION, NOTION_MCP, 'ours/notion-mcp')} (the bare Notion proxy: ${toNotionMcp(BARE_NOTION, 'tools/call')})`);
+  goals.push(
+    `${ratio('tools/list', 32, OURS_NOTION, NOTION_MCP, 'ours/notion-mcp')} (the bare Notion proxy: ${toNotionMcp(BARE_NOTION, 'tools/list')}; node:http alone: ${toNotionMcp(RAW_LIST, 'tools/list')})`,
+  );
   console.log(`\nratios (req/s):\n${lines.join('\n')}\n\ngoals:\n${goals.join('\n')}`);
 }
 
