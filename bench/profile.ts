@@ -264,8 +264,8 @@ async function perfOf(pid: string, dir: string, work: () => Promise<autocannon.R
     const m = /^\s*([\d.]+)%\s+\[[.k]\]\s+(.+?)(?:\s{2}.*)?$/.exec(line);
     // A JIT frame, "callTool file:///.../bench-build-1/ours.js:23282:17", is named by its function and file.
     const name = m?.[2]!
-      .replace(/^ /, '(anonymous) ')
       .replace(/^(?:JS|LazyCompile|Function|Builtin|Handler):[~*^]?/, '')
+      .replace(/^ /, '(anonymous) ')
       .replace(/ (?:file:\/\/)?\/\S*\/([^/\s]+):\d+:\d+$/, ' ($1)');
     if (m) micros.set(name!, (micros.get(name!) ?? 0) + ((Number(m[1]) / 100) * cpu) / result.requests.total);
   }
