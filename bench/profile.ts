@@ -21,8 +21,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
 import { promisify } from 'node:util';
+import autocannon from 'autocannon';
 import { BENCH_PAGE, children, cpuMicros, launch, runBench } from './processes.ts';
 
 const CALLS = Number(process.env.PROFILE_CALLS || 20_000);
