@@ -2,9 +2,9 @@
 // upstream, in one run, on loopback only, with bare Koa+got proxies as the floors (of the demo call and of the
 // Notion rows) and node's http server alone under the Notion list. Each server runs in its own process;
 // autocannon drives tools/list and tools/call at concurrency 1 and 32, and every answer is checked (a 200 that
-// carries an error counts as an error). Prints req/s, p50 and p99 per row, then the ratios, one line per goal. BENCH_SECONDS sets the length of each row (default 5). While a
-// server is measured, every other but the upstream is stopped (alone(), processes.ts): the idle ones' background
-// work is no noise in its row.
+// carries an error counts as an error). Prints req/s, p50 and p99 per row, then the ratios, one line per goal.
+// BENCH_SECONDS sets the length of each row (default 5). While a server is measured, every other but the upstream
+// is stopped (alone(), processes.ts): the idle ones' background work is no noise in its row.
 import autocannon from 'autocannon';
 import { randomBytes } from 'node:crypto';
 import {
